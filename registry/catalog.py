@@ -1,0 +1,94 @@
+"""The loaded registry: metrics, terms, rules and stage boundaries, with lookups and name resolution."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import UnknownName
+from .model import Metric, Rule, Stage, Stages, Term
+from .resolve import Resolution, Resolver
+
+__all__ = ["Registry"]
+
+
+@dataclass(frozen=True)
+class Registry:
+    """Everything rlvitals knows about RL metrics. Build it with `registry.load()`."""
+
+    metrics: tuple[Metric, ...]
+    terms: tuple[Term, ...]
+    rules: tuple[Rule, ...]
+    stages: Stages
+    sources: tuple[str, ...] = ()
+    _by_id: Mapping[str, Metric] = field(init=False, repr=False, compare=False)
+    _terms: Mapping[str, Term] = field(init=False, repr=False, compare=False)
+    _rules: Mapping[str, Rule] = field(init=False, repr=False, compare=False)
+    _resolver: Resolver = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {m.id: m for m in self.metrics})
+        object.__setattr__(self, "_terms", {t.id: t for t in self.terms})
+        object.__setattr__(self, "_rules", {r.id: r for r in self.rules})
+        object.__setattr__(self, "_resolver", Resolver.build(self.metrics))
+
+    def metric(self, metric_id: str) -> Metric:
+        try:
+            return self._by_id[metric_id]
+        except KeyError:
+            raise UnknownName(
+                metric_id, f"no metric with id {metric_id!r} in the registry"
+            ) from None
+
+    def term(self, term_id: str) -> Term:
+        try:
+            return self._terms[term_id]
+        except KeyError:
+            raise UnknownName(term_id, f"no term with id {term_id!r} in the glossary") from None
+
+    def rule(self, rule_id: str) -> Rule:
+        try:
+            return self._rules[rule_id]
+        except KeyError:
+            raise UnknownName(rule_id, f"no rule with id {rule_id!r} in rules.yaml") from None
+
+    def has_metric(self, metric_id: str) -> bool:
+        return metric_id in self._by_id
+
+    def has_term(self, term_id: str) -> bool:
+        return term_id in self._terms
+
+    def resolve(self, name: str, framework: str | None = None) -> Resolution:
+        """Canonical id and transform for any known spelling.
+
+        Raises `UnknownName` for a name nobody declared and `AmbiguousName` (with the candidates)
+        when the name means different metrics in different frameworks and none was given.
+        """
+        return self._resolver.resolve(name, framework)
+
+    def detect_framework(self, names: Iterable[str]) -> str | None:
+        return self._resolver.detect_framework(names)
+
+    def core_metrics(self) -> tuple[Metric, ...]:
+        return tuple(m for m in self.metrics if m.core)
+
+    def by_group(self, group: str) -> tuple[Metric, ...]:
+        return tuple(m for m in self.metrics if m.group == group)
+
+    def terms_explaining(self, metric_id: str) -> tuple[Term, ...]:
+        return tuple(t for t in self.terms if metric_id in t.explains)
+
+    def stages_for(self, config: Mapping[str, Any] | None = None) -> Stages:
+        """Stage boundaries, overridden by a run config's `stage_boundaries` when it has one."""
+        override = (config or {}).get("stage_boundaries")
+        if not isinstance(override, Mapping):
+            return self.stages
+        early = override.get("early_end", self.stages.early_end)
+        mid = override.get("mid_end", self.stages.mid_end)
+        if not (isinstance(early, int) and isinstance(mid, int) and 0 < early < mid):
+            return self.stages
+        return Stages(early_end=early, mid_end=mid, reason="run config stage_boundaries")
+
+    def stage_at(self, step: int, config: Mapping[str, Any] | None = None) -> Stage:
+        return self.stages_for(config).stage_at(step)

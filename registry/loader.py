@@ -1,0 +1,372 @@
+"""Read the registry YAML files, validate structure (JSON Schema) and meaning, build the Registry.
+
+Every problem in every file is collected before anything is raised, so a user fixing a registry
+sees the whole list at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from referencing import Registry as SchemaRegistry
+from referencing import Resource
+
+from .catalog import Registry
+from .errors import Problem, RegistryInvalid
+from .model import (
+    Alert,
+    Alias,
+    Band,
+    Bands,
+    Condition,
+    Derivation,
+    Display,
+    Formula,
+    Limits,
+    Metric,
+    NamePattern,
+    Rule,
+    Scenario,
+    Stages,
+    Term,
+    Text,
+    Transform,
+)
+from .semantics import check_meaning
+
+__all__ = ["BUILTIN_DIR", "load"]
+
+BUILTIN_DIR = Path(__file__).resolve().parent
+_SCHEMA_DIR = BUILTIN_DIR / "schema"
+_SECTIONS = {
+    "metrics": "metrics.schema.json",
+    "terms": "terms.schema.json",
+    "rules": "rules.schema.json",
+}
+_FILES = {"metrics": "metrics.yaml", "terms": "terms.yaml", "rules": "rules.yaml"}
+
+
+def load(path: str | Path | None = None, extensions: Iterable[str | Path] = ()) -> Registry:
+    """Load the registry in `path` (a folder with metrics.yaml, terms.yaml, rules.yaml; the
+    built-in one by default), extended by user files that add metrics, terms or rules.
+
+    Raises RegistryInvalid listing every problem found, each naming file, entry and field.
+    """
+    base = Path(path) if path is not None else BUILTIN_DIR
+    problems: list[Problem] = []
+    docs: list[tuple[str, dict[str, Any]]] = []
+    for section, filename in _FILES.items():
+        file = base / filename
+        doc = _read(file, problems)
+        if doc is not None:
+            _validate(file, doc, (section,), problems, require=True)
+            docs.append((str(file), doc))
+    for ext in extensions:
+        file = Path(ext)
+        doc = _read(file, problems)
+        if doc is None:
+            continue
+        present = tuple(s for s in _SECTIONS if s in doc)
+        extra = sorted(set(doc) - set(_SECTIONS) - {"version"})
+        if not present:
+            problems.append(
+                Problem(str(file), "", "", "has none of the sections metrics:, terms:, rules:")
+            )
+        for key in extra:
+            problems.append(
+                Problem(
+                    str(file), "", key, "unknown top-level section; use metrics:, terms: or rules:"
+                )
+            )
+        _validate(file, doc, present, problems, require=False)
+        docs.append((str(file), doc))
+    if problems:
+        raise RegistryInvalid(problems)
+    problems.extend(check_meaning(docs))
+    if problems:
+        raise RegistryInvalid(problems)
+    return _build(docs)
+
+
+def _read(file: Path, problems: list[Problem]) -> dict[str, Any] | None:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        problems.append(Problem(str(file), "", "", "file not found"))
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(Problem(str(file), "", "", f"cannot read: {exc}"))
+        return None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = " ".join(
+            str(x) for x in (getattr(exc, "context", None), getattr(exc, "problem", None)) if x
+        )
+        problems.append(Problem(str(file), "", "", f"YAML syntax error{where}: {what or exc}"))
+        return None
+    if not isinstance(doc, dict):
+        problems.append(
+            Problem(
+                str(file), "", "", "must be a YAML mapping with a metrics:, terms: or rules: list"
+            )
+        )
+        return None
+    return doc
+
+
+@cache
+def _validators() -> dict[str, jsonschema.protocols.Validator]:
+    schemas = {
+        p.name: json.loads(p.read_text(encoding="utf-8")) for p in _SCHEMA_DIR.glob("*.json")
+    }
+    resources = [(name, Resource.from_contents(s)) for name, s in schemas.items()]
+    resources += [(s["$id"], Resource.from_contents(s)) for s in schemas.values()]
+    store: SchemaRegistry[Any] = SchemaRegistry().with_resources(resources)
+    return {
+        section: jsonschema.Draft202012Validator(schemas[filename], registry=store)
+        for section, filename in _SECTIONS.items()
+    }
+
+
+def _validate(
+    file: Path,
+    doc: Mapping[str, Any],
+    sections: Sequence[str],
+    problems: list[Problem],
+    require: bool,
+) -> None:
+    for section in sections:
+        part = {k: v for k, v in doc.items() if k in (section, "version", "stages")}
+        if section != "metrics":
+            part.pop("stages", None)
+        if require and section not in doc:
+            problems.append(
+                Problem(str(file), "", section, f"missing the top-level {section}: list")
+            )
+            continue
+        if not require:
+            part.pop("stages", None)
+        for err in sorted(
+            _validators()[section].iter_errors(part), key=lambda e: list(e.absolute_path)
+        ):
+            problems.append(_schema_problem(str(file), part, err))
+
+
+def _schema_problem(file: str, doc: Mapping[str, Any], err: jsonschema.ValidationError) -> Problem:
+    path = list(err.absolute_path)
+    entry = ""
+    if len(path) >= 2 and isinstance(path[1], int):
+        items = doc.get(str(path[0]), [])
+        item = items[path[1]] if isinstance(items, list) and path[1] < len(items) else None
+        ident = item.get("id") if isinstance(item, dict) else None
+        entry = f"{path[0]}[{path[1]}]" + (f" '{ident}'" if ident else "")
+        rest = path[2:]
+    else:
+        rest = path
+    field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in rest).lstrip(".")
+    message = err.message
+    if err.validator == "additionalProperties":
+        message += " (check the spelling against registry/schema)"
+    elif err.validator == "oneOf":
+        message = f"{err.instance!r} is not a valid value here"
+    return Problem(file, entry, field, message[:300])
+
+
+def _text(raw: Mapping[str, str]) -> Text:
+    return Text(en=raw["en"], zh=raw["zh"])
+
+
+def _texts(raw: Iterable[Mapping[str, str]] | None) -> tuple[Text, ...]:
+    return tuple(_text(t) for t in raw or ())
+
+
+def _transform(raw: Any) -> Transform:
+    if raw in (None, "identity"):
+        return Transform()
+    if raw == "negate":
+        return Transform("negate")
+    if "scale" in raw:
+        return Transform("scale", float(raw["scale"]))
+    return Transform("reciprocal", float(raw["reciprocal"]))
+
+
+def _band(raw: Mapping[str, Any] | None) -> Band | None:
+    if raw is None:
+        return None
+    return Band(
+        low=raw.get("low"), high=raw.get("high"), reason=raw["reason"], source=raw.get("source")
+    )
+
+
+def _metric(raw: Mapping[str, Any]) -> Metric:
+    mid = raw["id"]
+    aliases = tuple(
+        Alias(
+            key=a["key"],
+            framework=a["framework"],
+            metric=mid,
+            transform=_transform(a.get("transform")),
+            estimator=a.get("estimator"),
+            reduction=a.get("reduction"),
+            clip_definition=a.get("clip_definition"),
+            condition=a.get("condition"),
+            note=a.get("note"),
+            precedence=i,
+        )
+        for i, a in enumerate(raw.get("aliases", ()))
+    )
+    bands = raw.get("bands")
+    display = raw.get("display", {})
+    formula = raw["formula"]
+    limits = raw["limits"]
+    derived = raw.get("derived")
+    pattern = raw.get("pattern")
+    return Metric(
+        id=mid,
+        title=_text(raw["title"]),
+        short=_text(raw["short"]) if raw.get("short") else None,
+        definition=_text(raw["definition"]),
+        formula=Formula(
+            expr=formula["expr"],
+            over=formula["over"],
+            note=_text(formula["note"]) if formula.get("note") else None,
+        ),
+        unit=raw["unit"],
+        group=raw["group"],
+        layer=raw["layer"],
+        sampling=raw["sampling"],
+        aggregation=raw["aggregation"],
+        kind=raw.get("kind", "measured"),
+        core=bool(raw.get("core", False)),
+        direction=raw["direction"],
+        limits=Limits(
+            min=limits.get("min"),
+            max=limits.get("max"),
+            reason=limits["reason"],
+            source=limits.get("source"),
+        ),
+        bands=Bands(
+            basis=bands["basis"],
+            early=_band(bands.get("early")),
+            mid=_band(bands.get("mid")),
+            late=_band(bands.get("late")),
+        )
+        if bands
+        else None,
+        alerts=tuple(
+            Alert(
+                severity=a["severity"],
+                condition=a["condition"],
+                threshold=float(a["threshold"]),
+                for_steps=a["for_steps"],
+                reason=a["reason"],
+                basis=a.get("basis", "absolute"),
+                source=a.get("source"),
+            )
+            for a in raw.get("alerts", ())
+        ),
+        aliases=aliases,
+        applies_to=tuple(raw["applies_to"]),
+        failure_scenarios=tuple(
+            Scenario(
+                symptom=_text(s["symptom"]),
+                causes=_texts(s["causes"]),
+                check=_texts(s["check"]),
+                change=_texts(s["change"]),
+            )
+            for s in raw["failure_scenarios"]
+        ),
+        verification=_texts(raw["verification"]),
+        confusions=_texts(raw["confusions"]),
+        related=tuple(raw["related"]),
+        display=Display(
+            axis=display.get("axis", "left"),
+            emphasis=display.get("emphasis", "primary"),
+            panel_with=tuple(display.get("panel_with", ())),
+            color=display.get("color"),
+            log_scale=bool(display.get("log_scale", False)),
+        ),
+        derived=Derivation(
+            method=derived["method"],
+            of=tuple(derived["of"]),
+            config=derived.get("config"),
+            window=derived.get("window"),
+        )
+        if derived
+        else None,
+        pattern=NamePattern(
+            placeholder=pattern["placeholder"],
+            example=pattern["example"],
+            weight_config=pattern.get("weight_config"),
+        )
+        if pattern
+        else None,
+    )
+
+
+def _term(raw: Mapping[str, Any]) -> Term:
+    return Term(
+        id=raw["id"],
+        title=_text(raw["title"]),
+        definition=_text(raw["definition"]),
+        formula=raw.get("formula"),
+        why_it_matters=_text(raw["why_it_matters"]) if raw.get("why_it_matters") else None,
+        confusions=_texts(raw.get("confusions")),
+        explains=tuple(raw["explains"]),
+        related_terms=tuple(raw.get("related_terms", ())),
+    )
+
+
+def _rule(raw: Mapping[str, Any]) -> Rule:
+    return Rule(
+        id=raw["id"],
+        title=_text(raw["title"]),
+        severity=raw["severity"],
+        window=raw["window"],
+        min_points=raw.get("min_points", max(4, raw["window"] // 4)),
+        for_steps=raw.get("for_steps", 1),
+        conditions=tuple(
+            Condition(metric=c["metric"], stat=c["stat"], op=c["op"], value=float(c["value"]))
+            for c in raw["all"]
+        ),
+        reading=_text(raw["reading"]),
+        actions=_texts(raw["actions"]),
+        reason=raw["reason"],
+        source=raw.get("source"),
+        sentinel=raw.get("sentinel"),
+    )
+
+
+def _build(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> Registry:
+    metrics: list[Metric] = []
+    terms: list[Term] = []
+    rules: list[Rule] = []
+    stages: Stages | None = None
+    for _file, doc in docs:
+        metrics += [_metric(m) for m in doc.get("metrics", ())]
+        terms += [_term(t) for t in doc.get("terms", ())]
+        rules += [_rule(r) for r in doc.get("rules", ())]
+        if stages is None and "stages" in doc:
+            s = doc["stages"]
+            stages = Stages(
+                early_end=s["early_end"],
+                mid_end=s["mid_end"],
+                reason=s["reason"],
+                source=s.get("source"),
+            )
+    return Registry(
+        metrics=tuple(metrics),
+        terms=tuple(terms),
+        rules=tuple(rules),
+        stages=stages or Stages(early_end=2000, mid_end=20000),
+        sources=tuple(f for f, _ in docs),
+    )

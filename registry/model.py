@@ -1,0 +1,289 @@
+"""Frozen dataclasses for everything the registry declares. Nothing past the loader sees raw YAML."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "Alert",
+    "Alias",
+    "Band",
+    "Bands",
+    "Condition",
+    "Derivation",
+    "Display",
+    "Formula",
+    "Limits",
+    "Metric",
+    "NamePattern",
+    "Rule",
+    "Scenario",
+    "Stages",
+    "Term",
+    "Text",
+    "Transform",
+]
+
+Lang = Literal["en", "zh"]
+Stage = Literal["early", "mid", "late"]
+STAGES: tuple[Stage, ...] = ("early", "mid", "late")
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text in both languages."""
+
+    en: str
+    zh: str
+
+    def get(self, lang: str) -> str:
+        return self.zh if lang == "zh" else self.en
+
+
+@dataclass(frozen=True)
+class Formula:
+    expr: str
+    over: str
+    note: Text | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Physical limits: a value outside them is a bug in the logging, not a training state."""
+
+    min: float | None
+    max: float | None
+    reason: str
+    source: str | None = None
+
+    def contains(self, value: float) -> bool:
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+
+@dataclass(frozen=True)
+class Band:
+    low: float | None
+    high: float | None
+    reason: str
+    source: str | None = None
+
+    def contains(self, value: float, scale: float = 1.0) -> bool:
+        lo = -math.inf if self.low is None else self.low * scale
+        hi = math.inf if self.high is None else self.high * scale
+        return lo <= value <= hi
+
+
+@dataclass(frozen=True)
+class Bands:
+    """Healthy ranges by stage. `basis` says what the numbers multiply (1 for absolute)."""
+
+    basis: str
+    early: Band | None = None
+    mid: Band | None = None
+    late: Band | None = None
+
+    def for_stage(self, stage: Stage) -> Band | None:
+        band: Band | None = getattr(self, stage)
+        return band
+
+
+@dataclass(frozen=True)
+class Alert:
+    severity: Literal["warning", "critical"]
+    condition: Literal["above", "below", "abs_above"]
+    threshold: float
+    for_steps: int
+    reason: str
+    basis: str = "absolute"
+    source: str | None = None
+
+    def violated(self, value: float, scale: float = 1.0) -> bool:
+        limit = self.threshold * scale
+        if self.condition == "above":
+            return value > limit
+        if self.condition == "below":
+            return value < limit
+        return abs(value) > limit
+
+
+@dataclass(frozen=True)
+class Transform:
+    """How a framework's value becomes the canonical value: identity, negate, scale or reciprocal."""
+
+    kind: Literal["identity", "negate", "scale", "reciprocal"] = "identity"
+    factor: float = 1.0
+
+    def apply(self, value: float) -> float:
+        if self.kind == "negate":
+            return -value
+        if self.kind == "scale":
+            return value * self.factor
+        if self.kind == "reciprocal":
+            return self.factor / value if value != 0 else math.inf
+        return value
+
+    def describe(self) -> str:
+        if self.kind == "negate":
+            return "negate (x -> -x)"
+        if self.kind == "scale":
+            return f"scale (x -> x * {self.factor:g})"
+        if self.kind == "reciprocal":
+            return f"reciprocal (x -> {self.factor:g} / x)"
+        return "identity"
+
+
+IDENTITY = Transform()
+
+
+@dataclass(frozen=True)
+class Alias:
+    key: str
+    framework: str
+    metric: str
+    transform: Transform = IDENTITY
+    estimator: str | None = None
+    reduction: str | None = None
+    clip_definition: str | None = None
+    condition: str | None = None
+    note: str | None = None
+    precedence: int = 0
+
+    @property
+    def is_pattern(self) -> bool:
+        return "{" in self.key
+
+
+@dataclass(frozen=True)
+class Scenario:
+    symptom: Text
+    causes: tuple[Text, ...]
+    check: tuple[Text, ...]
+    change: tuple[Text, ...]
+
+
+@dataclass(frozen=True)
+class Display:
+    axis: str = "left"
+    emphasis: str = "primary"
+    panel_with: tuple[str, ...] = ()
+    color: str | None = None
+    log_scale: bool = False
+
+
+@dataclass(frozen=True)
+class Derivation:
+    method: str
+    of: tuple[str, ...]
+    config: str | None = None
+    window: int | None = None
+
+
+@dataclass(frozen=True)
+class NamePattern:
+    """A family of metrics named '<id>/<placeholder>' (sub-rewards)."""
+
+    placeholder: str
+    example: str
+    weight_config: str | None = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    id: str
+    title: Text
+    definition: Text
+    formula: Formula
+    unit: str
+    group: str
+    layer: str
+    sampling: str
+    aggregation: str
+    direction: str
+    limits: Limits
+    applies_to: tuple[str, ...]
+    failure_scenarios: tuple[Scenario, ...]
+    verification: tuple[Text, ...]
+    confusions: tuple[Text, ...]
+    related: tuple[str, ...]
+    display: Display
+    short: Text | None = None
+    kind: str = "measured"
+    core: bool = False
+    bands: Bands | None = None
+    alerts: tuple[Alert, ...] = ()
+    aliases: tuple[Alias, ...] = ()
+    derived: Derivation | None = None
+    pattern: NamePattern | None = None
+
+    def band_at(self, stage: Stage) -> Band | None:
+        return self.bands.for_stage(stage) if self.bands else None
+
+
+@dataclass(frozen=True)
+class Term:
+    id: str
+    title: Text
+    definition: Text
+    explains: tuple[str, ...]
+    formula: str | None = None
+    why_it_matters: Text | None = None
+    confusions: tuple[Text, ...] = ()
+    related_terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Condition:
+    metric: str
+    stat: str
+    op: str
+    value: float
+
+    def holds(self, observed: float) -> bool:
+        if self.op == ">":
+            return observed > self.value
+        if self.op == ">=":
+            return observed >= self.value
+        if self.op == "<":
+            return observed < self.value
+        if self.op == "<=":
+            return observed <= self.value
+        return observed == self.value
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: Text
+    severity: Literal["watch", "warning", "critical"]
+    window: int
+    conditions: tuple[Condition, ...]
+    reading: Text
+    actions: tuple[Text, ...]
+    reason: str
+    min_points: int = 8
+    for_steps: int = 1
+    source: str | None = None
+    sentinel: str | None = None
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(c.metric for c in self.conditions))
+
+
+@dataclass(frozen=True)
+class Stages:
+    """Step boundaries of the training stages; a run may override them."""
+
+    early_end: int
+    mid_end: int
+    reason: str = ""
+    source: str | None = None
+
+    def stage_at(self, step: int) -> Stage:
+        if step < self.early_end:
+            return "early"
+        if step < self.mid_end:
+            return "mid"
+        return "late"

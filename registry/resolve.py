@@ -1,0 +1,222 @@
+"""Translate a framework's metric key into a canonical metric id, or say clearly why it cannot."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .errors import AmbiguousName, UnknownName
+from .model import IDENTITY, Alias, Metric, Transform
+
+__all__ = ["FRAMEWORKS", "Resolution", "Resolver"]
+
+FRAMEWORKS: tuple[str, ...] = ("sb3", "cleanrl", "trl", "verl", "openrlhf", "rllib")
+
+# transformers' reporting callbacks (W&B, TensorBoard) prefix every TRL key with `train/`;
+# OpenRLHF's own loggers do the same. Other frameworks already namespace their keys.
+_BACKEND_PREFIXES: Mapping[str, tuple[str, ...]] = {"train/": ("trl", "openrlhf", "hf")}
+# Aliases declared for these frameworks also answer for the key (HF Trainer keys reach TRL runs).
+_FAMILY: Mapping[str, tuple[str, ...]] = {"trl": ("trl", "hf"), "hf": ("hf", "trl")}
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The outcome of translating one name.
+
+    `field` is the name the value is stored under: the metric id, or `<id>/<name>` for a
+    pattern metric (sub-rewards). `labels` holds what key placeholders captured (`gpu`, `module`).
+    """
+
+    metric: str
+    field: str
+    transform: Transform = IDENTITY
+    alias: Alias | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def framework(self) -> str | None:
+        return self.alias.framework if self.alias else None
+
+    def label(self, name: str) -> str | None:
+        return dict(self.labels).get(name)
+
+
+@dataclass(frozen=True)
+class _PatternAlias:
+    alias: Alias
+    regex: re.Pattern[str]
+
+
+def _compile(key: str) -> re.Pattern[str]:
+    parts: list[str] = []
+    pos = 0
+    for m in _PLACEHOLDER.finditer(key):
+        parts.append(re.escape(key[pos : m.start()]))
+        parts.append(f"(?P<{m.group(1)}>[^/]+?)")
+        pos = m.end()
+    parts.append(re.escape(key[pos:]))
+    return re.compile("".join(parts) + r"\Z")
+
+
+@dataclass(frozen=True)
+class Resolver:
+    """Alias index over a set of metrics. Build once; `resolve` is cached per (name, framework)."""
+
+    metrics: Mapping[str, Metric]
+    _exact: Mapping[str, tuple[Alias, ...]] = field(repr=False)
+    _patterns: tuple[_PatternAlias, ...] = field(repr=False)
+    _cache: dict[tuple[str, str | None], Resolution | Exception] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    @classmethod
+    def build(cls, metrics: Iterable[Metric]) -> Resolver:
+        by_id = {m.id: m for m in metrics}
+        exact: dict[str, list[Alias]] = {}
+        patterns: list[_PatternAlias] = []
+        for metric in by_id.values():
+            for alias in metric.aliases:
+                if alias.is_pattern:
+                    patterns.append(_PatternAlias(alias, _compile(alias.key)))
+                else:
+                    exact.setdefault(alias.key, []).append(alias)
+        return cls(
+            metrics=by_id,
+            _exact={k: tuple(v) for k, v in exact.items()},
+            _patterns=tuple(patterns),
+        )
+
+    def resolve(self, name: str, framework: str | None = None) -> Resolution:
+        """Canonical id and transform for `name`; raises UnknownName or AmbiguousName."""
+        key = (name, framework)
+        cached = self._cache.get(key)
+        if cached is None:
+            try:
+                cached = self._resolve(name, framework)
+            except (UnknownName, AmbiguousName) as exc:
+                cached = exc
+            self._cache[key] = cached
+        if isinstance(cached, Exception):
+            raise cached
+        return cached
+
+    def aliases_for(self, framework: str) -> tuple[Alias, ...]:
+        """Every alias declared for one framework (used to detect a log's framework)."""
+        wanted = _FAMILY.get(framework, (framework,))
+        found = [a for group in self._exact.values() for a in group if a.framework in wanted]
+        found += [p.alias for p in self._patterns if p.alias.framework in wanted]
+        return tuple(found)
+
+    def detect_framework(self, names: Iterable[str]) -> str | None:
+        """The framework whose aliases match the most names; None when nothing is specific."""
+        scores = dict.fromkeys(FRAMEWORKS, 0)
+        for name in names:
+            hits = {r.alias.framework for r in self._candidates(name) if r.alias}
+            if len(hits) == 1:
+                (fw,) = hits
+                if fw in scores:
+                    scores[fw] += 1
+                elif fw == "hf":
+                    scores["trl"] += 1
+        best = max(scores.items(), key=lambda kv: kv[1])
+        return best[0] if best[1] > 0 else None
+
+    def _resolve(self, name: str, framework: str | None) -> Resolution:
+        if framework is not None and framework not in FRAMEWORKS and framework != "generic":
+            raise UnknownName(
+                name,
+                f"unknown framework {framework!r}; use one of {', '.join(FRAMEWORKS)} or leave it unset",
+            )
+        direct = self._canonical(name)
+        if direct is not None:
+            return direct
+        found = self._candidates(name)
+        if framework is not None:
+            allowed = (*_FAMILY.get(framework, (framework,)), "generic")
+            others = sorted({r.framework or "" for r in found} - set(allowed))
+            found = [r for r in found if r.framework in allowed]
+            if not found and others:
+                raise UnknownName(
+                    name,
+                    f"{name!r} is not a {framework} metric key; the registry knows it only for "
+                    f"{', '.join(others)}. Check the framework setting or add an alias to registry/metrics.yaml.",
+                    others,
+                )
+        if not found:
+            raise UnknownName(name, self._unknown_message(name), self._suggest(name))
+        meanings = {(r.field, r.transform) for r in found}
+        if len(meanings) == 1:
+            return min(found, key=lambda r: r.alias.precedence if r.alias else 0)
+        listing = "; ".join(
+            f"{r.framework}: {r.field} ({r.transform.describe()})" for r in _unique(found)
+        )
+        raise AmbiguousName(
+            name,
+            f"{name!r} means different things in different frameworks ({listing}); "
+            "pass framework= (or --framework) to choose.",
+            tuple(sorted({r.field for r in found})),
+        )
+
+    def _canonical(self, name: str) -> Resolution | None:
+        if name in self.metrics and self.metrics[name].pattern is None:
+            return Resolution(metric=name, field=name)
+        head, sep, rest = name.partition("/")
+        if sep and rest and head in self.metrics and self.metrics[head].pattern is not None:
+            pattern = self.metrics[head].pattern
+            assert pattern is not None
+            return Resolution(metric=head, field=name, labels=((pattern.placeholder, rest),))
+        return None
+
+    def _candidates(self, name: str) -> list[Resolution]:
+        found = [self._make(a, {}) for a in self._exact.get(name, ())]
+        found += [
+            self._make(p.alias, m.groupdict()) for p in self._patterns if (m := p.regex.match(name))
+        ]
+        for prefix, frameworks in _BACKEND_PREFIXES.items():
+            if name.startswith(prefix):
+                stripped = [
+                    r for r in self._candidates(name[len(prefix) :]) if r.framework in frameworks
+                ]
+                found += stripped
+        return found
+
+    def _make(self, alias: Alias, captured: Mapping[str, str]) -> Resolution:
+        metric = self.metrics[alias.metric]
+        field_name = metric.id
+        if metric.pattern is not None:
+            label = captured.get(metric.pattern.placeholder) or captured.get("name")
+            if label:
+                field_name = f"{metric.id}/{label}"
+        return Resolution(
+            metric=metric.id,
+            field=field_name,
+            transform=alias.transform,
+            alias=alias,
+            labels=tuple(sorted(captured.items())),
+        )
+
+    def _suggest(self, name: str) -> tuple[str, ...]:
+        pool = list(self.metrics) + list(self._exact)
+        return tuple(difflib.get_close_matches(name, pool, n=3, cutoff=0.75))
+
+    def _unknown_message(self, name: str) -> str:
+        hint = self._suggest(name)
+        close = f" Close names: {', '.join(hint)}." if hint else ""
+        return (
+            f"{name!r} is neither a metric id nor a known alias in the registry.{close} "
+            "Add it as an alias in registry/metrics.yaml (or a user registry file) if it is one."
+        )
+
+
+def _unique(found: Iterable[Resolution]) -> list[Resolution]:
+    seen: set[tuple[str | None, str, Transform]] = set()
+    out = []
+    for r in found:
+        k = (r.framework, r.field, r.transform)
+        if k not in seen:
+            seen.add(k)
+            out.append(r)
+    return out

@@ -1,0 +1,86 @@
+"""Subcommands that work on the registry alone: `validate` and `build`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import registry
+
+from .build import build_all
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "validate",
+        help="check the built-in registry, or it extended by user files",
+        description="Validate the built-in registry plus any user files that add metrics, terms or rules. "
+        "Exit 0 when valid; exit 1 printing every problem, one per line.",
+    )
+    p.add_argument(
+        "paths", nargs="*", metavar="PATH", help="user registry files extending the built-in one"
+    )
+    p.add_argument(
+        "--registry-dir",
+        metavar="DIR",
+        help="validate this folder instead of the built-in registry",
+    )
+    p.set_defaults(handler=_validate)
+
+    b = sub.add_parser(
+        "build",
+        help="regenerate docs, dashboards, alert rules and provisioning from the registry",
+        description="Write every generated file from the registry. With --check, write nothing and exit 1 "
+        "if any generated file would change.",
+    )
+    b.add_argument(
+        "--lang",
+        choices=("en", "zh", "all"),
+        default="all",
+        help="language(s) to generate (default all)",
+    )
+    b.add_argument(
+        "--check", action="store_true", help="exit 1 if anything would change; write nothing"
+    )
+    b.add_argument(
+        "--out", metavar="DIR", default=".", help="repository root to write into (default .)"
+    )
+    b.set_defaults(handler=_build)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    try:
+        reg = registry.load(args.registry_dir, extensions=args.paths)
+    except registry.RegistryInvalid as exc:
+        for problem in exc.problems:
+            print(problem)
+        print(f"{len(exc.problems)} problem(s) found", file=sys.stderr)
+        return 1
+    print(
+        f"registry OK: {len(reg.metrics)} metrics, {len(reg.terms)} terms, {len(reg.rules)} rules, "
+        f"{sum(len(m.aliases) for m in reg.metrics)} aliases"
+    )
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    try:
+        reg = registry.load()
+    except registry.RegistryInvalid as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    langs = ("en", "zh") if args.lang == "all" else (args.lang,)
+    changed = build_all(reg, Path(args.out), langs=langs, check=args.check)
+    for path in changed:
+        print(("would change: " if args.check else "wrote: ") + str(path))
+    if args.check and changed:
+        print(
+            "generated files are stale: run `rlvitals build` and commit the result", file=sys.stderr
+        )
+        return 1
+    if not changed:
+        print("generated files are up to date")
+    return 0
