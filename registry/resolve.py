@@ -45,6 +45,13 @@ class Resolution:
 
 
 @dataclass(frozen=True)
+class _Failure:
+    kind: type[UnknownName] | type[AmbiguousName]
+    message: str
+    candidates: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class _PatternAlias:
     alias: Alias
     regex: re.Pattern[str]
@@ -68,7 +75,9 @@ class Resolver:
     metrics: Mapping[str, Metric]
     _exact: Mapping[str, tuple[Alias, ...]] = field(repr=False)
     _patterns: tuple[_PatternAlias, ...] = field(repr=False)
-    _cache: dict[tuple[str, str | None], Resolution | Exception] = field(
+    # A cached failure is stored as its parts and raised as a fresh exception each time: re-raising
+    # one object would grow its traceback on every raise and keep the callers' frames alive.
+    _cache: dict[tuple[str, str | None], Resolution | _Failure] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -97,10 +106,10 @@ class Resolver:
             try:
                 cached = self._resolve(name, framework)
             except (UnknownName, AmbiguousName) as exc:
-                cached = exc
+                cached = _Failure(type(exc), str(exc), exc.candidates)
             self._cache[key] = cached
-        if isinstance(cached, Exception):
-            raise cached
+        if isinstance(cached, _Failure):
+            raise cached.kind(name, cached.message, cached.candidates)
         return cached
 
     def aliases_for(self, framework: str) -> tuple[Alias, ...]:

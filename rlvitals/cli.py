@@ -12,7 +12,10 @@ from . import __version__
 __all__ = ["main"]
 
 # Modules that expose `register(subparsers)`; each adds its own subcommands and handlers.
-_COMMAND_MODULES: tuple[str, ...] = ("rlvitals.commands_registry",)
+_COMMAND_MODULES: tuple[str, ...] = (
+    "rlvitals.commands_registry",
+    "exporter.commands",
+)
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -1,0 +1,264 @@
+"""`rlvitals import` and `rlvitals tail`: read existing training logs into the store / InfluxDB.
+
+Bad input (a missing path, a pattern that does not compile, a file of no known format, bad
+settings) ends with one line on stderr and exit code 2. Malformed lines inside a log are skipped,
+counted and listed with file:line; they never stop an import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TextIO
+
+import registry
+from registry import FRAMEWORKS
+
+from .config import ExporterSettings
+from .errors import ExporterError
+from .ingest import Ingest, RunSummary
+from .sources import FORMATS, LogSet, Malformed, Record, compile_pattern
+
+__all__ = ["register"]
+
+_SHOWN_PROBLEMS = 20
+_PROGRESS_EVERY = 1.0  # seconds between progress lines on stderr
+_FINISH_TIMEOUT = 600.0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    imp = sub.add_parser(
+        "import",
+        help="read existing training logs once into the store / InfluxDB",
+        description="Read TensorBoard event files, JSON Lines, SB3 progress.csv or text logs (with "
+        "--pattern) once. A directory is searched recursively; each folder holding logs is one "
+        "run, named after the folder, unless --run names a single run.",
+    )
+    _common(imp)
+    imp.set_defaults(handler=_import, follow=False)
+    tail = sub.add_parser(
+        "tail",
+        help="read training logs and keep following them as they grow (the sidecar)",
+        description="Like `import`, then keep reading what is appended, across log rotation, "
+        "truncation and new files appearing (SB3 adds an event file when a run resumes).",
+    )
+    _common(tail)
+    tail.add_argument(
+        "--follow",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep following the logs (default); --no-follow reads them once",
+    )
+    tail.add_argument(
+        "--poll",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="seconds between polls (default 2)",
+    )
+    tail.add_argument(
+        "--max-polls",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop after N polls (for scripts and tests; default: until interrupted)",
+    )
+    tail.set_defaults(handler=_tail)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories to search")
+    p.add_argument(
+        "--run", metavar="NAME", help="put everything into this run (default: folder names)"
+    )
+    p.add_argument("--project", metavar="P", help="project tag for the run(s)")
+    p.add_argument(
+        "--format", choices=("auto", *FORMATS), default="auto", help="log format (default auto)"
+    )
+    p.add_argument(
+        "--pattern",
+        metavar="REGEX",
+        help="for text logs: a regex with a named group 'step' and either 'name' and 'value' "
+        "or one group per metric ('__' in a group name stands for '/')",
+    )
+    p.add_argument(
+        "--framework",
+        choices=("auto", *FRAMEWORKS),
+        default="auto",
+        help="framework that decides ambiguous names (default: detected from the keys)",
+    )
+    p.add_argument(
+        "--step-key", metavar="KEY", help="the step key/column when it is not the usual one"
+    )
+    p.add_argument(
+        "--registry", metavar="DIR", help="registry folder to use instead of the built-in one"
+    )
+    p.add_argument("--store", metavar="DIR", help="embedded store folder (default $RLVITALS_STORE)")
+
+
+def _import(args: argparse.Namespace) -> int:
+    return _ingest(args, follow=False, poll=0.0, max_polls=1)
+
+
+def _tail(args: argparse.Namespace) -> int:
+    if args.poll <= 0:
+        return _fail(f"--poll {args.poll} must be a positive number of seconds")
+    return _ingest(args, follow=args.follow, poll=args.poll, max_polls=args.max_polls)
+
+
+def _fail(message: str) -> int:
+    print(f"rlvitals: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _ingest(args: argparse.Namespace, *, follow: bool, poll: float, max_polls: int | None) -> int:
+    err = sys.stderr
+    try:
+        if args.pattern is not None:
+            compile_pattern(args.pattern)
+        elif args.format == "regex":
+            return _fail("--format regex needs --pattern REGEX")
+        settings = ExporterSettings.from_env(os.environ)
+        if args.store:
+            settings = settings.replace(store=Path(args.store))
+        reg = registry.load(args.registry)
+    except (ExporterError, registry.RegistryError) as exc:
+        return _fail(str(exc).splitlines()[0])
+    problems = _Problems(err)
+    logs = LogSet(
+        [Path(p) for p in args.paths],
+        problems.add,
+        fmt=args.format,
+        pattern=args.pattern,
+        step_key=args.step_key,
+    )
+    ingest = Ingest(
+        registry=reg,
+        settings=settings,
+        run_name=args.run,
+        project=args.project,
+        framework=None if args.framework == "auto" else args.framework,
+        on_run_start=lambda s: print(_framework_line(s), file=err),
+    )
+    progress = _Progress(err)
+    status = 0
+    try:
+        if not logs.refresh() and not follow:
+            return _fail(
+                f"no logs found under {', '.join(args.paths)}; check the paths or --format"
+            )
+        polls = 0
+        while True:
+            for log, records in logs.poll(final=not follow):
+                progress.file(log.path.name)
+                ingest.feed(log, progress.count(records))
+            ingest.settle()
+            polls += 1
+            if not follow or (max_polls is not None and polls >= max_polls):
+                break
+            time.sleep(poll)
+    except KeyboardInterrupt:
+        print("rlvitals: interrupted; storing what was read", file=err)
+    except (ExporterError, OSError) as exc:
+        status = _fail(str(exc).splitlines()[0])
+    finally:
+        logs.close()
+    progress.done()
+    _drain(ingest, err)
+    ingest.finish(_FINISH_TIMEOUT)
+    for summary in ingest.summaries:
+        print(_summary_line(summary))
+    problems.close()
+    return status
+
+
+class _Problems:
+    """Malformed lines: the first few printed with file:line as they are found, all counted."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self.count = 0
+
+    def add(self, problem: Malformed) -> None:
+        self.count += 1
+        if self.count <= _SHOWN_PROBLEMS:
+            print(f"rlvitals: skipped {problem}", file=self._out)
+        elif self.count == _SHOWN_PROBLEMS + 1:
+            print("rlvitals: more malformed lines; only their count is shown", file=self._out)
+
+    def close(self) -> None:
+        if self.count:
+            print(f"rlvitals: {self.count} malformed line(s) skipped", file=self._out)
+
+
+class _Progress:
+    """A progress line on stderr at most once a second while records are read."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._records = 0
+        self._name = ""
+        self._started = time.monotonic()
+        self._last = self._started
+        self._shown = False
+
+    def file(self, name: str) -> None:
+        self._name = name
+
+    def count(self, records: Iterable[Record]) -> Iterator[Record]:
+        for record in records:
+            self._records += 1
+            if not self._records % 1024:
+                now = time.monotonic()
+                if now - self._last >= _PROGRESS_EVERY:
+                    self._last = now
+                    self._shown = True
+                    rate = self._records / max(1e-9, now - self._started)
+                    print(
+                        f"rlvitals: read {self._records:,} steps ({rate:,.0f}/s), now {self._name}",
+                        file=self._out,
+                        flush=True,
+                    )
+            yield record
+
+    def done(self) -> None:
+        if self._shown:
+            elapsed = time.monotonic() - self._started
+            print(f"rlvitals: read {self._records:,} steps in {elapsed:.1f} s", file=self._out)
+
+
+def _drain(ingest: Ingest, out: TextIO) -> None:
+    """Wait for the runs to store (and send) everything, saying so when it takes a while."""
+    deadline = time.monotonic() + _FINISH_TIMEOUT
+    while not ingest.flush(timeout=5.0):
+        if time.monotonic() > deadline:
+            print("rlvitals: still sending; the rest stays in the outbox for next time", file=out)
+            return
+        print("rlvitals: waiting for the store / InfluxDB to take the rest", file=out, flush=True)
+
+
+def _framework_line(summary: RunSummary) -> str:
+    if summary.framework is None:
+        return f"rlvitals: run {summary.name!r}: no framework recognised from the keys; pass --framework"
+    how = "detected from the keys" if summary.detected else "as given"
+    return f"rlvitals: run {summary.name!r}: framework {summary.framework} ({how})"
+
+
+def _summary_line(summary: RunSummary) -> str:
+    line = (
+        f"run {summary.name!r}: {summary.steps:,} steps, {summary.values:,} values "
+        f"from {len(summary.files)} file(s), framework {summary.framework or 'none'}"
+    )
+    stats = summary.stats
+    if stats is not None:
+        line += (
+            f"; stored {stats.accepted:,}, unregistered {stats.unregistered:,}, "
+            f"rejected {stats.rejected:,}, non-finite {stats.nonfinite_total:,}"
+        )
+        if stats.sent:
+            line += f", sent to InfluxDB {stats.sent:,}"
+    return line

@@ -1,0 +1,156 @@
+"""Exporter settings: one frozen dataclass, built from `RLVITALS_*` variables (or flags) in main."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, cast
+
+from .errors import ConfigError
+
+__all__ = ["POLICIES", "ExporterSettings", "Policy"]
+
+Policy = Literal["strict", "warn", "drop"]
+POLICIES: tuple[Policy, ...] = ("strict", "warn", "drop")
+_APIS = ("v1", "v2")
+_SECRET = "***"
+
+
+def _int(environ: Mapping[str, str], key: str, default: int | None) -> int | None:
+    raw = environ.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r} is not an integer; set it to a whole number") from None
+
+
+def _float(environ: Mapping[str, str], key: str, default: float) -> float:
+    raw = environ.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r} is not a number; set it to e.g. 10 or 2.5") from None
+
+
+def _str(environ: Mapping[str, str], key: str) -> str | None:
+    raw = environ.get(key, "").strip()
+    return raw or None
+
+
+@dataclass(frozen=True)
+class ExporterSettings:
+    """Where samples go and how the exporter treats bad input.
+
+    With `influx_url` unset the outbox under `store` is the only store (the embedded store the
+    datasource and report read). `influx_password` and `influx_token` never appear in `repr`.
+    """
+
+    store: Path = Path("./rlvitals-data")
+    influx_url: str | None = None
+    influx_api: Literal["v1", "v2"] = "v1"
+    influx_database: str = "rlvitals"
+    influx_username: str | None = None
+    influx_password: str | None = None
+    influx_org: str | None = None
+    influx_bucket: str | None = None
+    influx_token: str | None = None
+    influx_retention_policy: str | None = None
+    prometheus_port: int | None = None
+    prometheus_host: str = "127.0.0.1"
+    policy: Policy = "warn"
+    disk_budget_mb: float = 1024.0
+    batch_size: int = 5000
+    flush_timeout: float = 10.0
+    queue_size: int = 100_000
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ConfigError(
+                f"RLVITALS_POLICY={self.policy!r} is not a policy; use one of {', '.join(POLICIES)}"
+            )
+        if self.influx_api not in _APIS:
+            raise ConfigError(f"RLVITALS_INFLUX_API={self.influx_api!r} must be v1 or v2")
+        if self.influx_url is not None and not self.influx_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"RLVITALS_INFLUX_URL={self.influx_url!r} must start with http:// or https://"
+            )
+        if self.influx_url and self.influx_api == "v2":
+            missing = [
+                name
+                for name, value in (
+                    ("RLVITALS_INFLUX_ORG", self.influx_org),
+                    ("RLVITALS_INFLUX_BUCKET", self.influx_bucket),
+                    ("RLVITALS_INFLUX_TOKEN", self.influx_token),
+                )
+                if not value
+            ]
+            if missing:
+                raise ConfigError(f"InfluxDB v2 needs {', '.join(missing)} to be set")
+        if self.prometheus_port is not None and not 0 <= self.prometheus_port <= 65535:
+            raise ConfigError(f"RLVITALS_PROMETHEUS_PORT={self.prometheus_port} is not a port")
+        if self.disk_budget_mb <= 0:
+            raise ConfigError("RLVITALS_DISK_BUDGET_MB must be positive")
+        if self.batch_size < 1:
+            raise ConfigError("RLVITALS_BATCH_SIZE must be at least 1")
+        if self.queue_size < 1:
+            raise ConfigError("RLVITALS_QUEUE_SIZE must be at least 1")
+        if self.flush_timeout < 0:
+            raise ConfigError("RLVITALS_FLUSH_TIMEOUT must not be negative")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ExporterSettings:
+        """Read every `RLVITALS_*` setting; missing ones take their defaults."""
+        env = os.environ if environ is None else environ
+        default = cls()
+        return cls(
+            store=Path(_str(env, "RLVITALS_STORE") or default.store),
+            influx_url=_str(env, "RLVITALS_INFLUX_URL"),
+            influx_api=cast(
+                Literal["v1", "v2"], (_str(env, "RLVITALS_INFLUX_API") or "v1").lower()
+            ),
+            influx_database=_str(env, "RLVITALS_INFLUX_DATABASE") or default.influx_database,
+            influx_username=_str(env, "RLVITALS_INFLUX_USERNAME"),
+            influx_password=_str(env, "RLVITALS_INFLUX_PASSWORD"),
+            influx_org=_str(env, "RLVITALS_INFLUX_ORG"),
+            influx_bucket=_str(env, "RLVITALS_INFLUX_BUCKET"),
+            influx_token=_str(env, "RLVITALS_INFLUX_TOKEN"),
+            influx_retention_policy=_str(env, "RLVITALS_INFLUX_RETENTION_POLICY"),
+            prometheus_port=_int(env, "RLVITALS_PROMETHEUS_PORT", None),
+            prometheus_host=_str(env, "RLVITALS_PROMETHEUS_HOST") or default.prometheus_host,
+            policy=cast(Policy, (_str(env, "RLVITALS_POLICY") or default.policy).lower()),
+            disk_budget_mb=_float(env, "RLVITALS_DISK_BUDGET_MB", default.disk_budget_mb),
+            batch_size=_int(env, "RLVITALS_BATCH_SIZE", default.batch_size) or default.batch_size,
+            flush_timeout=_float(env, "RLVITALS_FLUSH_TIMEOUT", default.flush_timeout),
+            queue_size=_int(env, "RLVITALS_QUEUE_SIZE", default.queue_size) or default.queue_size,
+        )
+
+    def replace(self, **changes: object) -> ExporterSettings:
+        """A copy with some settings changed (flags override the environment this way)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def outbox_path(self) -> Path:
+        return self.store / "outbox.sqlite"
+
+    @property
+    def disk_budget_bytes(self) -> int:
+        return int(self.disk_budget_mb * 1024 * 1024)
+
+    def __repr__(self) -> str:
+        parts = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("influx_password", "influx_token") and value is not None:
+                parts.append(f"{f.name}={_SECRET!r}")
+            else:
+                parts.append(f"{f.name}={value!r}")
+        return f"ExporterSettings({', '.join(parts)})"
+
+    __str__ = __repr__

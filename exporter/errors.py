@@ -1,0 +1,52 @@
+"""Errors raised by the exporter: one small hierarchy whose messages say what, where and how to fix."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "ExporterError",
+    "InvalidSample",
+    "OutboxError",
+    "WriteError",
+]
+
+
+class ExporterError(Exception):
+    """Base class for everything the exporter raises."""
+
+
+class ConfigError(ExporterError, ValueError):
+    """An `RLVITALS_*` setting (or the matching flag) has a value the exporter cannot use."""
+
+
+class InvalidSample(ExporterError, ValueError):
+    """A logged sample breaks a rule; raised at the call site only under the `strict` policy.
+
+    `step`, `name` and `value` say which sample it was; `name` and `value` are None when the
+    problem is the step itself.
+    """
+
+    def __init__(
+        self, message: str, *, step: object = None, name: str | None = None, value: object = None
+    ) -> None:
+        self.step = step
+        self.name = name
+        self.value = value
+        super().__init__(message)
+
+
+class OutboxError(ExporterError):
+    """The local outbox (sqlite file under RLVITALS_STORE) cannot be opened or written."""
+
+
+class WriteError(ExporterError):
+    """A batch could not be written to InfluxDB.
+
+    `retryable` is True when trying again later can succeed (server down, 5xx, auth or database
+    not yet set up) and False when the server refused the data itself (HTTP 400).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = True) -> None:
+        self.status = status
+        self.retryable = retryable
+        super().__init__(message)

@@ -1,0 +1,156 @@
+"""Feed the Records of log sources into runs: one run per log folder (or one named run), the
+framework detected from the keys when not given, and the run's queue never overrun.
+
+Used by `rlvitals import` (one pass) and `rlvitals tail` (repeated passes). The caller builds the
+`LogSet`, the settings and the registry and passes them in; this module prints nothing and
+reports through `progress` and the returned summaries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from registry import Registry
+
+from .config import ExporterSettings
+from .run import Run, init
+from .sources import LogFile, Record
+from .stats import RunStats
+
+__all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary"]
+
+DETECT_SAMPLE = 200  # records looked at to detect a run's framework
+_ROOM_CHECK_EVERY = 256
+
+
+@dataclass
+class RunSummary:
+    """What one run received: steps and values read, files, and the framework used."""
+
+    name: str
+    framework: str | None = None
+    detected: bool = False
+    steps: int = 0
+    values: int = 0
+    files: set[str] = field(default_factory=set)
+    stats: RunStats | None = None
+
+
+@dataclass
+class _RunState:
+    summary: RunSummary
+    run: Run | None = None
+    pending: list[Record] = field(default_factory=list)
+
+
+class Ingest:
+    """Routes records to runs, starting each run once its framework is known."""
+
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        settings: ExporterSettings,
+        run_name: str | None = None,
+        project: str | None = None,
+        framework: str | None = None,
+        on_run_start: Callable[[RunSummary], None] | None = None,
+    ) -> None:
+        self._registry = registry
+        self._settings = settings
+        self._run_name = run_name
+        self._project = project
+        self._framework = framework
+        self._on_run_start = on_run_start
+        self._runs: dict[str, _RunState] = {}
+        self._since_check = 0
+
+    @property
+    def summaries(self) -> list[RunSummary]:
+        return [state.summary for state in self._runs.values()]
+
+    @property
+    def runs(self) -> list[Run]:
+        return [state.run for state in self._runs.values() if state.run is not None]
+
+    def run_name(self, log: LogFile) -> str:
+        return self._run_name or log.run
+
+    def feed(self, log: LogFile, records: Iterable[Record]) -> int:
+        """Log one file's new records into its run; returns how many records were read."""
+        name = self.run_name(log)
+        state = self._runs.get(name)
+        if state is None:
+            state = self._runs[name] = _RunState(RunSummary(name))
+        summary = state.summary
+        summary.files.add(str(log.path))
+        count = 0
+        for record in records:
+            count += 1
+            summary.steps += 1
+            summary.values += len(record.values)
+            if state.run is None:
+                state.pending.append(record)
+                if len(state.pending) >= DETECT_SAMPLE:
+                    self._start(state)
+                continue
+            self._log(state.run, record)
+        return count
+
+    def settle(self) -> None:
+        """Start every run still waiting for a detection sample (end of a pass over the logs)."""
+        for state in self._runs.values():
+            if state.run is None and state.pending:
+                self._start(state)
+
+    def flush(self, timeout: float) -> bool:
+        """Wait for every run's samples to be stored (and sent, with InfluxDB configured)."""
+        self.settle()
+        deadline = time.monotonic() + timeout
+        return all(run.flush(max(0.0, deadline - time.monotonic())) for run in self.runs)
+
+    def finish(self, timeout: float) -> None:
+        self.settle()
+        deadline = time.monotonic() + timeout
+        for state in self._runs.values():
+            if state.run is not None:
+                state.run.finish(max(0.1, deadline - time.monotonic()))
+                state.summary.stats = state.run.stats
+
+    def _start(self, state: _RunState) -> None:
+        summary = state.summary
+        framework = self._framework
+        if framework is None:
+            names = {name for record in state.pending for name in record.values}
+            framework = self._registry.detect_framework(sorted(names))
+            summary.detected = framework is not None
+        summary.framework = framework
+        state.run = init(
+            summary.name,
+            project=self._project,
+            registry=self._registry,
+            settings=self._settings,
+            framework=framework,
+        )
+        if self._on_run_start is not None:
+            self._on_run_start(summary)
+        pending, state.pending = state.pending, []
+        for record in pending:
+            self._log(state.run, record)
+
+    def _log(self, run: Run, record: Record) -> None:
+        self._since_check += 1
+        if self._since_check >= _ROOM_CHECK_EVERY:
+            self._since_check = 0
+            _wait_for_room(run, self._settings.queue_size)
+        run.log(record.step, record.values, wall_time=record.wall_time)
+
+
+def _wait_for_room(run: Run, capacity: int) -> None:
+    """Block the reader (never the training: this is the sidecar) while the run's queue is
+    more than half full, so a large import is never dropped for a full queue."""
+    limit = max(1, capacity // 2)
+    while run.live().queue_depth > limit:
+        time.sleep(0.002)

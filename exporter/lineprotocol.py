@@ -1,0 +1,99 @@
+"""InfluxDB line protocol: escape names and values and format one point per line.
+
+Escaping follows the line-protocol reference: measurements escape commas and spaces; tag keys,
+tag values and field keys also escape equals signs; newlines, tabs and carriage returns in any of
+them are written as `\\n`, `\\t`, `\\r` so a point always stays on one line; string field values
+escape double quotes and backslashes. A tag value ending in a backslash gets a trailing space so
+the backslash cannot escape the separator after it (the same rule `influxdb-client` applies).
+Tags with an empty key or value are left out; non-finite floats are never written.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+__all__ = [
+    "FieldValue",
+    "escape_field_key",
+    "escape_measurement",
+    "escape_string",
+    "escape_tag_key",
+    "escape_tag_value",
+    "format_field_value",
+    "format_line",
+    "join_lines",
+]
+
+FieldValue = float | int | bool | str
+
+_MEASUREMENT = str.maketrans({",": "\\,", " ": "\\ ", "\n": "\\n", "\t": "\\t", "\r": "\\r"})
+_KEY = str.maketrans({",": "\\,", "=": "\\=", " ": "\\ ", "\n": "\\n", "\t": "\\t", "\r": "\\r"})
+_STRING = str.maketrans({'"': '\\"', "\\": "\\\\"})
+
+
+def escape_measurement(name: str) -> str:
+    return name.translate(_MEASUREMENT)
+
+
+def escape_tag_key(key: str) -> str:
+    return key.translate(_KEY)
+
+
+def escape_field_key(key: str) -> str:
+    return key.translate(_KEY)
+
+
+def escape_tag_value(value: str) -> str:
+    escaped = value.translate(_KEY)
+    return escaped + " " if escaped.endswith("\\") else escaped
+
+
+def escape_string(value: str) -> str:
+    return value.translate(_STRING)
+
+
+def format_field_value(value: FieldValue) -> str | None:
+    """The value as line protocol writes it; None for a value that cannot be written (NaN, Inf)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"{value}i"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        text = repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return f'"{escape_string(value)}"'
+
+
+def format_line(
+    measurement: str,
+    tags: Mapping[str, str | None],
+    fields: Mapping[str, FieldValue],
+    timestamp: int | None = None,
+) -> str | None:
+    """One point; tags and fields sorted by key. None when no field can be written."""
+    parts = [
+        f"{escape_field_key(k)}={text}"
+        for k, v in sorted(fields.items())
+        if (text := format_field_value(v)) is not None
+    ]
+    if not parts:
+        return None
+    tag_text = "".join(
+        f",{key}={val}"
+        for key, val in (
+            (escape_tag_key(k), escape_tag_value(v))
+            for k, v in sorted(tags.items())
+            if v is not None
+        )
+        if key and val
+    )
+    head = f"{escape_measurement(measurement)}{tag_text} {','.join(parts)}"
+    return head if timestamp is None else f"{head} {timestamp}"
+
+
+def join_lines(lines: Iterable[str]) -> bytes:
+    """A request body: lines separated by newlines, UTF-8 encoded."""
+    return "\n".join(lines).encode("utf-8")

@@ -1,0 +1,210 @@
+"""The Prometheus `/metrics` endpoint: live per-run gauges on the endpoint's own CollectorRegistry.
+
+Series (all labelled by `run`): `rlvitals_metric{run,metric,gpu}` (latest value of each registry
+metric; `gpu` is empty for metrics without one), `rlvitals_step`, `rlvitals_steps_per_second`,
+`rlvitals_last_write_age_seconds`, `rlvitals_outbox_backlog`, `rlvitals_queue_depth`,
+`rlvitals_write_errors_total`, `rlvitals_rejected_samples_total`, `rlvitals_dropped_samples_total`,
+`rlvitals_refused_samples_total`, `rlvitals_nonfinite_samples_total{run,metric}` and
+`rlvitals_rule_active{run,rule,severity}` (1 while a diagnosis rule fires, from a pluggable callable).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from prometheus_client import CollectorRegistry, generate_latest, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .stats import LiveState
+
+__all__ = ["LiveSource", "MetricsEndpoint", "RuleState", "RuleStates"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RuleState:
+    """One diagnosis rule's state for one run (the diagnosis engine provides these)."""
+
+    run: str
+    rule: str
+    severity: str
+    active: bool
+
+
+RuleStates = Callable[[], Iterable[RuleState]]
+
+
+class LiveSource(Protocol):
+    """Anything with a `live()` snapshot; `exporter.Run` is one."""
+
+    def live(self) -> LiveState: ...
+
+
+class _RunCollector(Collector):
+    def __init__(self, endpoint: MetricsEndpoint) -> None:
+        self._endpoint = endpoint
+
+    def describe(self) -> Iterable[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        states: list[LiveState] = []
+        for source in self._endpoint.sources():
+            try:
+                states.append(source.live())
+            except Exception as exc:  # a broken source must not break the scrape
+                _log.warning("rlvitals metrics: cannot read a run's state: %s", exc)
+        metric = GaugeMetricFamily(
+            "rlvitals_metric",
+            "Latest value of each registry metric, by canonical id (metric) and GPU (gpu, may be empty).",
+            labels=["run", "metric", "gpu"],
+        )
+        step = GaugeMetricFamily("rlvitals_step", "Latest training step logged.", labels=["run"])
+        rate = GaugeMetricFamily(
+            "rlvitals_steps_per_second",
+            "Training steps per second over the last logged steps.",
+            labels=["run"],
+        )
+        age = GaugeMetricFamily(
+            "rlvitals_last_write_age_seconds",
+            "Seconds since samples were last stored (InfluxDB when configured, else the outbox).",
+            labels=["run"],
+        )
+        backlog = GaugeMetricFamily(
+            "rlvitals_outbox_backlog", "Outbox rows not yet sent to InfluxDB.", labels=["run"]
+        )
+        queue = GaugeMetricFamily(
+            "rlvitals_queue_depth", "log() calls waiting for the worker thread.", labels=["run"]
+        )
+        counters: dict[str, tuple[CounterMetricFamily, Callable[[LiveState], int]]] = {
+            "write_errors": (
+                CounterMetricFamily(
+                    "rlvitals_write_errors", "Failed InfluxDB writes.", labels=["run"]
+                ),
+                lambda s: s.stats.write_errors,
+            ),
+            "rejected": (
+                CounterMetricFamily(
+                    "rlvitals_rejected_samples",
+                    "Samples refused for bad input (step, type, limits, unknown name under drop).",
+                    labels=["run"],
+                ),
+                lambda s: s.stats.rejected,
+            ),
+            "dropped": (
+                CounterMetricFamily(
+                    "rlvitals_dropped_samples",
+                    "Samples lost because the queue was full or the run was finished.",
+                    labels=["run"],
+                ),
+                lambda s: s.stats.dropped,
+            ),
+            "refused": (
+                CounterMetricFamily(
+                    "rlvitals_refused_samples",
+                    "Samples refused because the outbox reached its disk budget.",
+                    labels=["run"],
+                ),
+                lambda s: s.stats.refused_disk,
+            ),
+        }
+        nonfinite = CounterMetricFamily(
+            "rlvitals_nonfinite_samples",
+            "NaN or Inf values received (never written), by canonical metric id.",
+            labels=["run", "metric"],
+        )
+        rules = GaugeMetricFamily(
+            "rlvitals_rule_active",
+            "1 while a diagnosis rule fires for a run, 0 otherwise.",
+            labels=["run", "rule", "severity"],
+        )
+        for s in states:
+            for (field, gpu), value in sorted(s.latest.items()):
+                metric.add_metric([s.run, field, gpu], value)
+            if s.step is not None:
+                step.add_metric([s.run], float(s.step))
+            if s.steps_per_second is not None:
+                rate.add_metric([s.run], s.steps_per_second)
+            if s.last_write_age is not None:
+                age.add_metric([s.run], s.last_write_age)
+            backlog.add_metric([s.run], float(s.backlog))
+            queue.add_metric([s.run], float(s.queue_depth))
+            for family, read in counters.values():
+                family.add_metric([s.run], float(read(s)))
+            for field, count in sorted(s.stats.nonfinite.items()):
+                nonfinite.add_metric([s.run, field], float(count))
+        for rule in self._endpoint.rule_states():
+            rules.add_metric([rule.run, rule.rule, rule.severity], 1.0 if rule.active else 0.0)
+        yield from (metric, step, rate, age, backlog, queue)
+        yield from (family for family, _ in counters.values())
+        yield from (nonfinite, rules)
+
+
+class MetricsEndpoint:
+    """Serves `/metrics` for the runs added to it, on its own registry and port (0 = any free)."""
+
+    def __init__(
+        self, *, host: str = "127.0.0.1", port: int = 0, rule_states: RuleStates | None = None
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.registry = CollectorRegistry(auto_describe=False)
+        self._sources: list[LiveSource] = []
+        self._lock = threading.Lock()
+        self._rule_states = rule_states
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self.registry.register(_RunCollector(self))
+
+    def add(self, source: LiveSource) -> None:
+        with self._lock:
+            self._sources.append(source)
+
+    def remove(self, source: LiveSource) -> None:
+        with self._lock:
+            self._sources = [s for s in self._sources if s is not source]
+
+    def sources(self) -> list[LiveSource]:
+        with self._lock:
+            return list(self._sources)
+
+    def set_rule_states(self, rule_states: RuleStates | None) -> None:
+        """Plug in the diagnosis engine: a callable returning the current RuleStates."""
+        self._rule_states = rule_states
+
+    def rule_states(self) -> list[RuleState]:
+        if self._rule_states is None:
+            return []
+        try:
+            return list(self._rule_states())
+        except Exception as exc:
+            _log.warning("rlvitals metrics: rule states unavailable: %s", exc)
+            return []
+
+    def render(self) -> bytes:
+        """The exposition text a scrape would get."""
+        return generate_latest(self.registry)
+
+    def start(self) -> int:
+        """Start serving; returns the bound port."""
+        if self._server is None:
+            self._server, self._thread = start_http_server(
+                self.port, addr=self.host, registry=self.registry
+            )
+            self.port = int(self._server.server_port)
+        return self.port
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(5.0)
+            self._thread = None

@@ -1,0 +1,432 @@
+"""The durable local outbox: one sqlite file (WAL mode) holding samples, events and runs.
+
+Every sample is keyed (run, rank, step, measurement, gpu, field): logging the same key again
+overwrites the value and marks it unsent, so a replayed step is one point, not two. Each write
+transaction takes the next number of a sequence; the forwarder marks a row sent only if its
+sequence number is still the one it read, so a row re-logged while its batch was in flight is sent
+again. The same file is the embedded store the datasource and report read (`runs`, `series`,
+`events`, `latest`). Several runs, and several processes, can share one file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import OutboxError
+
+__all__ = [
+    "NO_RANK",
+    "EventRecord",
+    "EventRow",
+    "Outbox",
+    "PendingEvent",
+    "PendingSample",
+    "RunRecord",
+    "SampleRow",
+]
+
+_log = logging.getLogger(__name__)
+
+NO_RANK = -1
+"""Rank stored for samples logged without a rank (sqlite keys cannot hold NULL uniquely)."""
+
+# (run, rank, step, measurement, gpu, field, value, wall_time); value is float or str.
+SampleRow = tuple[str, int, int, str, str, str, float | str, float]
+# (run, rank, step, kind, text, fields_json, wall_time)
+EventRow = tuple[str, int, int, str, str, str, float]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run TEXT PRIMARY KEY,
+    project TEXT,
+    config TEXT NOT NULL DEFAULT '{}',
+    framework TEXT,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS samples (
+    run TEXT NOT NULL,
+    rank INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    measurement TEXT NOT NULL,
+    gpu TEXT NOT NULL,
+    field TEXT NOT NULL,
+    value,
+    wall_time REAL NOT NULL,
+    seq INTEGER NOT NULL,
+    sent INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run, rank, step, measurement, gpu, field)
+);
+CREATE INDEX IF NOT EXISTS samples_unsent ON samples(seq) WHERE sent = 0;
+CREATE INDEX IF NOT EXISTS samples_series ON samples(run, field, step);
+CREATE TABLE IF NOT EXISTS events (
+    run TEXT NOT NULL,
+    rank INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    fields TEXT NOT NULL DEFAULT '{}',
+    wall_time REAL NOT NULL,
+    seq INTEGER NOT NULL,
+    sent INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run, rank, step, kind)
+);
+CREATE INDEX IF NOT EXISTS events_unsent ON events(seq) WHERE sent = 0;
+CREATE TABLE IF NOT EXISTS sequence (id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL);
+INSERT OR IGNORE INTO sequence (id, n) VALUES (0, 0);
+"""
+
+_UPSERT_SAMPLE = """
+INSERT INTO samples (run, rank, step, measurement, gpu, field, value, wall_time, seq, sent)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+ON CONFLICT (run, rank, step, measurement, gpu, field) DO UPDATE SET
+    value = excluded.value, wall_time = excluded.wall_time, seq = excluded.seq, sent = 0
+"""
+
+# A second health event at the same step adds its text instead of replacing the first.
+_UPSERT_EVENT = """
+INSERT INTO events (run, rank, step, kind, text, fields, wall_time, seq, sent)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)
+ON CONFLICT (run, rank, step, kind) DO UPDATE SET
+    text = CASE
+        WHEN excluded.kind = 'health' AND instr(events.text, excluded.text) = 0
+        THEN events.text || '; ' || excluded.text
+        ELSE excluded.text END,
+    fields = excluded.fields, wall_time = excluded.wall_time, seq = excluded.seq, sent = 0
+"""
+
+_NUMERIC = "typeof(value) IN ('real', 'integer')"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run: str
+    project: str | None
+    config: Mapping[str, Any]
+    framework: str | None
+    created: float
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    run: str
+    rank: int | None
+    step: int
+    kind: str
+    text: str
+    fields: Mapping[str, Any]
+    wall_time: float
+
+
+@dataclass(frozen=True)
+class PendingSample:
+    """An unsent sample as the forwarder reads it (with its run's project)."""
+
+    rowid: int
+    seq: int
+    run: str
+    project: str | None
+    rank: int | None
+    step: int
+    measurement: str
+    gpu: str
+    field: str
+    value: float | str
+    wall_time: float
+
+
+@dataclass(frozen=True)
+class PendingEvent:
+    rowid: int
+    seq: int
+    run: str
+    project: str | None
+    rank: int | None
+    step: int
+    kind: str
+    text: str
+    fields: Mapping[str, Any]
+    wall_time: float
+
+
+def _rank(value: int) -> int | None:
+    return None if value == NO_RANK else value
+
+
+class Outbox:
+    """A connection to the outbox file. Thread-safe; open one per thread for concurrency."""
+
+    def __init__(self, path: Path | str, *, budget_bytes: int | None = None) -> None:
+        self.path = Path(path)
+        self.budget_bytes = budget_bytes
+        self._lock = threading.Lock()
+        self._over_budget_logged = False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise OutboxError(
+                f"cannot open the outbox at {self.path}: {exc}. Check RLVITALS_STORE points to a "
+                "writable folder on a local disk."
+            ) from exc
+
+    # -- writing -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal"):
+            with suppress(FileNotFoundError):
+                total += os.stat(f"{self.path}{suffix}").st_size
+        return total
+
+    def over_budget(self) -> bool:
+        if self.budget_bytes is None:
+            return False
+        size = self.size_bytes()
+        if size < self.budget_bytes:
+            return False
+        if not self._over_budget_logged:
+            self._over_budget_logged = True
+            _log.error(
+                "rlvitals outbox %s is %.1f MB, at its disk budget of %.1f MB: new samples are "
+                "REFUSED (counted in stats.refused_disk) until RLVITALS_DISK_BUDGET_MB is raised "
+                "or the file is moved away",
+                self.path,
+                size / 2**20,
+                self.budget_bytes / 2**20,
+            )
+        return True
+
+    def write(self, samples: Sequence[SampleRow], events: Sequence[EventRow] = ()) -> bool:
+        """Store samples and events in one transaction; False (nothing stored) when over budget."""
+        if not samples and not events:
+            return True
+        if self.over_budget():
+            return False
+        try:
+            with self._transaction() as db:
+                (seq,) = db.execute("UPDATE sequence SET n = n + 1 RETURNING n").fetchone()
+                db.executemany(_UPSERT_SAMPLE, [(*row, seq) for row in samples])
+                db.executemany(_UPSERT_EVENT, [(*row, seq) for row in events])
+        except sqlite3.Error as exc:
+            raise OutboxError(f"cannot write to the outbox at {self.path}: {exc}") from exc
+        return True
+
+    def upsert_run(
+        self,
+        run: str,
+        project: str | None,
+        config: Mapping[str, Any] | None,
+        framework: str | None,
+        created: float,
+    ) -> RunRecord | None:
+        """Record (or update) a run; returns what was stored before, if anything."""
+        before = self.run(run)
+        config_json = json.dumps(dict(config or {}), sort_keys=True, default=str)
+        with self._transaction() as db:
+            db.execute(
+                """INSERT INTO runs (run, project, config, framework, created) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (run) DO UPDATE SET
+                    project = coalesce(excluded.project, runs.project),
+                    config = CASE WHEN excluded.config = '{}' THEN runs.config ELSE excluded.config END,
+                    framework = coalesce(excluded.framework, runs.framework)""",
+                (run, project, config_json, framework, created),
+            )
+        return before
+
+    # -- forwarding ----------------------------------------------------------------------------
+
+    def pending_samples(self, limit: int) -> list[PendingSample]:
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT s.rowid, s.seq, s.run, r.project, s.rank, s.step, s.measurement, s.gpu,
+                          s.field, s.value, s.wall_time
+                   FROM samples s LEFT JOIN runs r ON r.run = s.run
+                   WHERE s.sent = 0 ORDER BY s.seq LIMIT ?""",
+                (limit,),
+            ).fetchall()
+        return [PendingSample(r[0], r[1], r[2], r[3], _rank(r[4]), *r[5:]) for r in rows]
+
+    def pending_events(self, limit: int) -> list[PendingEvent]:
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT e.rowid, e.seq, e.run, r.project, e.rank, e.step, e.kind, e.text,
+                          e.fields, e.wall_time
+                   FROM events e LEFT JOIN runs r ON r.run = e.run
+                   WHERE e.sent = 0 ORDER BY e.seq LIMIT ?""",
+                (limit,),
+            ).fetchall()
+        return [
+            PendingEvent(
+                r[0], r[1], r[2], r[3], _rank(r[4]), r[5], r[6], r[7], json.loads(r[8]), r[9]
+            )
+            for r in rows
+        ]
+
+    def mark(
+        self,
+        samples: Sequence[PendingSample],
+        events: Sequence[PendingEvent],
+        state: int = 1,
+    ) -> None:
+        """Mark rows sent (1) or refused by the server (2), unless re-logged since they were read."""
+        with self._transaction() as db:
+            db.executemany(
+                "UPDATE samples SET sent = ? WHERE rowid = ? AND seq = ?",
+                [(state, s.rowid, s.seq) for s in samples],
+            )
+            db.executemany(
+                "UPDATE events SET sent = ? WHERE rowid = ? AND seq = ?",
+                [(state, e.rowid, e.seq) for e in events],
+            )
+
+    def backlog(self, run: str | None = None) -> int:
+        """Samples and events not yet sent (all runs, or one)."""
+        where = "sent = 0" + (" AND run = ?" if run is not None else "")
+        args = (run,) if run is not None else ()
+        with self._lock:
+            (n,) = self._db.execute(f"SELECT count(*) FROM samples WHERE {where}", args).fetchone()
+            (m,) = self._db.execute(f"SELECT count(*) FROM events WHERE {where}", args).fetchone()
+        return int(n) + int(m)
+
+    # -- reading (the embedded store) ------------------------------------------------------------
+
+    def run(self, run: str) -> RunRecord | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT run, project, config, framework, created FROM runs WHERE run = ?", (run,)
+            ).fetchone()
+        return (
+            None if row is None else RunRecord(row[0], row[1], json.loads(row[2]), row[3], row[4])
+        )
+
+    def runs(self) -> list[RunRecord]:
+        """Every run in the store, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT run, project, config, framework, created FROM runs ORDER BY created, run"
+            ).fetchall()
+        return [RunRecord(r[0], r[1], json.loads(r[2]), r[3], r[4]) for r in rows]
+
+    def fields(self, run: str, measurement: str | None = None) -> list[str]:
+        """Field names stored for a run (registry fields; `measurement` narrows it)."""
+        sql = "SELECT DISTINCT field FROM samples WHERE run = ? AND measurement "
+        sql += "= ?" if measurement else "NOT IN ('run_config', 'unregistered')"
+        args: tuple[str, ...] = (run, measurement) if measurement else (run,)
+        with self._lock:
+            return sorted(r[0] for r in self._db.execute(sql, args).fetchall())
+
+    def series(
+        self,
+        run: str,
+        field: str,
+        start: int | None = None,
+        end: int | None = None,
+        *,
+        measurement: str | None = None,
+        rank: int | None = None,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """(steps, values) of one field, ascending by step, `start <= step <= end`.
+
+        Rows of several ranks or GPUs at one step are averaged. Hyperparameters (`run_config`)
+        are left out unless `measurement="run_config"` is asked for.
+        """
+        sql = f"SELECT step, avg(value) FROM samples WHERE run = ? AND field = ? AND {_NUMERIC}"
+        args: list[Any] = [run, field]
+        if measurement is None:
+            sql += " AND measurement != 'run_config'"
+        else:
+            sql += " AND measurement = ?"
+            args.append(measurement)
+        if rank is not None:
+            sql += " AND rank = ?"
+            args.append(rank)
+        if start is not None:
+            sql += " AND step >= ?"
+            args.append(start)
+        if end is not None:
+            sql += " AND step <= ?"
+            args.append(end)
+        sql += " GROUP BY step ORDER BY step"
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        steps = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        values = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+        return steps, values
+
+    def events(self, run: str, kind: str | None = None) -> list[EventRecord]:
+        """A run's events ascending by step (optionally one kind)."""
+        sql = "SELECT run, rank, step, kind, text, fields, wall_time FROM events WHERE run = ?"
+        args: tuple[str, ...] = (run,)
+        if kind is not None:
+            sql += " AND kind = ?"
+            args = (run, kind)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY step, wall_time", args).fetchall()
+        return [
+            EventRecord(r[0], _rank(r[1]), r[2], r[3], r[4], json.loads(r[5]), r[6]) for r in rows
+        ]
+
+    def latest(self, run: str) -> dict[str, tuple[int, float]]:
+        """For each registry field of a run: (last step, value at that step)."""
+        with self._lock:
+            rows = self._db.execute(
+                f"""SELECT s.field, s.step, avg(s.value) FROM samples s
+                    JOIN (SELECT field, max(step) AS step FROM samples
+                          WHERE run = ? AND measurement NOT IN ('run_config', 'unregistered')
+                            AND {_NUMERIC}
+                          GROUP BY field) m ON m.field = s.field AND m.step = s.step
+                    WHERE s.run = ? AND s.measurement NOT IN ('run_config', 'unregistered')
+                      AND typeof(s.value) IN ('real', 'integer')
+                    GROUP BY s.field""",
+                (run, run),
+            ).fetchall()
+        return {r[0]: (int(r[1]), float(r[2])) for r in rows if math.isfinite(r[2])}
+
+    def last_step(self, run: str, rank: int | None = None) -> int | None:
+        """Highest step stored for a run (and rank), ignoring the run_config point."""
+        with self._lock:
+            (step,) = self._db.execute(
+                "SELECT max(step) FROM samples WHERE run = ? AND rank = ? "
+                "AND measurement != 'run_config'",
+                (run, NO_RANK if rank is None else rank),
+            ).fetchone()
+        return None if step is None else int(step)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Outbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,437 @@
+"""The Run API: `init()` returns a Run whose `log()` hands samples to a worker thread and returns.
+
+Caller's thread: copy the dict and append it to a bounded queue (under `strict`, also cheap checks
+that raise `InvalidSample`). Worker thread: translate names, apply the bad-input policy, write rows
+to the outbox. Forwarder thread (when InfluxDB is configured): send the outbox to InfluxDB.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+import registry as registry_mod
+from registry import FRAMEWORKS, Registry, ResolveError
+
+from .config import POLICIES, ExporterSettings, Policy
+from .errors import ConfigError, ExporterError, InvalidSample, OutboxError
+from .forwarder import Forwarder
+from .metrics_endpoint import MetricsEndpoint
+from .outbox import EventRow, Outbox, SampleRow
+from .stats import LiveState, RunCounters, RunStats
+from .translate import (
+    Translator,
+    config_rows,
+    event_field_problem,
+    limits_problem,
+    step_problem,
+    to_number,
+    value_problem,
+)
+from .writers import make_writer
+
+__all__ = ["Run", "init"]
+
+_log = logging.getLogger("exporter")
+_WORKER_BATCH = 2000
+_IDLE_POLL = 0.05
+
+# Queue items: ("log", step, values, wall_time, framework), ("event", step, kind, text, fields,
+# wall_time) or a threading.Event flush marker the worker sets once everything before it is stored.
+_Item = tuple[Any, ...] | threading.Event
+
+
+class Run:
+    """One training run. Create it with `exporter.init()`; use it as a context manager or call
+    `finish()` at the end (an atexit hook flushes it otherwise)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        project: str | None,
+        config: Mapping[str, Any] | None,
+        registry: Registry,
+        settings: ExporterSettings,
+        framework: str | None,
+        rank: int | None,
+        policy: Policy,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"run name {name!r} must be a non-empty string")
+        if framework is not None and framework not in (*FRAMEWORKS, "generic"):
+            raise ConfigError(
+                f"framework {framework!r} is unknown; use one of {', '.join(FRAMEWORKS)} or None"
+            )
+        if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
+            raise ConfigError(f"rank {rank!r} must be a non-negative int or None")
+        if policy not in POLICIES:
+            raise ConfigError(f"policy {policy!r} is not one of {', '.join(POLICIES)}")
+        self.name = name
+        self.project = project
+        self.rank = rank
+        self.framework = framework
+        self.policy: Policy = policy
+        self.settings = settings
+        self.registry = registry
+        self._config = dict(config or {})
+        self._strict = policy == "strict"
+        self._counters = RunCounters()
+        self._queue: deque[_Item] = deque()
+        self._capacity = settings.queue_size
+        self._closed = False
+        self._drop_warned = False
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._created = time.time()
+        self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
+        writer = make_writer(settings)
+        self._forwarder = (
+            Forwarder(settings.outbox_path, writer, self._counters, batch_size=settings.batch_size)
+            if writer is not None
+            else None
+        )
+        self._translator = Translator(
+            registry,
+            self._counters,
+            run=name,
+            rank=rank,
+            policy=policy,
+            framework=framework,
+            last_step=self._outbox.last_step(name, rank),
+        )
+        self._worker = threading.Thread(target=self._work, name=f"rlvitals-{name}", daemon=True)
+        self._worker.start()
+        if self._forwarder is not None:
+            self._forwarder.start()
+        self._endpoint: MetricsEndpoint | None = None
+        if settings.prometheus_port is not None:
+            self._endpoint = MetricsEndpoint(
+                host=settings.prometheus_host, port=settings.prometheus_port
+            )
+            self._endpoint.add(self)
+            self._endpoint.start()
+        atexit.register(self._at_exit)
+
+    # -- caller side ---------------------------------------------------------------------------
+
+    def log(
+        self,
+        step: int,
+        values: Mapping[str, float],
+        *,
+        wall_time: float | None = None,
+        framework: str | None = None,
+    ) -> None:
+        """Record the values of one training step. Returns at once; never does I/O."""
+        if self._strict:
+            self._check(step, values, framework)
+        try:
+            copied = dict(values)
+        except (TypeError, ValueError):
+            with self._counters.lock:
+                self._counters.rejected += 1
+            _log.warning(
+                "rlvitals run %r: log() values must be a mapping, got %r", self.name, type(values)
+            )
+            return
+        if self._closed or len(self._queue) >= self._capacity:
+            self._count_dropped(len(copied))
+            return
+        self._queue.append(
+            ("log", step, copied, time.time() if wall_time is None else wall_time, framework)
+        )
+
+    def event(self, step: int, kind: str, text: str = "", **fields: Any) -> None:
+        """Record an event (checkpoint, warmup_end, grad_clip, obs_norm_update, config_change...)."""
+        if self._strict:
+            problem = step_problem(step)
+            if problem is None and (not isinstance(kind, str) or not kind.strip()):
+                problem = f"event kind {kind!r} must be a non-empty string"
+            if problem is None:
+                problem = next(
+                    (p for k, v in fields.items() if (p := event_field_problem(k, v))), None
+                )
+            if problem is not None:
+                raise InvalidSample(f"run {self.name!r}: {problem}", step=step, name=str(kind))
+        if self._closed or len(self._queue) >= self._capacity:
+            self._count_dropped(1)
+            return
+        self._queue.append(("event", step, kind, text, fields, time.time()))
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until everything logged so far is in the outbox and, with InfluxDB configured,
+        sent. Returns False if that did not happen within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        if not self._worker.is_alive():
+            return False
+        marker = threading.Event()
+        self._queue.append(marker)
+        self._wake.set()
+        if not marker.wait(timeout):
+            return False
+        if self._forwarder is None:
+            return True
+        return self._forwarder.flush(max(0.0, deadline - time.monotonic()))
+
+    def finish(self, timeout: float = 10.0) -> None:
+        """Flush (waiting at most `timeout` seconds), stop the threads and close the outbox."""
+        if self._closed:
+            return
+        deadline = time.monotonic() + timeout
+        flushed = self.flush(timeout)
+        self._closed = True
+        self._stop.set()
+        self._wake.set()
+        self._worker.join(max(0.1, deadline - time.monotonic()))
+        if self._forwarder is not None:
+            self._forwarder.stop(max(0.1, deadline - time.monotonic()))
+        if self._endpoint is not None:
+            self._endpoint.stop()
+        atexit.unregister(self._at_exit)
+        if not flushed:
+            backlog = self._safe_backlog()
+            _log.warning(
+                "rlvitals run %r finished before everything was sent (%d row(s) wait in %s; the "
+                "next run on this store forwards them)",
+                self.name,
+                backlog,
+                self.settings.outbox_path,
+            )
+        self._outbox.close()
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is not None and self._counters.step is not None:
+            self.event(self._counters.step, "exception", f"{exc_type.__name__}: {exc}"[:500])
+        self.finish(self.settings.flush_timeout)
+
+    @property
+    def stats(self) -> RunStats:
+        return self._counters.snapshot()
+
+    @property
+    def metrics_endpoint(self) -> MetricsEndpoint | None:
+        """The /metrics endpoint this run started (RLVITALS_PROMETHEUS_PORT set), if any."""
+        return self._endpoint
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def live(self) -> LiveState:
+        """Current state for the Prometheus endpoint."""
+        c = self._counters
+        with c.lock:
+            latest = dict(c.latest)
+            step = c.step
+            last_write = c.last_write
+        return LiveState(
+            run=self.name,
+            step=step,
+            steps_per_second=c.steps_per_second(),
+            latest=latest,
+            stats=c.snapshot(),
+            backlog=self._safe_backlog() if self._forwarder is not None else 0,
+            queue_depth=len(self._queue),
+            last_write_age=None if last_write is None else max(0.0, time.time() - last_write),
+        )
+
+    def __repr__(self) -> str:
+        return f"Run({self.name!r}, project={self.project!r}, policy={self.policy!r})"
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _check(self, step: object, values: object, framework: str | None) -> None:
+        problem = step_problem(step)
+        if problem is not None:
+            raise InvalidSample(f"run {self.name!r}: {problem}", step=step)
+        if not isinstance(values, Mapping):
+            raise InvalidSample(
+                f"run {self.name!r}: log() values at step {step} must be a mapping of name to "
+                f"number, got {type(values).__name__}",
+                step=step,
+            )
+        istep = int(step)  # type: ignore[call-overload]
+        fw = framework or self.framework
+        for name, raw in values.items():
+            problem = value_problem(name, raw, istep)
+            if problem is not None:
+                raise InvalidSample(
+                    f"run {self.name!r}: {problem}", step=step, name=name, value=raw
+                )
+            try:
+                res = self.registry.resolve(name, fw)
+            except ResolveError as exc:
+                raise InvalidSample(
+                    f"run {self.name!r}: {name!r} at step {istep}: {exc} (policy strict; "
+                    "with RLVITALS_POLICY=warn it would be stored under 'unregistered')",
+                    step=step,
+                    name=name,
+                    value=raw,
+                ) from exc
+            value = to_number(raw)
+            assert value is not None
+            try:
+                canonical = res.transform.apply(value)
+            except (ArithmeticError, ValueError):
+                continue
+            problem = limits_problem(self.registry, res, name, canonical, istep)
+            if problem is not None:
+                raise InvalidSample(
+                    f"run {self.name!r}: {problem}", step=step, name=name, value=raw
+                )
+
+    def _count_dropped(self, n: int) -> None:
+        with self._counters.lock:
+            self._counters.dropped += n
+        if not self._drop_warned:
+            self._drop_warned = True
+            why = (
+                "it was finished" if self._closed else f"its queue is full ({self._capacity} calls)"
+            )
+            _log.warning(
+                "rlvitals run %r: samples dropped because %s; see run.stats.dropped", self.name, why
+            )
+
+    def _safe_backlog(self) -> int:
+        try:
+            return self._outbox.backlog()
+        except Exception:
+            return 0
+
+    def _at_exit(self) -> None:
+        try:
+            self.finish(self.settings.flush_timeout)
+        except Exception as exc:  # interpreter is exiting: report, never raise
+            _log.warning("rlvitals run %r: flush at exit failed: %s", self.name, exc)
+
+    def _work(self) -> None:
+        try:
+            outbox = Outbox(self.settings.outbox_path, budget_bytes=self.settings.disk_budget_bytes)
+        except OutboxError as exc:
+            _log.error("rlvitals run %r: %s", self.name, exc)
+            return
+        try:
+            self._start_run(outbox)
+            while True:
+                batch: list[_Item] = []
+                while self._queue and len(batch) < _WORKER_BATCH:
+                    batch.append(self._queue.popleft())
+                if not batch:
+                    if self._stop.is_set():
+                        break
+                    self._wake.wait(_IDLE_POLL)
+                    self._wake.clear()
+                    continue
+                self._process(outbox, batch)
+        finally:
+            outbox.close()
+
+    def _start_run(self, outbox: Outbox) -> None:
+        now = time.time()
+        try:
+            before = outbox.upsert_run(
+                self.name, self.project, self._config, self.framework, self._created
+            )
+            rows: list[SampleRow] = []
+            events: list[EventRow] = []
+            if self._config:
+                rows = config_rows(self.name, self.rank, self._config, now)
+                if before is not None and before.config and dict(before.config) != self._config:
+                    changed = sorted(
+                        k
+                        for k in set(before.config) | set(self._config)
+                        if before.config.get(k) != self._config.get(k)
+                    )
+                    step = outbox.last_step(self.name, self.rank) or 0
+                    events = self._translator.event(
+                        step, "config_change", "config changed: " + ", ".join(changed), {}, now
+                    )
+            self._store(outbox, rows, events)
+        except ExporterError as exc:
+            _log.error("rlvitals run %r: cannot record the run: %s", self.name, exc)
+
+    def _process(self, outbox: Outbox, batch: list[_Item]) -> None:
+        rows: list[SampleRow] = []
+        events: list[EventRow] = []
+        markers: list[threading.Event] = []
+        for item in batch:
+            if isinstance(item, threading.Event):
+                markers.append(item)
+                continue
+            try:
+                if item[0] == "log":
+                    r, e = self._translator.log(item[1], item[2], item[3], item[4])
+                    rows += r
+                    events += e
+                else:
+                    events += self._translator.event(item[1], item[2], item[3], item[4], item[5])
+            except Exception as exc:  # a bug here must not stop the worker
+                _log.exception("rlvitals run %r: could not translate a sample: %s", self.name, exc)
+        self._store(outbox, rows, events)
+        for marker in markers:
+            marker.set()
+
+    def _store(self, outbox: Outbox, rows: list[SampleRow], events: list[EventRow]) -> None:
+        if not rows and not events:
+            return
+        try:
+            stored = outbox.write(rows, events)
+        except OutboxError as exc:
+            _log.error("rlvitals run %r: %s", self.name, exc)
+            stored = False
+        if not stored:
+            with self._counters.lock:
+                self._counters.refused_disk += len(rows) + len(events)
+            return
+        with self._counters.lock:
+            if self._forwarder is None:
+                self._counters.last_write = time.time()
+        if self._forwarder is not None:
+            self._forwarder.wake()
+
+
+def init(
+    run: str,
+    *,
+    project: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    registry: Registry | None = None,
+    settings: ExporterSettings | None = None,
+    framework: str | None = None,
+    rank: int | None = None,
+    policy: str | None = None,
+) -> Run:
+    """Start a run: open the outbox under RLVITALS_STORE and start the background threads.
+
+    `registry` defaults to the built-in registry, `settings` to `ExporterSettings.from_env()` and
+    `policy` to the settings' policy (`strict`, `warn` or `drop`).
+    """
+    settings = settings if settings is not None else ExporterSettings.from_env()
+    chosen = policy if policy is not None else settings.policy
+    if chosen not in POLICIES:
+        raise ConfigError(f"policy {chosen!r} is not one of {', '.join(POLICIES)}")
+    return Run(
+        run,
+        project=project,
+        config=config,
+        registry=registry if registry is not None else registry_mod.load(),
+        settings=settings,
+        framework=framework,
+        rank=rank,
+        policy=chosen,
+    )

@@ -1,0 +1,38 @@
+"""A text log file read through a line parser: the Records of its new lines, problems reported."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from .lines import BadLine, LineParser
+from .record import Malformed, Record
+from .tail import TextTail
+
+__all__ = ["LineFileSource"]
+
+
+class LineFileSource:
+    """Incremental reader of one text log; malformed lines go to `report` with file:line."""
+
+    def __init__(self, path: Path, parser: LineParser, report: Callable[[Malformed], None]) -> None:
+        self.path = path
+        self._parser = parser
+        self._report = report
+        self._tail = TextTail(path)
+
+    def close(self) -> None:
+        self._tail.close()
+
+    def poll(self, *, final: bool = False) -> Iterator[Record]:
+        """Records of the lines written since the last poll; consume before polling again."""
+        for line in self._tail.poll(final=final):
+            if line.restart:
+                self._parser.reset()
+            try:
+                record = self._parser.parse(line.text)
+            except BadLine as exc:
+                self._report(Malformed(str(self.path), line.number, str(exc)))
+                continue
+            if record is not None:
+                yield record

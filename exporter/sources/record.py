@@ -1,0 +1,29 @@
+"""What every log source yields: one step's scalar values, and where a line could not be read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Malformed", "Record"]
+
+
+@dataclass(frozen=True)
+class Record:
+    """Scalar values logged at one training step, under the names the log used."""
+
+    step: int
+    values: dict[str, float] = field(default_factory=dict)
+    wall_time: float | None = None
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A line (or record) a source skipped, with the reason; `line` is 1-based (0: not line-based)."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.reason}"

@@ -1,0 +1,60 @@
+"""Stable-Baselines3 `progress.csv`: a header of logger keys, then one row per logger dump.
+
+The step is the `time/total_timesteps` column. SB3 leaves a cell empty when a key was not logged
+in that dump, and rewrites the header in place when a new key first appears (the follower handles
+that rewrite; this parser only sees lines).
+"""
+
+from __future__ import annotations
+
+import csv
+
+from .lines import BadLine, as_step, as_value
+from .record import Record
+
+__all__ = ["SB3_STEP_KEY", "Sb3CsvParser"]
+
+SB3_STEP_KEY = "time/total_timesteps"
+
+
+class Sb3CsvParser:
+    """Parses SB3 progress.csv lines; the first line of a file is its header."""
+
+    def __init__(self, step_key: str | None = None) -> None:
+        self._step_key = step_key or SB3_STEP_KEY
+        self._header: list[str] | None = None
+
+    def reset(self) -> None:
+        self._header = None
+
+    def parse(self, text: str) -> Record | None:
+        if not text.strip():
+            return None
+        try:
+            cells = next(csv.reader([text]))
+        except csv.Error as exc:
+            raise BadLine(f"not a CSV row ({exc})") from None
+        if self._header is None:
+            if self._step_key not in cells:
+                raise BadLine(
+                    f"header has no {self._step_key!r} column, so rows have no step; "
+                    "pass --step-key NAME to name the step column"
+                )
+            self._header = cells
+            return None
+        header = self._header
+        if len(cells) > len(header):
+            raise BadLine(f"{len(cells)} cells but the header has {len(header)} columns")
+        row = dict(zip(header, cells, strict=False))
+        raw_step = row.pop(self._step_key, "")
+        if raw_step == "":
+            raise BadLine(f"empty {self._step_key!r} cell")
+        step = as_step(raw_step, self._step_key)
+        values: dict[str, float] = {}
+        for key, cell in row.items():
+            if cell == "":
+                continue
+            value = as_value(cell)
+            if value is not None:
+                values[key] = value
+        return Record(step=step, values=values)

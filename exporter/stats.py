@@ -1,0 +1,95 @@
+"""What a run has counted so far, as frozen snapshots for callers and the /metrics endpoint."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["LiveState", "RunCounters", "RunStats"]
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """Counts of samples by outcome.
+
+    accepted: stored under a registry id; rejected: refused for bad input (bad step, non-numeric
+    value, outside physical limits, unknown name under `drop`); nonfinite: NaN/Inf per field
+    (never written); unregistered: unknown names stored under `unregistered` (`warn`);
+    dropped: lost because the queue was full or the run was finished; refused_disk: refused
+    because the outbox reached its disk budget or could not be written; write_errors: failed
+    InfluxDB writes (retried unless the server refused the data); sent: rows written to InfluxDB.
+    """
+
+    accepted: int = 0
+    rejected: int = 0
+    nonfinite: Mapping[str, int] = field(default_factory=dict)
+    unregistered: int = 0
+    dropped: int = 0
+    refused_disk: int = 0
+    events: int = 0
+    write_errors: int = 0
+    sent: int = 0
+
+    @property
+    def nonfinite_total(self) -> int:
+        return sum(self.nonfinite.values())
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """A run's state for Prometheus: latest values, current step, health of the pipeline."""
+
+    run: str
+    step: int | None
+    steps_per_second: float | None
+    latest: Mapping[tuple[str, str], float]
+    """(field, gpu) -> latest value; gpu is '' for metrics without a gpu label."""
+    stats: RunStats
+    backlog: int
+    queue_depth: int
+    last_write_age: float | None
+
+
+class RunCounters:
+    """Mutable counters shared by the caller, worker and forwarder threads of one run."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.accepted = 0
+        self.rejected = 0
+        self.nonfinite: dict[str, int] = {}
+        self.unregistered = 0
+        self.dropped = 0
+        self.refused_disk = 0
+        self.events = 0
+        self.write_errors = 0
+        self.sent = 0
+        self.step: int | None = None
+        self.latest: dict[tuple[str, str], float] = {}
+        self.rate_window: deque[tuple[float, int]] = deque(maxlen=64)
+        self.last_write: float | None = None
+
+    def snapshot(self) -> RunStats:
+        with self.lock:
+            return RunStats(
+                accepted=self.accepted,
+                rejected=self.rejected,
+                nonfinite=dict(self.nonfinite),
+                unregistered=self.unregistered,
+                dropped=self.dropped,
+                refused_disk=self.refused_disk,
+                events=self.events,
+                write_errors=self.write_errors,
+                sent=self.sent,
+            )
+
+    def steps_per_second(self) -> float | None:
+        with self.lock:
+            if len(self.rate_window) < 2:
+                return None
+            (t0, s0), (t1, s1) = self.rate_window[0], self.rate_window[-1]
+        if t1 <= t0 or s1 < s0:
+            return None
+        return (s1 - s0) / (t1 - t0)

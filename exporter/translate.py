@@ -1,0 +1,300 @@
+"""Turn one `log()` call into outbox rows: resolve names, apply transforms, apply the bad-input policy.
+
+This runs on the worker thread; the caller's thread only copies the dict. The `*_problem`
+helpers are shared with the `strict` call-site checks so both sides give the same messages.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import operator
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from registry import AmbiguousName, Registry, Resolution, ResolveError
+
+from .config import Policy
+from .outbox import NO_RANK, EventRow, SampleRow
+from .stats import RunCounters
+
+__all__ = [
+    "RESERVED_EVENT_FIELDS",
+    "Translator",
+    "config_rows",
+    "event_field_problem",
+    "limits_problem",
+    "sanitize_name",
+    "step_problem",
+    "to_number",
+    "value_problem",
+]
+
+_log = logging.getLogger("exporter")
+
+RESERVED_EVENT_FIELDS = frozenset({"text", "step", "wall_time", "run", "project", "kind", "rank"})
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def step_problem(step: object) -> str | None:
+    """Why `step` cannot be a training step, or None."""
+    if isinstance(step, bool):
+        return f"step {step!r} is a bool; pass the integer training step"
+    try:
+        value = operator.index(step)  # type: ignore[arg-type]
+    except TypeError:
+        return (
+            f"step {step!r} ({type(step).__name__}) is not an integer; pass the integer training "
+            "step (e.g. int(global_step))"
+        )
+    if value < 0:
+        return f"step {value} is negative; training steps count up from 0"
+    return None
+
+
+def to_number(value: object) -> float | None:
+    """The value as a float, or None when it is not numeric (strings are never numbers here)."""
+    if isinstance(value, float):
+        return value
+    if isinstance(value, str | bytes | bytearray) or value is None:
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def value_problem(name: object, value: object, step: int) -> str | None:
+    if not isinstance(name, str) or not name:
+        return f"metric name {name!r} at step {step} is not a non-empty string"
+    if to_number(value) is None:
+        return (
+            f"value {value!r} ({type(value).__name__}) of {name!r} at step {step} is not a number; "
+            "log floats, ints, numpy scalars or 0-d tensors"
+        )
+    return None
+
+
+def limits_problem(
+    registry: Registry, res: Resolution, name: str, value: float, step: int
+) -> str | None:
+    metric = registry.metric(res.metric)
+    if math.isfinite(value) and not metric.limits.contains(value):
+        shown = "" if name == res.field else f" (from {name!r}, {res.transform.describe()})"
+        return (
+            f"{res.field}={value!r}{shown} at step {step} is outside its physical limits "
+            f"[{metric.limits.min}, {metric.limits.max}]: {metric.limits.reason}"
+        )
+    return None
+
+
+def event_field_problem(key: object, value: object) -> str | None:
+    if not isinstance(key, str) or not key:
+        return f"event field name {key!r} is not a non-empty string"
+    if key in RESERVED_EVENT_FIELDS:
+        return f"event field {key!r} is reserved; use another name"
+    if not isinstance(value, str | int | float | bool):
+        return f"event field {key}={value!r} must be a str, int, float or bool"
+    return None
+
+
+def sanitize_name(name: str) -> str:
+    """An unknown name as stored under `unregistered`: control characters replaced, length capped."""
+    return _UNSAFE.sub("_", name).strip()[:200] or "_"
+
+
+def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, f"{name}."))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            number = float(value)
+            if math.isfinite(number):
+                out[name] = number
+    return out
+
+
+def config_rows(
+    run: str, rank: int | None, config: Mapping[str, Any], wall_time: float
+) -> list[SampleRow]:
+    """The `run_config` point at step 0: `config_json` plus every numeric hyperparameter."""
+    rank_key = NO_RANK if rank is None else rank
+    text = json.dumps(dict(config), sort_keys=True, default=str)
+    rows: list[SampleRow] = [(run, rank_key, 0, "run_config", "", "config_json", text, wall_time)]
+    rows += [
+        (run, rank_key, 0, "run_config", "", name, value, wall_time)
+        for name, value in sorted(_flatten(config).items())
+    ]
+    return rows
+
+
+class Translator:
+    """Stateful per run: remembers the last step (to see resumes) and which names it warned about."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        counters: RunCounters,
+        *,
+        run: str,
+        rank: int | None,
+        policy: Policy,
+        framework: str | None,
+        last_step: int | None,
+    ) -> None:
+        self._registry = registry
+        self._counters = counters
+        self._run = run
+        self._rank = NO_RANK if rank is None else rank
+        self._policy = policy
+        self._framework = framework
+        self._last_step = last_step
+        self._warned: set[str] = set()
+        self._seen_names: list[str] = []
+        self._detected: str | None = None
+
+    def _warn(self, key: str, message: str) -> None:
+        if self._policy == "warn" and key not in self._warned:
+            self._warned.add(key)
+            _log.warning("rlvitals run %r: %s", self._run, message)
+
+    def _resolve(self, name: str, framework: str | None) -> Resolution:
+        try:
+            return self._registry.resolve(name, framework)
+        except AmbiguousName:
+            if framework is not None:
+                raise
+            if self._detected is None:
+                self._detected = self._registry.detect_framework(self._seen_names)
+            if self._detected is None:
+                raise
+            return self._registry.resolve(name, self._detected)
+
+    def log(
+        self,
+        step: object,
+        values: Mapping[Any, Any],
+        wall_time: float,
+        framework: str | None,
+    ) -> tuple[list[SampleRow], list[EventRow]]:
+        problem = step_problem(step)
+        if problem is not None:
+            with self._counters.lock:
+                self._counters.rejected += len(values)
+            self._warn(
+                f"step:{type(step).__name__}", f"{problem}; {len(values)} sample(s) rejected"
+            )
+            return [], []
+        istep = operator.index(step)  # type: ignore[arg-type]
+        framework = framework or self._framework
+        if len(self._seen_names) < 200:
+            self._seen_names.extend(n for n in values if isinstance(n, str))
+        rows: list[SampleRow] = []
+        events: list[EventRow] = []
+        nonfinite: list[str] = []
+        accepted = rejected = unregistered = 0
+        latest: dict[tuple[str, str], float] = {}
+        for name, raw in values.items():
+            problem = value_problem(name, raw, istep)
+            if problem is not None:
+                rejected += 1
+                self._warn(f"value:{name}", f"{problem}; rejected")
+                continue
+            value = to_number(raw)
+            assert value is not None
+            try:
+                res = self._resolve(name, framework)
+            except ResolveError as exc:
+                if self._policy == "drop":
+                    rejected += 1
+                    continue
+                field = sanitize_name(name)
+                self._warn(f"name:{name}", f"{exc} Stored under measurement 'unregistered'.")
+                if math.isfinite(value):
+                    rows.append(
+                        (self._run, self._rank, istep, "unregistered", "", field, value, wall_time)
+                    )
+                    unregistered += 1
+                else:
+                    nonfinite.append(f"{field}={value!r} (unregistered {name!r})")
+                    self._count_nonfinite(field)
+                continue
+            try:
+                canonical = res.transform.apply(value)
+            except (ArithmeticError, ValueError):
+                canonical = math.nan
+            if not math.isfinite(canonical):
+                origin = "" if name == res.field else f" from {name!r}"
+                nonfinite.append(f"{res.field}={canonical!r}{origin}")
+                self._count_nonfinite(res.field)
+                continue
+            problem = limits_problem(self._registry, res, name, canonical, istep)
+            if problem is not None:
+                rejected += 1
+                self._warn(f"limits:{res.field}", f"{problem}; rejected")
+                continue
+            gpu = res.label("gpu") or ""
+            group = self._registry.metric(res.metric).group
+            rows.append((self._run, self._rank, istep, group, gpu, res.field, canonical, wall_time))
+            latest[(res.field, gpu)] = canonical
+            accepted += 1
+        if nonfinite:
+            text = "non-finite value(s) not written: " + ", ".join(nonfinite)
+            events.append((self._run, self._rank, istep, "health", text, "{}", wall_time))
+        if self._last_step is not None and istep < self._last_step and (rows or nonfinite):
+            text = (
+                f"step went back from {self._last_step} to {istep}: resumed from a checkpoint; "
+                f"steps from {istep} on are overwritten"
+            )
+            fields = json.dumps({"from_step": self._last_step})
+            events.append((self._run, self._rank, istep, "resume", text, fields, wall_time))
+        if rows or nonfinite:
+            self._last_step = istep
+        with self._counters.lock:
+            c = self._counters
+            c.accepted += accepted
+            c.rejected += rejected
+            c.unregistered += unregistered
+            c.events += len(events)
+            if rows:
+                c.step = istep
+                c.rate_window.append((wall_time, istep))
+            c.latest.update(latest)
+        return rows, events
+
+    def _count_nonfinite(self, field: str) -> None:
+        with self._counters.lock:
+            self._counters.nonfinite[field] = self._counters.nonfinite.get(field, 0) + 1
+
+    def event(
+        self, step: object, kind: str, text: str, fields: Mapping[str, Any], wall_time: float
+    ) -> list[EventRow]:
+        problem = step_problem(step)
+        if problem is None and (not isinstance(kind, str) or not kind.strip()):
+            problem = f"event kind {kind!r} must be a non-empty string"
+        if problem is not None:
+            with self._counters.lock:
+                self._counters.rejected += 1
+            self._warn(f"event:{kind}", f"event {kind!r}: {problem}; rejected")
+            return []
+        clean: dict[str, Any] = {}
+        for key, value in fields.items():
+            field_problem = event_field_problem(key, value)
+            if field_problem is not None:
+                self._warn(f"eventfield:{key}", f"event {kind!r}: {field_problem}; field left out")
+                continue
+            if isinstance(value, float) and not math.isfinite(value):
+                continue
+            clean[key] = (
+                float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+            )
+        with self._counters.lock:
+            self._counters.events += 1
+        istep = operator.index(step)  # type: ignore[arg-type]
+        return [
+            (self._run, self._rank, istep, kind.strip(), str(text), json.dumps(clean), wall_time)
+        ]

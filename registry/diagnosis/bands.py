@@ -1,0 +1,210 @@
+"""Which healthy band applies now, scaled to the run, and how long each alert threshold has been crossed.
+
+Bands and alerts are declared relative where they must be (`basis`): `absolute` numbers are used
+as they are; `early_value` multiplies the run's own early mean; `clip_epsilon` the run config's
+`clip_epsilon`; `max_entropy` ln(n) for the config's `n_actions`. When the basis is unknown for a
+run (no config key, no early values) the band is not judged: `scale` is None and `inside` None.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..model import Alert, Metric, Stage, Stages
+from .stats import Series
+
+__all__ = [
+    "EARLY_FALLBACK_POINTS",
+    "AlertState",
+    "BandState",
+    "alert_states",
+    "band_state",
+    "basis_scale",
+    "clip_epsilon",
+    "consecutive_violations",
+    "early_mean",
+    "early_values",
+    "in_warmup",
+    "max_entropy",
+    "warmup_end",
+]
+
+EARLY_FALLBACK_POINTS = 10
+WARMUP_FRACTION = 0.1
+
+Config = Mapping[str, Any]
+
+
+def _positive(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) and v > 0 else None
+
+
+def clip_epsilon(config: Config | None) -> float | None:
+    """The run's PPO clip epsilon from config `clip_epsilon` (a positive number), else None."""
+    return _positive((config or {}).get("clip_epsilon"))
+
+
+def max_entropy(config: Config | None) -> float | None:
+    """ln(n) for a discrete action space of config `n_actions` (an integer >= 2), else None."""
+    n = (config or {}).get("n_actions")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        return None
+    return math.log(n)
+
+
+def early_values(series: Series, stages: Stages) -> Series:
+    """The finite points of the early stage; a run that starts after it uses its first points."""
+    f = series.finite()
+    early = f.before(stages.early_end)
+    return (
+        early
+        if len(early)
+        else Series(f.steps[:EARLY_FALLBACK_POINTS], f.values[:EARLY_FALLBACK_POINTS])
+    )
+
+
+def early_mean(series: Series, stages: Stages) -> float | None:
+    e = early_values(series, stages)
+    return float(e.values.mean()) if len(e) else None
+
+
+def basis_scale(basis: str, config: Config | None, early_value: float | None) -> float | None:
+    """What a band's numbers multiply for this run; None when the run does not tell us."""
+    if basis == "absolute":
+        return 1.0
+    if basis == "clip_epsilon":
+        return clip_epsilon(config)
+    if basis == "max_entropy":
+        return max_entropy(config)
+    if basis == "early_value":
+        return _positive(early_value)
+    return None
+
+
+def warmup_end(stages: Stages, config: Config | None) -> int:
+    """First step after warm-up: config `warmup_steps`, else the first 10 % of the early stage."""
+    w = (config or {}).get("warmup_steps")
+    if isinstance(w, int) and not isinstance(w, bool) and w >= 0:
+        return w
+    return int(stages.early_end * WARMUP_FRACTION)
+
+
+def in_warmup(step: int, stages: Stages, config: Config | None) -> bool:
+    return step < warmup_end(stages, config)
+
+
+@dataclass(frozen=True)
+class BandState:
+    """The stage band at a step, in the metric's own unit (already multiplied by `scale`)."""
+
+    stage: Stage
+    basis: str
+    scale: float | None
+    low: float | None
+    high: float | None
+    reason: str
+    value: float
+    inside: bool | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "stage": self.stage,
+            "basis": self.basis,
+            "scale": self.scale,
+            "low": self.low,
+            "high": self.high,
+            "inside": self.inside,
+            "reason": self.reason,
+        }
+
+
+def band_state(
+    metric: Metric,
+    step: int,
+    value: float,
+    stages: Stages,
+    config: Config | None = None,
+    early_value: float | None = None,
+) -> BandState | None:
+    """The band for the stage at `step`, or None when the metric declares none for that stage."""
+    if metric.bands is None:
+        return None
+    stage = stages.stage_at(step)
+    band = metric.bands.for_stage(stage)
+    if band is None:
+        return None
+    scale = basis_scale(metric.bands.basis, config, early_value)
+    if scale is None:
+        return BandState(stage, metric.bands.basis, None, None, None, band.reason, value, None)
+    low = None if band.low is None else band.low * scale
+    high = None if band.high is None else band.high * scale
+    inside = band.contains(value, scale) if math.isfinite(value) else False
+    return BandState(stage, metric.bands.basis, scale, low, high, band.reason, value, inside)
+
+
+def consecutive_violations(series: Series, alert: Alert, scale: float) -> tuple[int, int | None]:
+    """Finite points, counted back from the latest, that violate the alert; and the first of them.
+
+    NaN points are not measurements: they neither count nor break the run of violations.
+    """
+    f = series.finite()
+    if not len(f):
+        return 0, None
+    limit = alert.threshold * scale
+    v = f.values
+    if alert.condition == "above":
+        bad = v > limit
+    elif alert.condition == "below":
+        bad = v < limit
+    else:
+        bad = np.abs(v) > limit
+    ok_idx = np.flatnonzero(~bad)
+    start = int(ok_idx[-1]) + 1 if ok_idx.size else 0
+    count = int(v.size - start)
+    return count, (int(f.steps[start]) if count else None)
+
+
+@dataclass(frozen=True)
+class AlertState:
+    alert: Alert
+    threshold: float | None
+    consecutive: int
+    since_step: int | None
+
+    @property
+    def active(self) -> bool:
+        return self.threshold is not None and self.consecutive >= self.alert.for_steps
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "severity": self.alert.severity,
+            "condition": self.alert.condition,
+            "threshold": self.threshold,
+            "for_steps": self.alert.for_steps,
+            "consecutive": self.consecutive,
+            "since_step": self.since_step,
+            "active": self.active,
+        }
+
+
+def alert_states(
+    metric: Metric, series: Series, config: Config | None = None, early_value: float | None = None
+) -> tuple[AlertState, ...]:
+    """Every alert of the metric with its scaled threshold and its current run of violations."""
+    out = []
+    for alert in metric.alerts:
+        scale = basis_scale(alert.basis, config, early_value)
+        if scale is None:
+            out.append(AlertState(alert, None, 0, None))
+            continue
+        count, since = consecutive_violations(series, alert, scale)
+        out.append(AlertState(alert, alert.threshold * scale, count, since))
+    return tuple(out)

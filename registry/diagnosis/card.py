@@ -1,0 +1,650 @@
+"""The diagnosis card: how far a metric is from its own history and band, and what that means.
+
+`build_card(registry, metric_id, series_by_metric, config, lang)` judges the latest value:
+
+- fewer than 5 finite points (or none at all) is `no_data`, with the reason;
+- during warm-up (config `warmup_steps`, else the first 10 % of the early stage) the card is at
+  most `ok`: the evidence is listed, never alarmed;
+- one excursion (outside the stage band, or past an alert threshold for fewer than its
+  `for_steps` points) is `watch`;
+- an alert threshold crossed for its `for_steps` points is that alert's severity, except that a
+  critical alert is `critical` only when corroborated (a related metric strongly coupled,
+  |r| > 0.7, or a firing critical rule on this metric) and `warning` otherwise;
+- a firing rule on the metric gives the rule's severity; exact zeros persisting after non-zero
+  history in a normally non-zero metric (KL, clip fraction, advantage std, grad norm) is
+  `warning`: silence can be a symptom;
+- metric-specific evidence: entropy shape (staircase or cliff `warning`, sawtooth `watch`) and
+  gradient (`watch`), the KL / clip-epsilon zone (`watch`; `warning` after 3 points in danger),
+  reward fingerprint (informational) and reward-hacking sentinels (`warning`), a value outside
+  the metric's physical limits or a non-finite latest value (`warning`).
+
+The reading names each piece of evidence with its numbers, in English or Chinese.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from ..catalog import Registry
+from ..model import Metric, Rule
+from .bands import (
+    AlertState,
+    BandState,
+    alert_states,
+    band_state,
+    clip_epsilon,
+    early_mean,
+    in_warmup,
+    warmup_end,
+)
+from .coupling import COUPLING_STEPS, Coupling, couplings
+from .entropy_shape import classify_entropy, entropy_gradient
+from .fingerprint import (
+    Sentinel,
+    length_rising_reward_flat,
+    refusal_rising_with_reward,
+    reward_fingerprint,
+    rm_rising_eval_not,
+    shaped_up_raw_down,
+)
+from .kl_zone import kl_zone
+from .rules import RuleResult, evaluate_rules
+from .stats import (
+    Series,
+    SeriesLike,
+    Summary,
+    Trend,
+    as_series,
+    change_pct,
+    ema,
+    ema_lag_steps,
+    summarize,
+)
+
+__all__ = ["MIN_POINTS", "STATUSES", "Card", "CardOptions", "Evidence", "Related", "build_card"]
+
+Status = Literal["ok", "watch", "warning", "critical", "no_data"]
+STATUSES: tuple[Status, ...] = ("ok", "watch", "warning", "critical", "no_data")
+_RANK: dict[Status, int] = {"no_data": -1, "ok": 0, "watch": 1, "warning": 2, "critical": 3}
+MIN_POINTS = 5
+_KL_DANGER_POINTS = 3
+_ALWAYS_READ = ("band", "warmup", "entropy_shape", "kl_zone", "fingerprint")
+
+SentinelFn = Callable[[Series, Series], Sentinel]
+
+
+@dataclass(frozen=True)
+class CardOptions:
+    """Which metric ids get which special checks, and the windows. Defaults follow the registry ids."""
+
+    recent_steps: int = 1000
+    cv_steps: int = 100
+    coupling_steps: int = COUPLING_STEPS
+    smoothing: float = 0.6
+    silence_points: int = 10
+    silence_metrics: tuple[str, ...] = ("policy_kl", "clip_fraction", "advantage_std", "grad_norm")
+    entropy_metric: str = "policy_entropy"
+    kl_metric: str = "policy_kl"
+    sentinels: tuple[tuple[str, str, str], ...] = (
+        ("reward_hacking", "shaped_reward", "raw_reward"),
+        ("length_hacking", "response_length_mean", "raw_reward"),
+        ("refusal", "refusal_rate", "raw_reward"),
+        ("rm_overoptimization", "rm_score", "eval_score"),
+    )
+
+
+_SENTINEL_FNS: dict[str, SentinelFn] = {
+    "reward_hacking": shaped_up_raw_down,
+    "length_hacking": length_rising_reward_flat,
+    "refusal": refusal_rising_with_reward,
+    "rm_overoptimization": rm_rising_eval_not,
+}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One checkable fact behind the verdict: what kind, what it implies, its text and numbers."""
+
+    kind: str
+    severity: Status
+    text: str
+    data: Mapping[str, object] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "text": self.text,
+            "data": dict(self.data),
+        }
+
+
+@dataclass(frozen=True)
+class Related:
+    metric: str
+    r: float
+    points: int
+    change_pct: float | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "metric": self.metric,
+            "r": self.r,
+            "points": self.points,
+            "change_pct": self.change_pct,
+        }
+
+
+@dataclass(frozen=True)
+class Card:
+    metric: str
+    title: str
+    unit: str
+    lang: str
+    status: Status
+    reading: str
+    step: int | None = None
+    value: float | None = None
+    mean: float | None = None
+    median: float | None = None
+    recent_mean: float | None = None
+    recent_median: float | None = None
+    recent_steps: int = 0
+    deviation_pct: float | None = None
+    cv: float | None = None
+    cv_steps: int = 0
+    trend: Trend | None = None
+    smoothed: float | None = None
+    smoothing: float = 0.6
+    smoothing_lag_steps: float | None = None
+    band: BandState | None = None
+    reason: str | None = None
+    actions: tuple[str, ...] = ()
+    related: tuple[Related, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+    rules: tuple[RuleResult, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: non-finite numbers become null."""
+        raw: dict[str, object] = {
+            "metric": self.metric,
+            "title": self.title,
+            "unit": self.unit,
+            "lang": self.lang,
+            "step": self.step,
+            "value": self.value,
+            "mean": self.mean,
+            "median": self.median,
+            "recent_mean": self.recent_mean,
+            "recent_median": self.recent_median,
+            "recent_steps": self.recent_steps,
+            "deviation_pct": self.deviation_pct,
+            "cv": self.cv,
+            "cv_steps": self.cv_steps,
+            "trend": None if self.trend is None else self.trend.to_dict(),
+            "smoothed": {
+                "weight": self.smoothing,
+                "value": self.smoothed,
+                "lag_steps": self.smoothing_lag_steps,
+            },
+            "band": None if self.band is None else self.band.to_dict(),
+            "status": self.status,
+            "reason": self.reason,
+            "reading": self.reading,
+            "actions": list(self.actions),
+            "related": [r.to_dict() for r in self.related],
+            "evidence": [e.to_dict() for e in self.evidence],
+            "rules": [r.to_dict() for r in self.rules],
+        }
+        out = _json_ready(raw)
+        assert isinstance(out, dict)
+        return out
+
+
+def _json_ready(obj: object) -> object:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, np.generic):
+        return _json_ready(obj.item())
+    if isinstance(obj, Mapping):
+        return {str(k): _json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_json_ready(v) for v in obj]
+    return obj
+
+
+def _num(x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "n/a" if x is None else str(x)
+    if x == 0:
+        return "0"
+    if abs(x) >= 1e5 or abs(x) < 1e-3:
+        return f"{x:.3g}"
+    return f"{x:.4g}"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.1f}%"
+
+
+class _Lang:
+    def __init__(self, lang: str) -> None:
+        self.zh = lang == "zh"
+
+    def __call__(self, en: str, zh: str) -> str:
+        return zh if self.zh else en
+
+
+def _max(a: Status, b: Status) -> Status:
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def build_card(
+    registry: Registry,
+    metric_id: str,
+    series_by_metric: Mapping[str, SeriesLike],
+    config: Mapping[str, Any] | None = None,
+    lang: str = "en",
+    options: CardOptions | None = None,
+) -> Card:
+    """The diagnosis card of one metric from the histories of it and its neighbours."""
+    opts = options or CardOptions()
+    t = _Lang(lang)
+    metric = registry.metric(metric_id)
+    title = metric.title.get(lang)
+    cfg = dict(config or {})
+    series = {k: as_series(v) for k, v in series_by_metric.items()}
+    s = series.get(metric_id)
+    finite = 0 if s is None else int(np.isfinite(s.values).sum())
+    if s is None or finite < MIN_POINTS:
+        why = _no_data_reason(t, s, finite)
+        reading = t(f"{title}: no diagnosis: {why}.", f"{title}：无法诊断：{why}。")
+        return Card(
+            metric_id,
+            title,
+            metric.unit,
+            lang,
+            "no_data",
+            reading,
+            reason=why,
+            step=None if s is None else s.last_step,
+        )
+    summary = summarize(s, opts.recent_steps, opts.cv_steps)
+    assert summary.step is not None and summary.value is not None
+    stages = registry.stages_for(cfg)
+    early = early_mean(s, stages)
+    band = band_state(metric, summary.step, summary.value, stages, cfg, early)
+    alerts = alert_states(metric, s, cfg, early)
+    rule_results = evaluate_rules(registry, series, cfg, metric_id)
+    fired = tuple(r for r in rule_results if r.fired)
+    others = {m: series[m] for m in metric.related if m in series and m != metric_id}
+    coupled = tuple(c for c in couplings(s, others, opts.coupling_steps) if c.strong)
+    related = tuple(
+        _related(c, series[c.metric], opts.coupling_steps, summary.step) for c in coupled
+    )
+
+    evidence: list[Evidence] = []
+    evidence += _band_evidence(t, band, summary)
+    evidence += _limit_evidence(t, metric, s, summary)
+    corroborated = bool(coupled) or any(r.rule.severity == "critical" for r in fired)
+    evidence += _alert_evidence(t, alerts, corroborated, coupled)
+    evidence += [_rule_evidence(t, r, lang) for r in fired]
+    evidence += _silence_evidence(t, metric_id, s, opts)
+    if metric_id == opts.entropy_metric:
+        evidence += _entropy_evidence(t, s)
+    if metric_id == opts.kl_metric:
+        evidence += _kl_evidence(t, s, clip_epsilon(cfg))
+    if metric.group == "reward" and metric.pattern is None:
+        evidence += _fingerprint_evidence(t, s)
+    covered = {r.sentinel for r in registry.rules if r.sentinel}
+    evidence += _sentinel_evidence(t, metric_id, series, opts, covered)
+
+    status: Status = "ok"
+    for e in evidence:
+        status = _max(status, e.severity)
+    reason: str | None = None
+    if in_warmup(summary.step, stages, cfg) and status != "ok":
+        end = warmup_end(stages, cfg)
+        reason = t(
+            f"warm-up: step {summary.step:,} < {end:,}; the evidence is listed but not alarmed",
+            f"预热期：第 {summary.step:,} 步 < {end:,}；证据仅列出，不报警",
+        )
+        evidence.append(Evidence("warmup", "ok", reason, {"step": summary.step, "warmup_end": end}))
+        status = "ok"
+
+    # older points weigh under s^50/(1-s) of the latest: the tail gives the same last value
+    tail = max(1000, int(50 / max(1e-3, 1.0 - opts.smoothing)))
+    smooth = ema(s.values[-tail:], opts.smoothing)
+    finite_idx = np.flatnonzero(np.isfinite(smooth))
+    smoothed = float(smooth[finite_idx[-1]]) if finite_idx.size else None
+    reading = _reading(t, title, metric, summary, status, evidence)
+    actions = _actions(metric, fired, status, lang)
+    return Card(
+        metric=metric_id,
+        title=title,
+        unit=metric.unit,
+        lang=lang,
+        status=status,
+        reading=reading,
+        step=summary.step,
+        value=summary.value,
+        mean=summary.mean,
+        median=summary.median,
+        recent_mean=summary.recent_mean,
+        recent_median=summary.recent_median,
+        recent_steps=summary.recent_steps,
+        deviation_pct=summary.deviation_pct,
+        cv=summary.cv,
+        cv_steps=summary.cv_steps,
+        trend=summary.trend,
+        smoothed=smoothed,
+        smoothing=opts.smoothing,
+        smoothing_lag_steps=ema_lag_steps(opts.smoothing, s.steps),
+        band=band,
+        reason=reason,
+        actions=actions,
+        related=related,
+        evidence=tuple(evidence),
+        rules=rule_results,
+    )
+
+
+def _no_data_reason(t: _Lang, s: Series | None, finite: int) -> str:
+    if s is None or s.empty:
+        return t("no points logged", "没有记录任何数据点")
+    if finite == 0:
+        return t(
+            f"all {len(s)} logged values are NaN or infinite",
+            f"记录的 {len(s)} 个值全部是 NaN 或无穷大",
+        )
+    return t(
+        f"only {finite} finite point(s), at least {MIN_POINTS} needed",
+        f"只有 {finite} 个有效数据点，至少需要 {MIN_POINTS} 个",
+    )
+
+
+def _related(c: Coupling, other: Series, window: int, end: int) -> Related:
+    return Related(c.metric, c.r, c.points, change_pct(other.window(window, end)))
+
+
+def _band_evidence(t: _Lang, band: BandState | None, summary: Summary) -> list[Evidence]:
+    if band is None:
+        return []
+    data: dict[str, object] = band.to_dict() | {"value": summary.value, "step": summary.step}
+    if band.inside is None:
+        text = t(
+            f"{band.stage}-stage band is relative to {band.basis}, which this run does not give; band not judged",
+            f"{band.stage} 阶段的健康区间相对于 {band.basis}，本次运行未提供该值，未判断区间",
+        )
+        return [Evidence("band", "ok", text, data)]
+    rng = f"[{_num(band.low)}, {_num(band.high)}]"
+    if band.inside:
+        text = t(
+            f"inside the {band.stage}-stage band {rng}", f"处于 {band.stage} 阶段健康区间 {rng} 内"
+        )
+        return [Evidence("band", "ok", text, data)]
+    text = t(
+        f"{_num(summary.value)} is outside the {band.stage}-stage band {rng}",
+        f"{_num(summary.value)} 超出 {band.stage} 阶段健康区间 {rng}",
+    )
+    return [Evidence("band", "watch", text, data)]
+
+
+def _limit_evidence(t: _Lang, metric: Metric, s: Series, summary: Summary) -> list[Evidence]:
+    out = []
+    if not summary.latest_is_finite:
+        raw = float(s.values[-1])
+        out.append(
+            Evidence(
+                "nonfinite",
+                "warning",
+                t(
+                    f"the latest logged value (step {s.last_step:,}) is {raw}; last finite value at step {summary.step:,}",
+                    f"最新记录值（第 {s.last_step:,} 步）为 {raw}；最后一个有效值在第 {summary.step:,} 步",
+                ),
+                {"step": s.last_step, "last_finite_step": summary.step},
+            )
+        )
+    assert summary.value is not None
+    if not metric.limits.contains(summary.value):
+        lim = f"[{_num(metric.limits.min)}, {_num(metric.limits.max)}]"
+        out.append(
+            Evidence(
+                "limits",
+                "warning",
+                t(
+                    f"{_num(summary.value)} is outside the physical limits {lim}: check how it is logged",
+                    f"{_num(summary.value)} 超出物理范围 {lim}：请检查记录方式",
+                ),
+                {"value": summary.value, "min": metric.limits.min, "max": metric.limits.max},
+            )
+        )
+    return out
+
+
+def _alert_evidence(
+    t: _Lang, alerts: Sequence[AlertState], corroborated: bool, coupled: Sequence[Coupling]
+) -> list[Evidence]:
+    out = []
+    for a in alerts:
+        if a.threshold is None or a.consecutive == 0:
+            continue
+        cond = {"above": ">", "below": "<", "abs_above": "|x| >"}[a.alert.condition]
+        head = t(
+            f"{cond} {_num(a.threshold)} ({a.alert.severity} threshold) for {a.consecutive} consecutive point(s)"
+            f" since step {a.since_step:,}, {a.alert.for_steps} needed",
+            f"{cond} {_num(a.threshold)}（{a.alert.severity} 阈值）已连续 {a.consecutive} 个点"
+            f"（自第 {a.since_step:,} 步），需要 {a.alert.for_steps} 个",
+        )
+        severity: Status = "watch"
+        if a.active:
+            severity = a.alert.severity
+            if severity == "critical" and not corroborated:
+                severity = "warning"
+                head += t(
+                    "; no related metric or critical rule corroborates it yet",
+                    "；尚无相关指标或严重规则佐证",
+                )
+            elif severity == "critical" and coupled:
+                pairs = ", ".join(f"{c.metric} r={c.r:+.2f}" for c in coupled)
+                head += t(f"; corroborated by {pairs}", f"；相关指标佐证：{pairs}")
+        out.append(Evidence("alert", severity, head, a.to_dict()))
+    return out
+
+
+def _rule_evidence(t: _Lang, r: RuleResult, lang: str) -> Evidence:
+    obs = "; ".join(
+        f"{o.metric} {o.stat} = {_num(o.observed)} {o.op} {_num(o.threshold)}"
+        for o in r.observations
+    )
+    text = t(
+        f"rule {r.rule.id} ({r.rule.severity}): {r.rule.reading.get(lang)} [{obs}; held {r.consecutive}"
+        f" evaluation point(s) to step {r.step:,}, window {r.rule.window} steps]",
+        f"规则 {r.rule.id}（{r.rule.severity}）：{r.rule.reading.get(lang)} [{obs}；连续 {r.consecutive}"
+        f" 个评估点成立，至第 {r.step:,} 步，窗口 {r.rule.window} 步]",
+    )
+    return Evidence("rule", r.rule.severity, text, r.to_dict())
+
+
+def _silence_evidence(t: _Lang, metric_id: str, s: Series, opts: CardOptions) -> list[Evidence]:
+    if metric_id not in opts.silence_metrics:
+        return []
+    v = s.finite().values
+    nonzero = np.flatnonzero(v != 0.0)
+    if nonzero.size == 0:
+        return []
+    zeros = int(v.size - 1 - nonzero[-1])
+    if zeros < opts.silence_points:
+        return []
+    history = int(np.count_nonzero(v[: nonzero[-1] + 1]))
+    text = t(
+        f"exactly 0 for the last {zeros} points after {history} non-zero point(s): silence can be a symptom"
+        " (collapsed policy, no learning signal)",
+        f"在 {history} 个非零点之后，最近 {zeros} 个点恰好为 0：沉默本身可能是症状（策略坍缩、没有学习信号）",
+    )
+    return [Evidence("silence", "warning", text, {"zero_points": zeros, "nonzero_points": history})]
+
+
+def _entropy_evidence(t: _Lang, s: Series) -> list[Evidence]:
+    out = []
+    shape = classify_entropy(s)
+    if shape.kind != "insufficient":
+        rng = f"{shape.start_step:,}-{shape.end_step:,}"
+        sev: Status = "ok"
+        if shape.collapse:
+            sizes = ", ".join(f"{_num(d.size)} @ {d.step:,}" for d in shape.drops)
+            en = f"entropy shape over steps {rng}: {shape.kind} (drops {sizes}; net {_num(shape.net_change)})"
+            zh = f"第 {rng} 步的熵形态：{shape.kind}（下降 {sizes}；净变化 {_num(shape.net_change)}）"
+            sev = "warning"
+        elif shape.kind == "sawtooth":
+            en = (
+                f"entropy shape over steps {rng}: sawtooth, period ~{_num(shape.period_steps)} steps,"
+                f" autocorrelation peak {_num(shape.acf_peak)}, {shape.sign_changes} sign changes"
+            )
+            zh = (
+                f"第 {rng} 步的熵形态：锯齿震荡，周期约 {_num(shape.period_steps)} 步，"
+                f"自相关峰值 {_num(shape.acf_peak)}，{shape.sign_changes} 次符号变化"
+            )
+            sev = "watch"
+        else:
+            en = (
+                f"entropy shape over steps {rng}: {shape.kind} (slope {_num(shape.slope_per_1k)}/1k steps,"
+                f" R² {_num(shape.r2)})"
+            )
+            zh = f"第 {rng} 步的熵形态：{shape.kind}（斜率 {_num(shape.slope_per_1k)}/千步，R² {_num(shape.r2)}）"
+        out.append(Evidence("entropy_shape", sev, t(en, zh), shape.to_dict()))
+    grad = entropy_gradient(s)
+    if grad is not None and grad.warning:
+        base = "n/a" if grad.baseline_per_step is None else _num(grad.baseline_per_step * 1000)
+        eta_en = eta_zh = ""
+        if grad.steps_to_zero is not None:
+            eta_en = f"; zero in ~{grad.steps_to_zero:,.0f} steps at this rate"
+            eta_zh = f"；按此速率约 {grad.steps_to_zero:,.0f} 步后归零"
+        out.append(
+            Evidence(
+                "entropy_gradient",
+                "watch",
+                t(
+                    f"entropy gradient {_num(grad.per_step * 1000)}/1k steps over steps"
+                    f" {grad.start_step:,}-{grad.end_step:,} vs {base}/1k before{eta_en}",
+                    f"第 {grad.start_step:,}-{grad.end_step:,} 步熵梯度 {_num(grad.per_step * 1000)}/千步，"
+                    f"此前为 {base}/千步{eta_zh}",
+                ),
+                grad.to_dict(),
+            )
+        )
+    return out
+
+
+def _kl_evidence(t: _Lang, s: Series, eps: float | None) -> list[Evidence]:
+    f = s.finite()
+    zones = [kl_zone(float(v), eps) for v in f.values[-_KL_DANGER_POINTS:]]
+    now = zones[-1] if zones else None
+    if now is None:
+        return []
+    danger_run = (
+        all(z is not None and z.zone == "danger" for z in zones) and len(zones) == _KL_DANGER_POINTS
+    )
+    sev: Status = "ok" if now.zone == "safe" else "watch"
+    if danger_run:
+        sev = "warning"
+    text = t(
+        f"KL / clip epsilon = {_num(now.kl)} / {_num(now.clip_epsilon)} = {now.ratio:.2f}: {now.zone} zone"
+        " (safe < 0.5, warning 0.5-0.8, danger >= 0.8)",
+        f"KL / clip epsilon = {_num(now.kl)} / {_num(now.clip_epsilon)} = {now.ratio:.2f}：{now.zone} 区"
+        "（安全 < 0.5，预警 0.5-0.8，危险 >= 0.8）",
+    )
+    if danger_run:
+        text += t(f" for the last {_KL_DANGER_POINTS} points", f"，已持续 {_KL_DANGER_POINTS} 个点")
+    return [Evidence("kl_zone", sev, text, now.to_dict())]
+
+
+def _fingerprint_evidence(t: _Lang, s: Series) -> list[Evidence]:
+    fp = reward_fingerprint(s)
+    if fp is None:
+        return []
+    text = t(
+        f"reward fingerprint over the last {fp.points} points: density {fp.density:.2f} (share non-zero),"
+        f" variance {_num(fp.variance)}, consistency (lag-1 autocorrelation) {_num(fp.consistency)}",
+        f"最近 {fp.points} 个点的奖励指纹：密度 {fp.density:.2f}（非零占比），方差 {_num(fp.variance)}，"
+        f"一致性（滞后 1 自相关）{_num(fp.consistency)}",
+    )
+    return [Evidence("fingerprint", "ok", text, fp.to_dict())]
+
+
+def _sentinel_evidence(
+    t: _Lang, metric_id: str, series: Mapping[str, Series], opts: CardOptions, covered: set[str]
+) -> list[Evidence]:
+    out = []
+    for name, a, b in opts.sentinels:
+        if metric_id not in (a, b) or name in covered or a not in series or b not in series:
+            continue
+        res = _SENTINEL_FNS[name](series[a], series[b])
+        if not res.fired:
+            continue
+        obs = ", ".join(f"{k} {_pct(v)}" for k, v in res.observed.items())
+        text = t(
+            f"sentinel {name}: {a} vs {b} over the last {res.window_steps} steps: {obs}",
+            f"哨兵 {name}：最近 {res.window_steps} 步 {a} 与 {b}：{obs}",
+        )
+        out.append(Evidence("sentinel", "warning", text, res.to_dict()))
+    return out
+
+
+def _reading(
+    t: _Lang,
+    title: str,
+    metric: Metric,
+    summary: Summary,
+    status: Status,
+    evidence: Sequence[Evidence],
+) -> str:
+    assert summary.step is not None
+    unit = "" if metric.unit in ("none", "ratio") else f" {metric.unit}"
+    parts = [
+        t(
+            f"{title} = {_num(summary.value)}{unit} at step {summary.step:,}, {_pct(summary.deviation_pct)} vs its"
+            f" run mean {_num(summary.mean)} ({summary.finite_points} points)",
+            f"{title} 在第 {summary.step:,} 步为 {_num(summary.value)}{unit}，相对全程均值 {_num(summary.mean)}"
+            f" 偏离 {_pct(summary.deviation_pct)}（{summary.finite_points} 个点）",
+        ),
+        t(
+            f"CV {_num(summary.cv)} over the last {summary.cv_steps} steps",
+            f"最近 {summary.cv_steps} 步变异系数 {_num(summary.cv)}",
+        ),
+    ]
+    if summary.trend is not None:
+        tr = summary.trend
+        parts.append(
+            t(
+                f"trend {_num(tr.slope_per_1k)}/1k steps ({tr.direction}) over the last {summary.recent_steps} steps",
+                f"最近 {summary.recent_steps} 步趋势 {_num(tr.slope_per_1k)}/千步（{tr.direction}）",
+            )
+        )
+    ranked = sorted(
+        (e for e in evidence if e.severity != "ok" or e.kind in _ALWAYS_READ),
+        key=lambda e: -_RANK[e.severity],
+    )
+    parts += [e.text for e in ranked]
+    verdict = t(f"Status: {status}.", f"状态：{status}。")
+    return t("; ".join(parts) + ". " + verdict, "；".join(parts) + "。" + verdict)
+
+
+def _actions(
+    metric: Metric, fired: Sequence[RuleResult], status: Status, lang: str
+) -> tuple[str, ...]:
+    if status in ("ok", "no_data"):
+        return ()
+    items: list[str] = []
+    rules: list[Rule] = [r.rule for r in sorted(fired, key=lambda r: -_RANK[r.rule.severity])]
+    for rule in rules:
+        items += [a.get(lang) for a in rule.actions]
+    for sc in metric.failure_scenarios:
+        items += [c.get(lang) for c in sc.check]
+        items += [c.get(lang) for c in sc.change]
+    return tuple(dict.fromkeys(items))

@@ -1,0 +1,157 @@
+"""`rlvitals import` / `rlvitals tail` end to end: real logs into a real InfluxDB 1.x, landing
+under canonical ids with one point per step."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from logmakers import Sb3Csv, cleanrl_stdout, sb3_rows, write_event_file
+
+from rlvitals.cli import main
+
+MINI = str(Path(__file__).parents[2] / "fixtures" / "mini_registry")
+
+
+@pytest.fixture
+def env(influx: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("RLVITALS_INFLUX_URL", influx.url)
+    monkeypatch.setenv("RLVITALS_INFLUX_DATABASE", influx.name)
+    monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("RLVITALS_POLICY", "warn")
+    return influx
+
+
+def test_import_of_a_run_directory_lands_under_canonical_ids(
+    env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = tmp_path / "logs"
+    write_event_file(
+        logs / "CartPole__ppo__1",
+        [
+            (s, {"losses/approx_kl": s / 1e4, "losses/clipfrac": 0.2, "charts/SPS": 900.0})
+            for s in range(0, 2048, 512)
+        ],
+    )
+    (logs / "PPO_1").mkdir(parents=True)
+    writer = Sb3Csv(logs / "PPO_1" / "progress.csv")
+    for row in sb3_rows(3):
+        writer.write(row)
+    writer.close()
+    (logs / "grpo").mkdir()
+    (logs / "grpo" / "metrics.jsonl").write_text(
+        '{"step": 1, "reward": 0.5, "rewards/format/mean": 1.0}\n'
+        "this line is broken\n"
+        '{"step": 2, "reward": 0.75, "rewards/format/mean": 0.0}\n'
+    )
+    assert main(["import", str(logs), "--registry", MINI]) == 0
+    err = capsys.readouterr().err
+    assert f"{logs / 'grpo' / 'metrics.jsonl'}:2" in err  # malformed line reported with file:line
+    assert "framework cleanrl (detected from the keys)" in err
+    assert "framework sb3 (detected from the keys)" in err
+
+    kl = env.query('SELECT "policy_kl", "step" FROM "policy" WHERE "run" = \'CartPole__ppo__1\'')
+    assert [(r["time"], r["step"], r["policy_kl"]) for r in kl] == [
+        (0, 0, 0.0),
+        (512, 512, pytest.approx(0.0512)),
+        (1024, 1024, pytest.approx(0.1024)),
+        (1536, 1536, pytest.approx(0.1536)),
+    ]
+    entropy = env.query('SELECT "policy_entropy" FROM "policy" WHERE "run" = \'PPO_1\'')
+    assert [(r["time"], r["policy_entropy"]) for r in entropy] == [
+        (4096, pytest.approx(0.68)),  # SB3's train/entropy_loss negated
+        (6144, pytest.approx(0.67)),
+    ]
+    rewards = env.query(
+        'SELECT "raw_reward", "reward_component/format" FROM "reward" WHERE "run" = \'grpo\''
+    )
+    assert [(r["time"], r["raw_reward"], r["reward_component/format"]) for r in rewards] == [
+        (1, 0.5, 1.0),
+        (2, 0.75, 0.0),
+    ]
+
+
+def test_import_of_a_text_log_with_a_pattern_and_a_named_run(env: Any, tmp_path: Path) -> None:
+    log = tmp_path / "stdout.log"
+    log.write_text(cleanrl_stdout(4))
+    pattern = r"global_step=(?P<step>\d+), episodic_return=\[(?P<charts__episodic_return>[-\d.]+)\]"
+    code = main(
+        [
+            "import",
+            str(log),
+            "--pattern",
+            pattern,
+            "--run",
+            "cli-run",
+            "--project",
+            "demo",
+            "--registry",
+            MINI,
+        ]
+    )
+    assert code == 0
+    rows = env.query(
+        'SELECT "raw_reward" FROM "reward" WHERE "run" = \'cli-run\' AND "project" = \'demo\''
+    )
+    assert [(r["time"], r["raw_reward"]) for r in rows] == [
+        (128, 10.0),
+        (256, 11.0),
+        (384, 12.0),
+        (512, 13.0),
+    ]
+
+
+def test_tail_picks_up_a_resumed_runs_new_event_file(env: Any, tmp_path: Path) -> None:
+    run_dir = tmp_path / "PPO_2"
+    write_event_file(run_dir, [(s, {"train/approx_kl": 0.01}) for s in (100, 200, 300)])
+    args = ["tail", str(tmp_path), "--registry", MINI, "--poll", "0.1", "--max-polls", "20"]
+    result: list[int] = []
+    sidecar = threading.Thread(target=lambda: result.append(main(args)))
+    sidecar.start()
+    time.sleep(0.5)  # the sidecar is following; the run resumes from its step-200 checkpoint
+    write_event_file(
+        run_dir, [(s, {"train/approx_kl": 0.02}) for s in (200, 300, 400)], wall_time=1.8e9
+    )
+    sidecar.join(60)  # it stops by itself after 20 polls
+    assert result == [0]
+    rows = env.query('SELECT "policy_kl" FROM "policy" WHERE "run" = \'PPO_2\'')
+    assert [(r["time"], r["policy_kl"]) for r in rows] == [
+        (100, pytest.approx(0.01)),
+        (200, pytest.approx(0.02)),
+        (300, pytest.approx(0.02)),
+        (400, pytest.approx(0.02)),
+    ]
+    events = env.query(
+        'SELECT "text" FROM "events" WHERE "run" = \'PPO_2\' AND "kind" = \'resume\''
+    )
+    assert [r["time"] for r in events] == [200]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["import", "/no/such/dir"], "no such file or directory"),
+        (["import", ".", "--pattern", "(?P<step"], "not a valid regular expression"),
+        (["import", ".", "--format", "regex"], "needs --pattern"),
+        (["tail", ".", "--poll", "0"], "--poll"),
+    ],
+)
+def test_bad_input_gives_one_line_and_exit_code_2(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*args, "--registry", MINI]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_file_of_unknown_format_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "data.bin"
+    path.write_bytes(b"\x00\x01\x02")
+    assert main(["import", str(path), "--registry", MINI]) == 2
+    assert "--format" in capsys.readouterr().err

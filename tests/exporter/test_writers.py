@@ -1,0 +1,140 @@
+"""The InfluxDB 2.x path, checked against a local HTTP server that records requests.
+
+No InfluxDB 2.x server runs here (Debian ships 1.6.7, which answers 404 on /api/v2/write), so
+these tests check what `influxdb-client` sends: URL, query, headers (Authorization: Token) and body.
+"""
+
+from __future__ import annotations
+
+import http.server
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import exporter
+import registry
+
+
+@dataclass
+class _Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class _Recorder(http.server.ThreadingHTTPServer):
+    def __init__(self) -> None:
+        self.requests: list[_Request] = []
+        self.status = 204
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Recorder
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.server.requests.append(_Request("POST", self.path, dict(self.headers.items()), body))
+        payload = b'{"code":"invalid","message":"bad line"}' if self.server.status == 400 else b""
+        self.send_response(self.server.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def recorder() -> Iterator[_Recorder]:
+    server = _Recorder()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_v2_writer_posts_line_protocol_with_token_org_bucket_and_seconds(
+    tmp_path: Path, reg: registry.Registry, recorder: _Recorder
+) -> None:
+    settings = exporter.ExporterSettings(
+        store=tmp_path,
+        influx_url=recorder.url,
+        influx_api="v2",
+        influx_org="lab",
+        influx_bucket="rl metrics",
+        influx_token="s3cr3t-token",
+        policy="strict",
+    )
+    with exporter.init("v2 run", project="p", registry=reg, settings=settings) as run:
+        run.log(7, {"losses/clipfrac": 0.25})
+        run.event(7, "checkpoint", "c")
+        assert run.flush()
+    (request,) = recorder.requests
+    url = urllib.parse.urlsplit(request.path)
+    assert url.path == "/api/v2/write"
+    assert urllib.parse.parse_qs(url.query) == {
+        "org": ["lab"],
+        "bucket": ["rl metrics"],
+        "precision": ["s"],
+    }
+    assert request.headers["Authorization"] == "Token s3cr3t-token"
+    lines = request.body.decode().split("\n")
+    assert any(
+        line.startswith("policy,project=p,run=v2\\ run clip_fraction=0.25,step=7i,wall_time=")
+        and line.endswith(" 7")
+        for line in lines
+    )
+    assert any(line.startswith("events,kind=checkpoint,project=p,run=v2\\ run ") for line in lines)
+    assert "s3cr3t-token" not in repr(settings)
+
+
+def test_server_refusing_the_data_is_counted_and_not_retried_forever(
+    tmp_path: Path, reg: registry.Registry, recorder: _Recorder
+) -> None:
+    recorder.status = 400
+    settings = exporter.ExporterSettings(
+        store=tmp_path, influx_url=recorder.url, influx_database="db", policy="strict"
+    )
+    with exporter.init("bad", registry=reg, settings=settings) as run:
+        run.log(1, {"losses/clipfrac": 0.1})
+        assert run.flush()
+        assert run.stats.write_errors == 1
+    assert len(recorder.requests) == 1
+
+
+def test_v1_writer_sends_credentials_in_a_basic_auth_header_not_the_url(
+    recorder: _Recorder,
+) -> None:
+    writer = exporter.InfluxV1Writer(
+        recorder.url + "/influx", "db", retention_policy="week", username="u", password="pw"
+    )
+    writer.write(b"m f=1 1")
+    writer.write(b"m f=2 2")  # same keep-alive connection
+    writer.close()
+    first, second = recorder.requests
+    assert first.path == "/influx/write?db=db&precision=s&rp=week"
+    assert first.headers["Authorization"] == "Basic dTpwdw=="
+    assert "pw" not in first.path and second.body == b"m f=2 2"
+
+
+def test_unreachable_server_raises_a_retryable_write_error() -> None:
+    from influx_server import free_port
+
+    writer = exporter.InfluxV1Writer(f"http://127.0.0.1:{free_port()}", "db")
+    with pytest.raises(exporter.WriteError, match="unreachable") as info:
+        writer.write(b"m f=1 1")
+    assert info.value.retryable

@@ -1,0 +1,132 @@
+"""A real InfluxDB 1.x server for tests: started on free loopback ports in a temporary folder."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["InfluxDatabase", "InfluxServer", "free_port"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+_CONFIG = """\
+reporting-disabled = true
+bind-address = "127.0.0.1:{rpc_port}"
+[meta]
+  dir = "{root}/meta"
+  logging-enabled = false
+[data]
+  dir = "{root}/data"
+  wal-dir = "{root}/wal"
+  query-log-enabled = false
+[http]
+  bind-address = "127.0.0.1:{port}"
+  log-enabled = false
+[logging]
+  level = "warn"
+[monitor]
+  store-enabled = false
+[continuous_queries]
+  enabled = false
+"""
+
+
+@dataclass
+class InfluxServer:
+    """A real influxd (1.x) process on loopback; `stop()`/`start()` keep its port and data."""
+
+    root: Path
+    port: int = field(default_factory=free_port)
+    rpc_port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> None:
+        config = self.root / "influxdb.conf"
+        config.write_text(_CONFIG.format(root=self.root, port=self.port, rpc_port=self.rpc_port))
+        log = (self.root / "influxd.log").open("ab")
+        self.proc = subprocess.Popen(
+            ["influxd", "-config", str(config)], stdout=log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"influxd exited early; see {self.root / 'influxd.log'}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/ping", timeout=1) as r:
+                    if r.status == 204:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"influxd did not answer /ping within {timeout}s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def post_query(self, q: str) -> None:
+        data = urllib.parse.urlencode({"q": q}).encode()
+        with urllib.request.urlopen(f"{self.url}/query", data=data, timeout=10) as r:
+            r.read()
+
+    def query(self, database: str, q: str) -> list[dict[str, Any]]:
+        """Rows of an InfluxQL query (epoch=s), each a dict with the series tags merged in."""
+        params = urllib.parse.urlencode({"db": database, "q": q, "epoch": "s"})
+        with urllib.request.urlopen(f"{self.url}/query?{params}", timeout=10) as r:
+            body = json.loads(r.read())
+        rows: list[dict[str, Any]] = []
+        for result in body.get("results", []):
+            if "error" in result:
+                raise AssertionError(f"InfluxQL error for {q!r}: {result['error']}")
+            for series in result.get("series", []):
+                for values in series["values"]:
+                    row = dict(zip(series["columns"], values, strict=True))
+                    row.update(series.get("tags", {}))
+                    row["_measurement"] = series["name"]
+                    rows.append(row)
+        return rows
+
+
+@dataclass
+class InfluxDatabase:
+    """One fresh database on a running server."""
+
+    server: InfluxServer
+    name: str
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def query(self, q: str) -> list[dict[str, Any]]:
+        return self.server.query(self.name, q)
+
+    def settings(self, store: Path, **changes: Any) -> Any:
+        import exporter
+
+        base = exporter.ExporterSettings(
+            store=store, influx_url=self.url, influx_database=self.name, policy="strict"
+        )
+        return base.replace(**changes) if changes else base
