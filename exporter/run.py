@@ -19,6 +19,7 @@ from typing import Any
 import registry as registry_mod
 from registry import FRAMEWORKS, Registry, ResolveError
 
+from . import live_states
 from .config import POLICIES, ExporterSettings, Policy
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError
 from .forwarder import Forwarder
@@ -116,6 +117,7 @@ class Run:
                 host=settings.prometheus_host, port=settings.prometheus_port
             )
             self._endpoint.add(self)
+            live_states.attach(self._endpoint, registry, settings.outbox_path)
             self._endpoint.start()
         atexit.register(self._at_exit)
 

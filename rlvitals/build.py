@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from grafana.dashboards_gen import alert_files, dashboard_files, datasource_files
 from registry import Registry
 from registry.docs import render_metrics_markdown
 
@@ -18,7 +19,7 @@ def _docs(reg: Registry, langs: Sequence[str]) -> Mapping[str, str]:
     return {names[lang]: render_metrics_markdown(reg, lang) for lang in langs}
 
 
-_GENERATORS: tuple[Generator, ...] = (_docs,)
+_GENERATORS: tuple[Generator, ...] = (_docs, dashboard_files, alert_files, datasource_files)
 
 
 def generated_files(reg: Registry, langs: Sequence[str] = ("en", "zh")) -> dict[str, str]:

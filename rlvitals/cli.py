@@ -15,6 +15,9 @@ __all__ = ["main"]
 _COMMAND_MODULES: tuple[str, ...] = (
     "rlvitals.commands_registry",
     "exporter.commands",
+    "grafana.commands",
+    "exporter.demo.commands",
+    "grafana.report.commands",
 )
 
 Handler = Callable[[argparse.Namespace], int]

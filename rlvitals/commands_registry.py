@@ -1,14 +1,16 @@
-"""Subcommands that work on the registry alone: `validate` and `build`."""
+"""Subcommands over the registry and the configuration: `validate`, `build` and `doctor`."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 import registry
 
 from .build import build_all
+from .doctor import diagnose
 
 __all__ = ["register"]
 
@@ -50,6 +52,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     b.set_defaults(handler=_build)
 
+    d = sub.add_parser(
+        "doctor",
+        help="check configuration and connectivity, say what is wrong",
+        description="Check the registry, the RLVITALS_* settings, the embedded store, InfluxDB and the "
+        "Prometheus port. Exit 0 when everything is fine, 1 listing each problem with its fix.",
+    )
+    d.add_argument("paths", nargs="*", metavar="PATH", help="user registry files to include")
+    d.set_defaults(handler=_doctor)
+
 
 def _validate(args: argparse.Namespace) -> int:
     try:
@@ -64,6 +75,15 @@ def _validate(args: argparse.Namespace) -> int:
         f"{sum(len(m.aliases) for m in reg.metrics)} aliases"
     )
     return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    findings = diagnose(os.environ, tuple(args.paths))
+    for finding in findings:
+        print(finding)
+    failed = [f for f in findings if not f.ok]
+    print(f"{len(failed)} problem(s) found" if failed else "everything looks fine")
+    return 1 if failed else 0
 
 
 def _build(args: argparse.Namespace) -> int:

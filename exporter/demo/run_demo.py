@@ -1,0 +1,172 @@
+"""Drive scenarios through the real exporter (`exporter.init`) and read the diagnosis back.
+
+Each scenario is one run in the store. Values go through `Run.log` exactly as a trainer's would
+(non-finite values included: the exporter turns them into health events), events through
+`Run.event`, and a resume is a second `exporter.init` of the same run name that logs steps it
+already saw, as a restarted job does. With `RLVITALS_INFLUX_URL` set the exporter also forwards
+everything to InfluxDB; the diagnosis is read back from the local outbox either way.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from registry import Registry
+from registry.diagnosis import Card, RuleResult, Series, as_series, build_card, evaluate_rules
+
+from ..config import ExporterSettings
+from ..outbox import Outbox
+from ..run import Run, init
+from .derive import derive
+from .scenarios import SCENARIOS, Scenario, build
+from .simulate import FloatArray, SimConfig, SimEvent, Trajectory
+from .verdict import Detection, detect
+
+__all__ = ["NONFINITE_METRIC", "DemoOptions", "DemoResult", "run_demo", "run_scenario"]
+
+# The per-step count of non-finite values among the logged metrics (registry: `nonfinite_count`).
+NONFINITE_METRIC = "nonfinite_count"
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    steps: int = 2000
+    seed: int = 0
+    prefix: str = "demo"
+    project: str = "rlvitals-demo"
+    lang: str = "en"
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    run: str
+    scenario: Scenario
+    steps: int
+    injection: int | None
+    detection: Detection | None
+    cards: tuple[Card, ...]
+    firing: tuple[RuleResult, ...]
+    events: Mapping[str, int]
+    seconds: float
+
+
+def _free_name(outbox: Outbox, wanted: str) -> str:
+    taken = {r.run for r in outbox.runs()}
+    if wanted not in taken:
+        return wanted
+    n = 2
+    while f"{wanted}-{n}" in taken:
+        n += 1
+    return f"{wanted}-{n}"
+
+
+def _rows(
+    tr: Trajectory, derived: Mapping[str, FloatArray], index: int, count_metric: str | None
+) -> dict[str, float]:
+    row = tr.rows(index)
+    for name, values in derived.items():
+        v = float(values[index])
+        if math.isfinite(v):  # undefined (too few points yet) is not logged at all
+            row[name] = v
+    if count_metric is not None:
+        row[count_metric] = float(sum(1 for v in row.values() if not math.isfinite(v)))
+    return row
+
+
+def _log_trajectory(
+    reg: Registry,
+    tr: Trajectory,
+    name: str,
+    settings: ExporterSettings,
+    project: str,
+) -> None:
+    derived = derive(reg, tr.steps, tr.values, tr.config)
+    count_metric = NONFINITE_METRIC if reg.has_metric(NONFINITE_METRIC) else None
+    by_step: dict[int, list[SimEvent]] = {}
+    for e in tr.events:
+        by_step.setdefault(e.step, []).append(e)
+
+    def start() -> Run:
+        return init(name, project=project, config=tr.config, registry=reg, settings=settings)
+
+    run = start()
+    previous = -1
+    try:
+        for index in tr.order.tolist():
+            step = int(tr.steps[index])
+            if step <= previous:  # the job died and a new process resumes from a checkpoint
+                run.finish(settings.flush_timeout)
+                run = start()
+            run.log(step, _rows(tr, derived, index, count_metric))
+            for e in by_step.get(step, ()):
+                run.event(step, e.kind, e.text, **dict(e.fields))
+            previous = step
+    finally:
+        run.finish(max(settings.flush_timeout, 30.0))
+
+
+def _read_back(outbox: Outbox, run: str) -> tuple[dict[str, Series], dict[str, object]]:
+    series = {f: as_series(outbox.series(run, f)) for f in outbox.fields(run)}
+    record = outbox.run(run)
+    return series, dict(record.config) if record else {}
+
+
+def run_scenario(
+    reg: Registry,
+    sc: Scenario,
+    options: DemoOptions,
+    settings: ExporterSettings,
+) -> DemoResult:
+    """Simulate one scenario, log it through the exporter, and diagnose what was stored."""
+    began = time.monotonic()
+    cfg = SimConfig(steps=options.steps, seed=options.seed)
+    tr = build(reg, sc, cfg)
+    with Outbox(settings.outbox_path) as outbox:
+        name = _free_name(outbox, f"{options.prefix}-{sc.name}")
+    _log_trajectory(reg, tr, name, settings, options.project)
+    with Outbox(settings.outbox_path) as outbox:
+        series, config = _read_back(outbox, name)
+        events = outbox.events(name)
+    detection = None
+    if sc.expect is not None:
+        detection = detect(reg, sc.expect, tr.injection, sc.tolerance, series, events, config)
+    cards = tuple(
+        build_card(reg, m.id, series, config, options.lang)
+        for m in reg.core_metrics()
+        if m.id in series
+    )
+    firing = tuple(r for r in evaluate_rules(reg, series, config) if r.fired)
+    counts: dict[str, int] = {}
+    for e in events:
+        counts[e.kind] = counts.get(e.kind, 0) + 1
+    return DemoResult(
+        run=name,
+        scenario=sc,
+        steps=options.steps,
+        injection=tr.injection,
+        detection=detection,
+        cards=cards,
+        firing=firing,
+        events=counts,
+        seconds=time.monotonic() - began,
+    )
+
+
+def run_demo(
+    reg: Registry,
+    scenarios: Sequence[Scenario] | None,
+    options: DemoOptions,
+    settings: ExporterSettings,
+    progress: Callable[[DemoResult], None] | None = None,
+) -> list[DemoResult]:
+    """Every chosen scenario (all by default), one run each, in the order given."""
+    results = []
+    for sc in scenarios if scenarios is not None else SCENARIOS:
+        result = run_scenario(reg, sc, options, settings)
+        if progress is not None:
+            progress(result)
+        results.append(result)
+    return results

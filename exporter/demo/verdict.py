@@ -1,0 +1,129 @@
+"""When did the expected flag go up? Replays a stored run step by step against one rule, one
+alert or one event kind, with the registry's own evaluation (`registry.diagnosis`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from registry import Registry
+from registry.diagnosis import RuleContext, Series, basis_scale, early_mean, evaluate_rule
+
+from ..outbox import EventRecord
+from .scenarios import Expectation
+
+__all__ = ["Detection", "detect", "first_alert_step", "first_event_step", "first_rule_step"]
+
+
+@dataclass(frozen=True)
+class Detection:
+    """The first step at or after `since` where the expectation was met (None: never)."""
+
+    expect: Expectation
+    injection: int | None
+    step: int | None
+    tolerance: int
+
+    @property
+    def delay(self) -> int | None:
+        if self.step is None or self.injection is None:
+            return None
+        return self.step - self.injection
+
+    @property
+    def on_time(self) -> bool:
+        d = self.delay
+        return d is not None and 0 <= d <= self.tolerance
+
+    def describe(self) -> str:
+        where = "never" if self.step is None else f"at step {self.step:,}"
+        head = f"{self.expect.label}: flagged {where}"
+        if self.injection is None:
+            return head
+        delay = "" if self.delay is None else f", {self.delay:+d} steps"
+        verdict = "OK" if self.on_time else "MISSED"
+        return (
+            f"{head} (injected at step {self.injection:,}{delay}; "
+            f"allowed {self.tolerance}) {verdict}"
+        )
+
+
+def first_rule_step(
+    reg: Registry,
+    rule_id: str,
+    series: Mapping[str, Series],
+    config: Mapping[str, Any],
+    since: int = 0,
+) -> int | None:
+    """First evaluation step >= `since` at which the rule fires (held for its `for_steps`)."""
+    rule = reg.rule(rule_id)
+    ctx = RuleContext.of(reg, config)
+    present = [series[m] for m in rule.metrics if m in series and not series[m].empty]
+    if len(present) < len(rule.metrics):
+        return None
+    points = np.unique(np.concatenate([s.steps for s in present]))
+    for t in points[points >= since].tolist():
+        if evaluate_rule(rule, series, ctx, end=int(t)).fired:
+            return int(t)
+    return None
+
+
+def first_alert_step(
+    reg: Registry,
+    metric_id: str,
+    severity: str,
+    series: Mapping[str, Series],
+    config: Mapping[str, Any],
+    since: int = 0,
+) -> int | None:
+    """First step >= `since` at which one of the metric's alerts of that severity has been
+    violated for its `for_steps` consecutive finite points."""
+    metric = reg.metric(metric_id)
+    s = series.get(metric_id)
+    if s is None or s.empty:
+        return None
+    f = s.finite()
+    early = early_mean(f, reg.stages_for(config))
+    found: list[int] = []
+    for alert in metric.alerts:
+        if alert.severity != severity:
+            continue
+        scale = basis_scale(alert.basis, config, early)
+        if scale is None:
+            continue
+        bad = np.array([alert.violated(float(v), scale) for v in f.values], dtype=bool)
+        run = 0
+        for step, b in zip(f.steps.tolist(), bad.tolist(), strict=True):
+            run = run + 1 if b else 0
+            if run >= alert.for_steps and step >= since:
+                found.append(int(step))
+                break
+    return min(found) if found else None
+
+
+def first_event_step(events: Sequence[EventRecord], kind: str, since: int = 0) -> int | None:
+    steps = [e.step for e in events if e.kind == kind and e.step >= since]
+    return min(steps) if steps else None
+
+
+def detect(
+    reg: Registry,
+    expect: Expectation,
+    injection: int | None,
+    tolerance: int,
+    series: Mapping[str, Series],
+    events: Sequence[EventRecord],
+    config: Mapping[str, Any],
+) -> Detection:
+    """When the expectation was first met over the whole run (a flag raised before the
+    injection is a false alarm and counts as not on time)."""
+    if expect.kind == "rule":
+        step = first_rule_step(reg, expect.id, series, config)
+    elif expect.kind == "alert":
+        step = first_alert_step(reg, expect.id, expect.severity or "critical", series, config)
+    else:
+        step = first_event_step(events, expect.id)
+    return Detection(expect, injection, step, tolerance)

@@ -1,0 +1,388 @@
+"""Grafana-managed alert rules (file provisioning) generated from the registry.
+
+One rule per registry alert (`rlvitals_alert_active`, where the diagnosis engine has counted the
+consecutive steps), one per multi-metric rule (`rlvitals_rule_active`), plus "training stalled"
+(the step gauge did not change for a wall-clock window) and "exporter unhealthy" (write errors,
+a growing outbox backlog, or a scrape target down). Every rule is A (PromQL, instant) -> B (last)
+-> C (B > 0.5), with a relative time range on A.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from exporter.live_states import ALERT_GAUGE
+from registry import Alert, Metric, Registry, Rule
+
+from .describe import term_url
+from .sources import EXPR, PROMETHEUS
+
+__all__ = [
+    "ALERT_FOLDER",
+    "EXPORTER_COUNTERS",
+    "EXPORTER_JOB",
+    "Timing",
+    "alert_files",
+    "alert_rule_groups",
+    "metric_alert_expr",
+    "rule_alert_expr",
+]
+
+ALERT_FOLDER = "RL vitals"
+EXPORTER_JOB = "rlvitals-exporter"
+_MAX_UID = 40
+_CONTACT = "rlvitals-default"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock settings: evaluation interval, look-back of queries, stall and health windows."""
+
+    interval: str = "1m"
+    lookback_seconds: int = 600
+    stall: str = "10m"
+    unhealthy: str = "10m"
+    backlog_growth: int = 1000
+
+
+def _uid(*parts: str) -> str:
+    raw = "-".join(parts)
+    clean = re.sub(r"[^A-Za-z0-9_-]", "-", raw)
+    if len(clean) <= _MAX_UID:
+        return clean
+    digest = hashlib.sha1(raw.encode()).hexdigest()[:8]
+    return clean[: _MAX_UID - 9] + "-" + digest
+
+
+EXPORTER_COUNTERS = {"nonfinite_count": "rlvitals_nonfinite_samples_total"}
+"""Registry counters the exporter keeps itself (never stored as a field): their alerts read the
+exporter's Prometheus counter over the look-back window, against the registry's threshold."""
+
+
+def metric_alert_expr(metric: Metric, alert: Alert, timing: Timing = Timing()) -> str:
+    counter = EXPORTER_COUNTERS.get(metric.id)
+    if counter is not None:
+        return f"sum by (run) {_increase(counter, f'{timing.lookback_seconds}s')}"
+    return (
+        f'max by (run) ({ALERT_GAUGE}{{metric="{metric.id}", severity="{alert.severity}", '
+        f'condition="{alert.condition}"}})'
+    )
+
+
+def rule_alert_expr(rule: Rule) -> str:
+    return f'max by (run) (rlvitals_rule_active{{rule="{rule.id}"}})'
+
+
+def _increase(series: str, window: str) -> str:
+    """Growth over the window, counting a series that appeared inside it from zero (a counter
+    first seen at 1 has grown, which `increase()` misses)."""
+    return f"({series} - ({series} offset {window} or {series} * 0))"
+
+
+def stalled_expr(timing: Timing) -> str:
+    w = timing.stall
+    return f"max by (run) ((changes(rlvitals_step[{w}]) == bool 0) and (rlvitals_step offset {w}))"
+
+
+def unhealthy_expr(timing: Timing) -> str:
+    w = timing.unhealthy
+    errors = _increase("rlvitals_write_errors_total", w)
+    backlog = f"(rlvitals_outbox_backlog - (rlvitals_outbox_backlog offset {w} or rlvitals_outbox_backlog))"
+    return (
+        f"max by (run) (({errors} > bool 0) + ({backlog} > bool {timing.backlog_growth}))"
+        f' or max by (run) (1 - up{{job="{EXPORTER_JOB}"}})'
+    )
+
+
+def _data(expr: str, timing: Timing, threshold: float = 0.5) -> list[dict[str, Any]]:
+    expr_ds = {"type": EXPR.type, "uid": EXPR.uid}
+    return [
+        {
+            "refId": "A",
+            "relativeTimeRange": {"from": timing.lookback_seconds, "to": 0},
+            "datasourceUid": PROMETHEUS.uid,
+            "model": {
+                "refId": "A",
+                "datasource": PROMETHEUS.ref(),
+                "expr": expr,
+                "instant": True,
+                "range": False,
+                "intervalMs": 15000,
+                "maxDataPoints": 43200,
+            },
+        },
+        {
+            "refId": "B",
+            "relativeTimeRange": {"from": 0, "to": 0},
+            "datasourceUid": EXPR.uid,
+            "model": {
+                "refId": "B",
+                "datasource": expr_ds,
+                "type": "reduce",
+                "expression": "A",
+                "reducer": "last",
+                "settings": {"mode": "dropNN"},
+            },
+        },
+        {
+            "refId": "C",
+            "relativeTimeRange": {"from": 0, "to": 0},
+            "datasourceUid": EXPR.uid,
+            "model": {
+                "refId": "C",
+                "datasource": expr_ds,
+                "type": "threshold",
+                "expression": "B",
+                "conditions": [{"evaluator": {"type": "gt", "params": [threshold]}}],
+            },
+        },
+    ]
+
+
+def _rule(
+    uid: str,
+    title: str,
+    expr: str,
+    timing: Timing,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    for_: str = "0s",
+    threshold: float = 0.5,
+) -> dict[str, Any]:
+    return {
+        "uid": uid,
+        "title": title,
+        "condition": "C",
+        "data": _data(expr, timing, threshold),
+        "noDataState": "OK",
+        "execErrState": "Error",
+        "for": for_,
+        "labels": dict(labels),
+        "annotations": {k: v if k == "runbook_url" else _escape(v) for k, v in annotations.items()},
+        "isPaused": False,
+    }
+
+
+def _escape(text: str) -> str:
+    # keep the alert template markers ({{ .Labels.run }}) and protect every dollar sign
+    return _literal(text)
+
+
+def _band_line(metric: Metric) -> str:
+    if metric.bands is None:
+        return "no band declared"
+    basis = "" if metric.bands.basis == "absolute" else f" x {metric.bands.basis}"
+
+    def rng(stage: str) -> str:
+        b = metric.bands.for_stage(stage) if metric.bands else None  # type: ignore[arg-type]
+        if b is None:
+            return f"{stage} -"
+        lo = "-inf" if b.low is None else f"{b.low:g}"
+        hi = "inf" if b.high is None else f"{b.high:g}"
+        return f"{stage} [{lo}, {hi}]"
+
+    return "healthy range" + basis + ": " + ", ".join(rng(s) for s in ("early", "mid", "late"))
+
+
+def _actions(metric: Metric) -> str:
+    items = [c.en for s in metric.failure_scenarios[:2] for c in (*s.check[:1], *s.change[:1])]
+    return " ".join(items)
+
+
+def _metric_rule(metric: Metric, alert: Alert, timing: Timing) -> dict[str, Any]:
+    basis = "" if alert.basis == "absolute" else f" x {alert.basis}"
+    cond = f"{alert.condition} {alert.threshold:g}{basis} for {alert.for_steps} consecutive steps"
+    return _rule(
+        _uid("rlv", metric.id, alert.severity[0], alert.condition),
+        f"{metric.title.en}: {cond}",
+        metric_alert_expr(metric, alert, timing),
+        timing,
+        {"severity": alert.severity, "metric": metric.id, "layer": metric.layer},
+        {
+            "summary": f"{metric.title.en} ({metric.id}) {cond} in run {{{{ .Labels.run }}}}",
+            "description": " ".join(
+                p
+                for p in (
+                    metric.definition.en,
+                    _band_line(metric) + ".",
+                    f"Why this threshold: {alert.reason}",
+                    f"What to do: {_actions(metric)}" if metric.failure_scenarios else "",
+                )
+                if p
+            ),
+            "runbook_url": term_url(metric.id, "en"),
+        },
+        threshold=alert.threshold if metric.id in EXPORTER_COUNTERS else 0.5,
+    )
+
+
+def _rule_rule(reg: Registry, rule: Rule, timing: Timing) -> dict[str, Any]:
+    lead = reg.metric(rule.metrics[0])
+    conds = "; ".join(f"{c.metric} {c.stat} {c.op} {c.value:g}" for c in rule.conditions)
+    return _rule(
+        _uid("rlv-rule", rule.id),
+        rule.title.en,
+        rule_alert_expr(rule),
+        timing,
+        {
+            "severity": rule.severity,
+            "metric": ",".join(rule.metrics),
+            "layer": lead.layer,
+            "rule": rule.id,
+        },
+        {
+            "summary": f"{rule.title.en} in run {{{{ .Labels.run }}}}",
+            "description": (
+                f"{rule.reading.en} Conditions over the last {rule.window} steps, held for "
+                f"{rule.for_steps} evaluation points: {conds}. What to do: "
+                + " ".join(a.en for a in rule.actions)
+            ),
+            "runbook_url": term_url(lead.id, "en"),
+        },
+    )
+
+
+def _pipeline_rules(reg: Registry, timing: Timing) -> list[dict[str, Any]]:
+    step = next((m for m in reg.metrics if m.layer == "health" and m.kind == "counter"), None)
+    step_link = term_url(step.id, "en") if step else ""
+    return [
+        _rule(
+            "rlv-training-stalled",
+            "Training stalled",
+            stalled_expr(timing),
+            timing,
+            {"severity": "critical", "metric": "rlvitals_step", "layer": "health"},
+            {
+                "summary": f"Run {{{{ .Labels.run }}}}: the training step has not advanced for {timing.stall}",
+                "description": (
+                    "The exporter is up but the run's latest step did not change during the whole "
+                    "window: the job may be hung (deadlock, NCCL wait, data loader), paused, or "
+                    "finished without calling finish(). Check the process and its last log lines."
+                ),
+                "runbook_url": step_link,
+            },
+        ),
+        _rule(
+            "rlv-exporter-unhealthy",
+            "rlvitals exporter unhealthy",
+            unhealthy_expr(timing),
+            timing,
+            {"severity": "warning", "metric": "rlvitals_exporter", "layer": "health"},
+            {
+                "summary": "rlvitals exporter unhealthy (run {{ .Labels.run }})",
+                "description": (
+                    f"InfluxDB writes failed in the last {timing.unhealthy}, the outbox backlog grew "
+                    f"by more than {timing.backlog_growth} rows, or Prometheus cannot scrape the "
+                    "exporter. Samples are kept in the local outbox and replayed; check "
+                    "RLVITALS_INFLUX_URL / token and `rlvitals doctor`."
+                ),
+                "runbook_url": step_link,
+            },
+            for_="2m",
+        ),
+    ]
+
+
+def alert_rule_groups(reg: Registry, timing: Timing = Timing()) -> dict[str, Any]:
+    """The alert rules file as a mapping (apiVersion 1, three groups)."""
+    metric_rules = [_metric_rule(m, a, timing) for m in reg.metrics for a in m.alerts]
+    rule_rules = [_rule_rule(reg, r, timing) for r in reg.rules]
+    groups: Sequence[tuple[str, list[dict[str, Any]]]] = (
+        ("rlvitals-metric-alerts", metric_rules),
+        ("rlvitals-diagnosis-rules", rule_rules),
+        ("rlvitals-pipeline", _pipeline_rules(reg, timing)),
+    )
+    return {
+        "apiVersion": 1,
+        "groups": [
+            {
+                "orgId": 1,
+                "name": name,
+                "folder": ALERT_FOLDER,
+                "interval": timing.interval,
+                "rules": rules,
+            }
+            for name, rules in groups
+        ],
+    }
+
+
+def _notifications() -> dict[str, Any]:
+    """A webhook contact point and a root policy; adapt the URL (or the receiver type) to yours."""
+    return {
+        "apiVersion": 1,
+        "contactPoints": [
+            {
+                "orgId": 1,
+                "name": _CONTACT,
+                "receivers": [
+                    {
+                        "uid": "rlvitals-webhook",
+                        "type": "webhook",
+                        "disableResolveMessage": False,
+                        "settings": {
+                            "url": "${RLVITALS_ALERT_WEBHOOK_URL}",
+                            "httpMethod": "POST",
+                        },
+                    }
+                ],
+            }
+        ],
+        "policies": [
+            {
+                "orgId": 1,
+                "receiver": _CONTACT,
+                "group_by": ["grafana_folder", "alertname", "run"],
+                "group_wait": "30s",
+                "group_interval": "5m",
+                "repeat_interval": "4h",
+                "routes": [
+                    {
+                        "receiver": _CONTACT,
+                        "object_matchers": [["severity", "=", "critical"]],
+                        "group_wait": "10s",
+                        "repeat_interval": "1h",
+                    }
+                ],
+            }
+        ],
+    }
+
+
+class _Dumper(yaml.SafeDumper):
+    """No anchors or aliases: every rule reads on its own."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _dump(doc: Mapping[str, Any], header: str) -> str:
+    text = yaml.dump(dict(doc), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return header + text
+
+
+def _literal(text: str) -> str:
+    """Grafana expands `$VAR` in provisioning files; `$$` keeps a registry text's dollar sign."""
+    return text.replace("$", "$$")
+
+
+_HEADER = "# Generated by `rlvitals build` from registry/; do not edit by hand.\n"
+
+
+def alert_files(reg: Registry, langs: Sequence[str]) -> Mapping[str, str]:
+    """`provisioning/alerting/rlvitals-rules.yaml` and `rlvitals-notifications.yaml`."""
+    del langs  # alert texts go to notification channels; they are written in English
+    return {
+        "provisioning/alerting/rlvitals-rules.yaml": _dump(alert_rule_groups(reg), _HEADER),
+        "provisioning/alerting/rlvitals-notifications.yaml": _dump(
+            _notifications(),
+            _HEADER + "# Contact point and notification policy: point the webhook at your\n"
+            "# receiver (RLVITALS_ALERT_WEBHOOK_URL) or replace the receiver type (email, slack...).\n",
+        ),
+    }

@@ -1,0 +1,164 @@
+"""Interface words of the generated dashboards and alert rules, in both languages.
+
+Everything about a metric (title, definition, bands, reasons) comes from the registry; this module
+only holds the words around it: row titles, page titles, variable labels, column names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["LANGS", "Words", "words"]
+
+LANGS: tuple[str, ...] = ("en", "zh")
+
+
+@dataclass(frozen=True)
+class Words:
+    """One language's interface words."""
+
+    lang: str
+    overview: str
+    policy: str
+    reward: str
+    generation: str
+    resources: str
+    compare: str
+    glossary: str
+    health: str
+    trend: str
+    resource: str
+    run: str
+    focus: str
+    smoothing: str
+    step_from: str
+    step_range: str
+    card: str
+    events: str
+    step: str
+    steps_per_second: str
+    nonfinite: str
+    active_alerts: str
+    gpu_memory: str
+    healthy_range: str
+    stage_note: str
+    relative_band: str
+    alerts: str
+    what_to_check: str
+    term_page: str
+    raw_vs_smoothed: str
+    slope: str
+    spikes: str
+    status: str
+    value: str
+    deviation: str
+    reading: str
+    term: str
+    definition: str
+    kind: str
+    text: str
+    consecutive: str
+    layer: str
+    language_link: str
+
+
+_EN = Words(
+    lang="en",
+    overview="RL vitals · Overview",
+    policy="RL vitals · Policy & optimization",
+    reward="RL vitals · Reward breakdown",
+    generation="RL vitals · Generation",
+    resources="RL vitals · Training resources",
+    compare="RL vitals · Run comparison",
+    glossary="RL vitals · Glossary",
+    health="Health — is it alive?",
+    trend="Trend — is it learning?",
+    resource="Resource — is it efficient?",
+    run="run",
+    focus="diagnosis run",
+    smoothing="smoothing (EMA buckets)",
+    step_from="from step",
+    step_range="up to step",
+    card="Diagnosis",
+    events="Events (checkpoints, resumes, alerts)",
+    step="Current step",
+    steps_per_second="Steps per second",
+    nonfinite="NaN / Inf samples",
+    active_alerts="Active alerts",
+    gpu_memory="GPU memory used",
+    healthy_range="Healthy range",
+    stage_note="drawn for the {stage} stage",
+    relative_band="relative to {basis}: judged per run by the diagnosis card",
+    alerts="Alerts",
+    what_to_check="What to check",
+    term_page="Term page",
+    raw_vs_smoothed="Thin light line: raw bucket mean; thick dark line: exponential moving average.",
+    slope="slope per 1k steps",
+    spikes="bucket max",
+    status="status",
+    value="value",
+    deviation="vs history %",
+    reading="reading",
+    term="term",
+    definition="definition",
+    kind="kind",
+    text="text",
+    consecutive="consecutive steps",
+    layer="layer",
+    language_link="中文",
+)
+
+_ZH = Words(
+    lang="zh",
+    overview="RL 生命体征 · 总览",
+    policy="RL 生命体征 · 策略与优化",
+    reward="RL 生命体征 · 奖励分解",
+    generation="RL 生命体征 · 生成",
+    resources="RL 生命体征 · 训练资源",
+    compare="RL 生命体征 · 运行对比",
+    glossary="RL 生命体征 · 术语表",
+    health="健康 — 训练还活着吗？",
+    trend="趋势 — 在学习吗？",
+    resource="资源 — 效率如何？",
+    run="运行",
+    focus="诊断运行",
+    smoothing="平滑（EMA 桶数）",
+    step_from="起始步",
+    step_range="截止步",
+    card="诊断",
+    events="事件（检查点、恢复、告警）",
+    step="当前步数",
+    steps_per_second="每秒步数",
+    nonfinite="NaN / Inf 样本",
+    active_alerts="活动告警",
+    gpu_memory="GPU 显存占用",
+    healthy_range="健康区间",
+    stage_note="按 {stage} 阶段绘制",
+    relative_band="相对于 {basis}：由诊断卡片按运行判断",
+    alerts="告警",
+    what_to_check="检查什么",
+    term_page="术语页",
+    raw_vs_smoothed="细浅线：原始桶均值；粗深线：指数移动平均。",
+    slope="每千步斜率",
+    spikes="桶内最大值",
+    status="状态",
+    value="数值",
+    deviation="相对历史 %",
+    reading="解读",
+    term="术语",
+    definition="定义",
+    kind="类型",
+    text="内容",
+    consecutive="连续步数",
+    layer="层级",
+    language_link="English",
+)
+
+
+def words(lang: str) -> Words:
+    """The interface words of `lang` (`en` or `zh`)."""
+    if lang == "zh":
+        return _ZH
+    if lang == "en":
+        return _EN
+    raise ValueError(f"unknown dashboard language {lang!r}; use one of {', '.join(LANGS)}")

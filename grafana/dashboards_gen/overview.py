@@ -1,0 +1,89 @@
+"""The Overview dashboard: Health, Trend and Resource rows over the registry's core metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from grafana_foundation_sdk.builders import dashboard as db
+
+from registry import Metric, Registry
+
+from .charts import charts_for
+from .common import Grid, dashboard_shell
+from .i18n import words
+from .panels import Chart, card_panel, chart_panel, events_panel, stat_panel
+
+__all__ = ["LAYERS", "health_exprs", "overview_dashboard"]
+
+LAYERS: tuple[str, ...] = ("health", "trend", "resource")
+_RUN = 'run=~"${run:regex}"'
+
+
+def health_exprs() -> dict[str, str]:
+    """PromQL of the Health row's live numbers (the exporter's own series)."""
+    return {
+        "step": f"max by (run) (rlvitals_step{{{_RUN}}})",
+        "steps_per_second": f"max by (run) (rlvitals_steps_per_second{{{_RUN}}})",
+        "nonfinite": f"sum by (run) (rlvitals_nonfinite_samples_total{{{_RUN}}})",
+        "active_alerts": (
+            f'sum by (run) ({{__name__=~"rlvitals_alert_active|rlvitals_rule_active", {_RUN}}})'
+        ),
+    }
+
+
+def _health_stats(dash: db.Dashboard, grid: Grid, lang: str) -> db.Dashboard:
+    w = words(lang)
+    exprs = health_exprs()
+    specs = (
+        ("step", w.step, "short", ((None, "blue"),)),
+        ("steps_per_second", w.steps_per_second, "short", ((None, "red"), (1e-9, "green"))),
+        ("nonfinite", w.nonfinite, "short", ((None, "green"), (1.0, "red"))),
+        ("active_alerts", w.active_alerts, "short", ((None, "green"), (1.0, "orange"))),
+    )
+    for key, title, unit, steps in specs:
+        panel = stat_panel(title, title, exprs[key], unit, steps)
+        dash = dash.with_panel(panel.id(grid.next_id()).grid_pos(grid.place(6, 4)))
+    return dash
+
+
+def _chart_with_card(
+    dash: db.Dashboard, grid: Grid, chart: Chart, lang: str, card: bool
+) -> db.Dashboard:
+    panel = chart_panel(chart, lang).id(grid.next_id())
+    if not card:
+        return dash.with_panel(panel.grid_pos(grid.place(8, 8)))
+    dash = dash.with_panel(panel.grid_pos(grid.place(16, 8)))
+    lead: Metric = chart.series[0].metric
+    c = card_panel(lead.id, lead.title.get(lang), lang).id(grid.next_id())
+    return dash.with_panel(c.grid_pos(grid.place(8, 8)))
+
+
+def overview_charts(reg: Registry) -> dict[str, list[Chart]]:
+    """Core metrics by layer, drawn as charts (counters are live stats instead)."""
+    out: dict[str, list[Chart]] = {}
+    for layer in LAYERS:
+        metrics: Sequence[Metric] = [
+            m for m in reg.core_metrics() if m.layer == layer and m.kind != "counter"
+        ]
+        out[layer] = charts_for(metrics, spikes=True)
+    return out
+
+
+def overview_dashboard(reg: Registry, lang: str) -> db.Dashboard:
+    w = words(lang)
+    dash = dashboard_shell("overview", w.overview, lang)
+    grid = Grid()
+    titles = {"health": w.health, "trend": w.trend, "resource": w.resource}
+    charts = overview_charts(reg)
+    for layer in LAYERS:
+        dash = dash.with_row(db.Row(titles[layer]).id(grid.next_id()).grid_pos(grid.row()))
+        if layer == "health":
+            dash = _health_stats(dash, grid, lang)
+            grid.newline()
+        for chart in charts[layer]:
+            dash = _chart_with_card(dash, grid, chart, lang, card=layer != "resource")
+        if layer == "health":
+            dash = dash.with_panel(
+                events_panel(lang).id(grid.next_id()).grid_pos(grid.place(24, 6))
+            )
+    return dash

@@ -1,0 +1,305 @@
+"""Panel builders: step-axis trend charts, diagnosis cards, live stats, event and glossary tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from grafana_foundation_sdk.builders import common as cb
+from grafana_foundation_sdk.builders import dashboard as db
+from grafana_foundation_sdk.builders import stat, table, trend
+from grafana_foundation_sdk.models import common as cm
+from grafana_foundation_sdk.models import dashboard as dm
+
+from registry.diagnosis.card import STATUSES
+
+from . import queries
+from .describe import band_steps, description, term_url
+from .i18n import words
+from .queries import Series, series_alias
+from .sources import INFINITY, INFLUX, PROMETHEUS
+from .targets import Target
+from .units import grafana_unit
+
+__all__ = ["Chart", "card_panel", "chart_panel", "events_panel", "glossary_panel", "stat_panel"]
+
+_HUES = ("blue", "orange", "green", "purple", "red", "yellow")
+_WIDTH = {"primary": 3.0, "secondary": 2.0, "thin": 1.0}
+_STATUS_COLORS = {
+    "ok": "green",
+    "watch": "yellow",
+    "warning": "orange",
+    "critical": "red",
+    "no_data": "text",
+}
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A step-axis chart: which series it draws and an optional title (else the first metric's)."""
+
+    series: tuple[Series, ...]
+    title: str | None = None
+    colour_by_run: bool = False
+    """Run comparison: leave colours to the palette so each run gets its own."""
+
+
+def _legend() -> cb.VizLegendOptions:
+    return (
+        cb.VizLegendOptions()
+        .show_legend(True)
+        .display_mode(cm.LegendDisplayMode.LIST)
+        .placement(cm.LegendPlacement.BOTTOM)
+        .calcs([])
+    )
+
+
+def _tooltip() -> cb.VizTooltipOptions:
+    return cb.VizTooltipOptions().mode(cm.TooltipDisplayMode.MULTI).sort(cm.SortOrder.NONE)
+
+
+def _prop(prop_id: str, value: object) -> dm.DynamicConfigValue:
+    return dm.DynamicConfigValue(id_val=prop_id, value=value)
+
+
+def _fixed(color: str) -> dict[str, str]:
+    return {"mode": "fixed", "fixedColor": color}
+
+
+def _series_style(
+    s: Series, hue: str, right: bool, by_run: bool
+) -> list[tuple[str, list[dm.DynamicConfigValue]]]:
+    """Overrides for one metric's columns: raw thin and light, smoothed thick and dark."""
+    m = s.metric
+    color = m.display.color or hue
+    width = _WIDTH.get(m.display.emphasis, 2.0)
+    common: list[dm.DynamicConfigValue] = []
+    if right:
+        common += [
+            _prop("custom.axisPlacement", "right"),
+            _prop("unit", grafana_unit(m)),
+            _prop("custom.thresholdsStyle", {"mode": "off"}),
+        ]
+    if m.display.log_scale:
+        common.append(_prop("custom.scaleDistribution", {"type": "log", "log": 10}))
+    styles = {
+        "raw": [
+            _prop("custom.lineWidth", 1),
+            _prop("color", _fixed(f"super-light-{color}")),
+        ],
+        "smoothed": [
+            _prop("custom.lineWidth", width),
+            _prop("color", _fixed(f"dark-{color}")),
+        ],
+        "max": [
+            _prop("custom.lineWidth", 0),
+            _prop("custom.drawStyle", "points"),
+            _prop("custom.pointSize", 4),
+            _prop("color", _fixed(f"light-{color}")),
+        ],
+        "slope": [
+            _prop("custom.lineWidth", 1),
+            _prop("custom.lineStyle", {"fill": "dash", "dash": [10, 10]}),
+            _prop("custom.axisPlacement", "right"),
+            _prop("unit", "none"),
+            _prop("custom.thresholdsStyle", {"mode": "off"}),
+            _prop("color", _fixed(f"semi-dark-{color}")),
+        ],
+    }
+    out = []
+    for kind in s.kinds():
+        extra = [p for p in common if kind != "slope" or p.id_val != "unit"]
+        own = [p for p in styles[kind] if not (by_run and p.id_val == "color")]
+        # a name family's columns are named by InfluxQL (`mean_<id>/<name>`), so match those
+        pattern = (
+            f"^{_FAMILY_PREFIX[kind]}{m.id}/"
+            if m.pattern is not None
+            else f"^{series_alias(m.id, kind)}"
+        )
+        out.append((pattern, extra + own))
+    return out
+
+
+_FAMILY_PREFIX = {
+    "raw": "mean_",
+    "smoothed": "exponential_moving_average_",
+    "max": "max_",
+    "slope": "derivative_",
+}
+
+
+def _thresholds(steps: Sequence[tuple[float | None, str]]) -> db.ThresholdsConfig:
+    return (
+        db.ThresholdsConfig()
+        .mode(dm.ThresholdsMode.ABSOLUTE)
+        .steps([dm.Threshold(value=v, color=c) for v, c in steps])
+    )
+
+
+def chart_panel(chart: Chart, lang: str) -> trend.Panel:
+    """A trend panel over the `step` field with one InfluxQL query per metric."""
+    first = chart.series[0].metric
+    title = chart.title or " · ".join(s.metric.title.get(lang) for s in chart.series)
+    panel = (
+        trend.Panel()
+        .title(title)
+        .description(description([s.metric for s in chart.series], lang))
+        .datasource(dm.DataSourceRef(type_val=INFLUX.type, uid=INFLUX.uid))
+        .x_field("step")
+        .unit(grafana_unit(first))
+        .legend(_legend())
+        .tooltip(_tooltip())
+        .line_width(1)
+        .fill_opacity(0)
+        .show_points(cm.VisibilityMode.NEVER)
+        .span_nulls(True)
+        .color_scheme(db.FieldColor().mode(dm.FieldColorModeId.PALETTE_CLASSIC))
+    )
+    band = band_steps(first)
+    if band is not None:
+        panel = panel.thresholds(_thresholds(band.steps)).thresholds_style(
+            cb.GraphThresholdsStyleConfig().mode(cm.GraphThresholdsStyleMode.AREA)
+        )
+    else:
+        panel = panel.thresholds(_thresholds([(None, "transparent")])).thresholds_style(
+            cb.GraphThresholdsStyleConfig().mode(cm.GraphThresholdsStyleMode.OFF)
+        )
+    for i, s in enumerate(chart.series):
+        ref = chr(ord("A") + i)
+        panel = panel.with_target(Target(queries.influx_target(ref, queries.metric_query(s))))
+        right = i > 0 and s.metric.display.axis == "right"
+        for pattern, props in _series_style(s, _HUES[i % len(_HUES)], right, chart.colour_by_run):
+            panel = panel.override_by_regexp(pattern, props)
+    # one frame per run, then one frame joined on step: the trend panel's x must be ascending
+    panel = panel.with_transformation(
+        dm.DataTransformerConfig(
+            id_val="partitionByValues",
+            options={"fields": ["run"], "keepFields": False, "naming": {"asLabels": True}},
+        )
+    ).with_transformation(
+        dm.DataTransformerConfig(id_val="joinByField", options={"byField": "step", "mode": "outer"})
+    )
+    return panel
+
+
+def _card_columns(lang: str) -> list[dict[str, str]]:
+    w = words(lang)
+    return [
+        {"selector": "status", "text": w.status, "type": "string"},
+        {"selector": "value", "text": w.value, "type": "number"},
+        {"selector": "deviation_pct", "text": w.deviation, "type": "number"},
+        {"selector": "step", "text": "step", "type": "number"},
+        {"selector": "reading", "text": w.reading, "type": "string"},
+    ]
+
+
+def card_panel(metric_id: str, title: str, lang: str) -> table.Panel:
+    """The diagnosis card of one metric for the focused run, coloured by its status."""
+    w = words(lang)
+    mapping = dm.ValueMap(
+        options={
+            s: dm.ValueMappingResult(color=_STATUS_COLORS.get(s, "text"), index=i)
+            for i, s in enumerate(STATUSES)
+        }
+    )
+    return (
+        table.Panel()
+        .title(f"{w.card} · {title}")
+        .description(f"[{w.term_page}]({term_url(metric_id, lang)})")
+        .datasource(dm.DataSourceRef(type_val=INFINITY.type, uid=INFINITY.uid))
+        .with_target(Target(queries.cards_target(metric_id, lang, _card_columns(lang))))
+        .show_header(True)
+        .frame_index(0)
+        .cell_height(cm.TableCellHeight.SM)
+        .align(cm.FieldTextAlignment.AUTO)
+        .inspect(False)
+        .override_by_name(
+            w.status,
+            [
+                _prop("mappings", [mapping.to_json()]),
+                _prop("custom.cellOptions", {"type": "color-background", "mode": "basic"}),
+                _prop("custom.width", 90),
+            ],
+        )
+        .override_by_name(
+            w.reading, [_prop("custom.cellOptions", {"type": "auto", "wrapText": True})]
+        )
+    )
+
+
+def stat_panel(
+    title: str, desc: str, expr: str, unit: str, thresholds: Sequence[tuple[float | None, str]]
+) -> stat.Panel:
+    """A live number per run from Prometheus (wall-clock state the exporter serves)."""
+    return (
+        stat.Panel()
+        .title(title)
+        .description(desc)
+        .datasource(dm.DataSourceRef(type_val=PROMETHEUS.type, uid=PROMETHEUS.uid))
+        .with_target(Target(queries.prom_target("A", expr)))
+        .unit(unit)
+        .thresholds(_thresholds(thresholds))
+        .color_mode(cm.BigValueColorMode.BACKGROUND)
+        .graph_mode(cm.BigValueGraphMode.NONE)
+        .justify_mode(cm.BigValueJustifyMode.AUTO)
+        .text_mode(cm.BigValueTextMode.VALUE_AND_NAME)
+        .wide_layout(True)
+        .show_percent_change(False)
+        .percent_change_color_mode(cm.PercentChangeColorMode.STANDARD)
+        .orientation(cm.VizOrientation.AUTO)
+        .reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+    )
+
+
+def events_panel(lang: str) -> table.Panel:
+    """The runs' events in the step range (checkpoints, resumes, alert onsets, NaN reports)."""
+    w = words(lang)
+    return (
+        table.Panel()
+        .title(w.events)
+        .datasource(dm.DataSourceRef(type_val=INFLUX.type, uid=INFLUX.uid))
+        .with_target(Target(queries.influx_target("A", queries.events_query())))
+        .show_header(True)
+        .frame_index(0)
+        .cell_height(cm.TableCellHeight.SM)
+        .align(cm.FieldTextAlignment.AUTO)
+        .inspect(False)
+        .with_transformation(dm.DataTransformerConfig(id_val="merge", options={}))
+    )
+
+
+def _glossary_columns(lang: str) -> list[dict[str, str]]:
+    w = words(lang)
+    return [
+        {"selector": "title", "text": w.term, "type": "string"},
+        {"selector": "kind", "text": w.kind, "type": "string"},
+        {"selector": "definition", "text": w.definition, "type": "string"},
+        {"selector": "id", "text": "id", "type": "string"},
+    ]
+
+
+def glossary_panel(lang: str) -> table.Panel:
+    """Every term and metric from the datasource, each title linking to its term page."""
+    w = words(lang)
+    link: dict[str, Any] = {
+        "title": w.term_page,
+        "url": term_url("${__data.fields.id}", lang),
+        "targetBlank": True,
+    }
+    return (
+        table.Panel()
+        .title(w.glossary)
+        .datasource(dm.DataSourceRef(type_val=INFINITY.type, uid=INFINITY.uid))
+        .with_target(Target(queries.terms_target(lang, _glossary_columns(lang))))
+        .show_header(True)
+        .frame_index(0)
+        .cell_height(cm.TableCellHeight.MD)
+        .align(cm.FieldTextAlignment.AUTO)
+        .inspect(False)
+        .filterable(True)
+        .override_by_name(w.term, [_prop("links", [link]), _prop("custom.width", 260)])
+        .override_by_name(
+            w.definition, [_prop("custom.cellOptions", {"type": "auto", "wrapText": True})]
+        )
+    )

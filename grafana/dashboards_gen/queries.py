@@ -1,0 +1,179 @@
+"""Datasource queries of the dashboards: InfluxQL in step space, PromQL for live state, Infinity
+requests to the rlvitals API.
+
+Step space: a point's timestamp is its training step in seconds, so a step range is a time range
+(`time >= ${step_from}s AND time <= ${step_range:text}s`) and a bucket of N steps is
+`GROUP BY time(Ns)`. The `step_range` variable's text is the last step shown and its value the
+bucket that gives about `POINTS_PER_SERIES` points over that range, so a 1,000,000-step run draws
+about a thousand points per series whatever the panel width. `max("step")` of each bucket is the
+x value the trend panels plot.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from registry import Metric
+
+from .sources import INFINITY, INFLUX, PROMETHEUS
+
+__all__ = [
+    "EVENTS_MEASUREMENT",
+    "POINTS_PER_SERIES",
+    "STEP_RANGES",
+    "Series",
+    "cards_target",
+    "event_annotation_query",
+    "events_query",
+    "influx_target",
+    "metric_query",
+    "prom_target",
+    "run_matcher",
+    "series_alias",
+    "terms_target",
+]
+
+POINTS_PER_SERIES = 1000
+STEP_RANGES: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000)
+"""Choices of the `step_range` variable: the last step shown (bucket = range / POINTS_PER_SERIES)."""
+EVENTS_MEASUREMENT = "events"
+
+_RUN = '"run" =~ /^${run:regex}$/'
+_STEPS = "time >= ${step_from}s AND time <= ${step_range:text}s"
+_BUCKET = "${step_range}s"
+_KINDS = ("raw", "smoothed", "max", "slope")
+
+
+@dataclass(frozen=True)
+class Series:
+    """What a chart draws for one metric: its raw bucket mean, its EMA, bucket max, slope."""
+
+    metric: Metric
+    raw: bool = True
+    smoothed: bool = True
+    spikes: bool = False
+    slope: bool = False
+
+    def kinds(self) -> tuple[str, ...]:
+        flags = (self.raw, self.smoothed, self.spikes, self.slope)
+        return tuple(k for k, on in zip(_KINDS, flags, strict=True) if on)
+
+
+def series_alias(metric_id: str, kind: str) -> str:
+    """Column name of one drawn series: `<metric id> <raw|smoothed|max|slope>`."""
+    return f"{metric_id} {kind}"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _field(metric: Metric) -> str:
+    """A plain field, or for a name family (`reward_component/<name>`) a regex over its members."""
+    if metric.pattern is not None:
+        return "/^" + re.escape(metric.id + "/").replace("/", "\\/") + "/"
+    return _ident(metric.id)
+
+
+def metric_query(series: Series) -> str:
+    """One InfluxQL statement returning step, and the requested series, per run and bucket."""
+    m = series.metric
+    field = _field(m)
+    family = m.pattern is not None
+    parts = ['max("step") AS "step"']
+    exprs = {
+        "raw": f"mean({field})",
+        "smoothed": f"exponential_moving_average(mean({field}), $smoothing)",
+        "max": f"max({field})",
+        "slope": f"derivative(mean({field}), 1000s)",
+    }
+    for kind in series.kinds():
+        # a name family yields one column per member, named by InfluxQL (`mean_<field>`)
+        parts.append(
+            exprs[kind] if family else f"{exprs[kind]} AS {_ident(series_alias(m.id, kind))}"
+        )
+    return (
+        f"SELECT {', '.join(parts)} FROM {_ident(m.group)} WHERE {_RUN} AND {_STEPS} "
+        f'GROUP BY time({_BUCKET}), "run" fill(none)'
+    )
+
+
+def events_query() -> str:
+    """The run's events in the step range, newest first (a table beside the curves)."""
+    return (
+        f'SELECT "step", "kind", "text" FROM {_ident(EVENTS_MEASUREMENT)} WHERE {_RUN} AND {_STEPS} '
+        'GROUP BY "run" ORDER BY time DESC LIMIT 500'
+    )
+
+
+def event_annotation_query() -> str:
+    """Events as Grafana annotations (time-axis panels; their time is the step)."""
+    return (
+        f'SELECT "text", "kind", "step" FROM {_ident(EVENTS_MEASUREMENT)} '
+        f"WHERE {_RUN} AND $timeFilter"
+    )
+
+
+def run_matcher() -> str:
+    """The `run` variable's query: every run that has written anything."""
+    return 'SHOW TAG VALUES WITH KEY = "run"'
+
+
+def influx_target(ref_id: str, query: str) -> dict[str, Any]:
+    return {
+        "refId": ref_id,
+        "datasource": INFLUX.ref(),
+        "rawQuery": True,
+        "query": query,
+        "resultFormat": "table",
+    }
+
+
+def prom_target(ref_id: str, expr: str, legend: str = "{{run}}") -> dict[str, Any]:
+    return {
+        "refId": ref_id,
+        "datasource": PROMETHEUS.ref(),
+        "expr": expr,
+        "instant": True,
+        "range": False,
+        "legendFormat": legend,
+    }
+
+
+def _infinity(
+    ref_id: str,
+    path: str,
+    params: Sequence[tuple[str, str]],
+    root: str,
+    columns: Sequence[dict[str, str]],
+) -> dict[str, Any]:
+    return {
+        "refId": ref_id,
+        "datasource": INFINITY.ref(),
+        "type": "json",
+        "source": "url",
+        "parser": "backend",
+        "format": "table",
+        "url": path,
+        "url_options": {
+            "method": "GET",
+            "data": "",
+            "params": [{"key": k, "value": v} for k, v in params],
+        },
+        "root_selector": root,
+        "columns": list(columns),
+    }
+
+
+def cards_target(metric_id: str, lang: str, columns: Sequence[dict[str, str]]) -> dict[str, Any]:
+    """Infinity request for the diagnosis card of one metric of the focused run."""
+    params = (("run", "${focus}"), ("metric", metric_id), ("lang", lang))
+    return _infinity("A", "/api/cards", params, "cards", columns)
+
+
+def terms_target(lang: str, columns: Sequence[dict[str, str]]) -> dict[str, Any]:
+    """Infinity request for the whole glossary (terms and metrics)."""
+    return _infinity("A", "/api/terms", (("lang", lang),), "terms", columns)

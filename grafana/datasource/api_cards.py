@@ -1,0 +1,28 @@
+"""`GET /api/cards?run=R[&metric=M][&lang=en|zh]`: diagnosis cards (all core metrics by default)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify, request
+
+from . import params
+from .cards import cards_for
+from .services import services
+
+__all__ = ["blueprint"]
+
+blueprint = Blueprint("api_cards", __name__)
+
+
+@blueprint.get("/api/cards")
+def cards() -> Response:
+    svc = services()
+    args = request.args
+    lang = params.lang(args) or "en"
+    run = params.check_run(svc.store, args)
+    metric = params.text(args, "metric", required=False)
+    if metric is None:
+        ids = [m.id for m in svc.registry.core_metrics()]
+    else:
+        ids = [params.check_metric(svc.registry, metric).id]
+    result = cards_for(svc.registry, svc.store, run, ids, lang, svc.config.card_window)
+    return jsonify({"run": run, "lang": lang, "cards": result})

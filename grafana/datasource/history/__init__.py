@@ -1,0 +1,46 @@
+"""Metric history stores the datasource reads: the embedded sqlite outbox or InfluxDB."""
+
+from .base import (
+    Event,
+    HistoryError,
+    HistoryStore,
+    HistoryUnavailable,
+    Latest,
+    Points,
+    bucket_size,
+    empty_points,
+    points_from,
+)
+from .embedded import EmbeddedHistory
+from .factory import open_history
+from .fields import FAMILY_MEMBER, metric_of_field
+from .influx_http import InfluxHttp
+from .influxql import InfluxHistory, UnknownField, UnknownRun, measurement_of
+from .memory import MemoryHistory, downsample
+from .quoting import UnsafeName, quote_ident, quote_string
+
+__all__ = [
+    "FAMILY_MEMBER",
+    "EmbeddedHistory",
+    "Event",
+    "HistoryError",
+    "HistoryStore",
+    "HistoryUnavailable",
+    "InfluxHistory",
+    "InfluxHttp",
+    "Latest",
+    "MemoryHistory",
+    "Points",
+    "UnknownField",
+    "UnknownRun",
+    "UnsafeName",
+    "bucket_size",
+    "downsample",
+    "empty_points",
+    "measurement_of",
+    "metric_of_field",
+    "open_history",
+    "points_from",
+    "quote_ident",
+    "quote_string",
+]

@@ -1,0 +1,103 @@
+"""A small InfluxQL-over-HTTP client: `POST /query` with `epoch=s`, for InfluxDB 1.x and 2.x.
+
+InfluxDB 1.x takes user/password (sent as HTTP basic auth); 2.x answers the same endpoint through
+its v1 compatibility API when sent `Authorization: Token <token>` and a database mapped by DBRP.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import HistoryUnavailable
+
+__all__ = ["InfluxHttp", "ResultSeries"]
+
+
+@dataclass(frozen=True)
+class ResultSeries:
+    """One series of one statement's result."""
+
+    name: str
+    tags: Mapping[str, str]
+    columns: tuple[str, ...]
+    values: tuple[tuple[Any, ...], ...]
+
+    def column(self, name: str) -> int | None:
+        try:
+            return self.columns.index(name)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class InfluxHttp:
+    url: str
+    database: str
+    api: str = "v1"
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    token: str | None = field(default=None, repr=False)
+    timeout: float = 10.0
+
+    def _headers(self) -> dict[str, str]:
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Accept": "application/json",
+        }
+        if self.api == "v2" and self.token:
+            headers["Authorization"] = f"Token {self.token}"
+        elif self.username:
+            pair = f"{self.username}:{self.password or ''}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        return headers
+
+    def query(self, statements: Sequence[str]) -> list[list[ResultSeries]]:
+        """Run statements (built by the caller from quoted parts) in one request; one result each."""
+        body = urllib.parse.urlencode(
+            {"q": ";\n".join(statements), "db": self.database, "epoch": "s"}
+        ).encode()
+        request = urllib.request.Request(
+            self.url.rstrip("/") + "/query", data=body, headers=self._headers(), method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload = json.loads(response.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode("utf-8", "replace")[:300]
+            raise HistoryUnavailable(
+                f"InfluxDB at {self.url} answered {exc.code}: {detail or exc.reason}"
+            ) from exc
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise HistoryUnavailable(f"cannot query InfluxDB at {self.url}: {exc}") from exc
+        return _results(payload, len(statements))
+
+
+def _results(payload: object, expected: int) -> list[list[ResultSeries]]:
+    if not isinstance(payload, dict):
+        raise HistoryUnavailable("InfluxDB answered something that is not a JSON object")
+    if "error" in payload:
+        raise HistoryUnavailable(f"InfluxDB refused the query: {payload['error']}")
+    results = payload.get("results") or []
+    out: list[list[ResultSeries]] = [[] for _ in range(expected)]
+    for result in results:
+        index = int(result.get("statement_id", 0))
+        if "error" in result:
+            raise HistoryUnavailable(f"InfluxDB refused the query: {result['error']}")
+        if 0 <= index < expected:
+            out[index] = [
+                ResultSeries(
+                    str(s.get("name", "")),
+                    dict(s.get("tags") or {}),
+                    tuple(s.get("columns") or ()),
+                    tuple(tuple(v) for v in s.get("values") or ()),
+                )
+                for s in result.get("series") or ()
+            ]
+    return out

@@ -1,0 +1,247 @@
+"""History read from InfluxDB with InfluxQL (1.x directly, 2.x through its v1-compatible API).
+
+Data model (DESIGN.md): one measurement per registry group, tag `run`, fields = canonical field
+names, timestamp = step in seconds. So downsampling is `GROUP BY time(<bucket>s, <offset>s)` in
+step space and the step of a bucket is `last("step")`. Every identifier that reaches a query is
+checked first (fields against the registry, runs against the runs InfluxDB lists) and then quoted
+by `quoting`; numbers are formatted from ints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import registry
+
+from .base import (
+    Event,
+    HistoryError,
+    Latest,
+    Points,
+    bucket_size,
+    empty_points,
+    points_from,
+)
+from .fields import metric_of_field
+from .influx_http import InfluxHttp, ResultSeries
+from .quoting import quote_ident, quote_string
+
+__all__ = ["InfluxHistory", "UnknownField", "UnknownRun", "measurement_of"]
+
+_EVENTS = "events"
+_RUN_CONFIG = "run_config"
+_MAX_STEP = 2**62 // 10**9  # InfluxDB timestamps are int64 nanoseconds
+_EVENT_SKIP = frozenset({"time", "run", "project", "kind", "text", "step", "wall_time"})
+
+
+class UnknownField(HistoryError):
+    """A field the registry does not declare (never put into a query)."""
+
+
+class UnknownRun(HistoryError):
+    """A run InfluxDB does not list (never put into a query)."""
+
+
+def measurement_of(reg: registry.Registry, field: str) -> str:
+    """The measurement the exporter writes a field to: the group of its registry metric."""
+    metric = metric_of_field(reg, field)
+    if metric is not None:
+        return metric.group
+    raise UnknownField(f"{field!r} is not a metric id in the registry")
+
+
+def _merge_duplicates(steps: list[int], values: list[float | None]) -> Points:
+    """Rows of several ranks at one step averaged (what the embedded store does in SQL)."""
+    p = points_from(steps, values)
+    if p.steps.size < 2 or np.all(np.diff(p.steps) > 0):
+        return p
+    uniq, inverse = np.unique(p.steps, return_inverse=True)
+    finite = np.isfinite(p.values)
+    sums = np.bincount(inverse, weights=np.where(finite, p.values, 0.0))
+    counts = np.bincount(inverse, weights=finite.astype(np.float64))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    return Points(uniq.astype(np.int64), means.astype(np.float64), 1, int(p.steps.size))
+
+
+def _first_value(series: list[ResultSeries], column: str) -> Any:
+    for s in series:
+        i = s.column(column)
+        if i is not None:
+            for row in s.values:
+                if row[i] is not None:
+                    return row[i]
+    return None
+
+
+@dataclass(frozen=True)
+class InfluxHistory:
+    http: InfluxHttp
+    registry: registry.Registry
+
+    @property
+    def kind(self) -> str:
+        return "influxdb"
+
+    # -- quoting helpers: every query text goes through these ----------------------------------
+
+    def _from(self, field: str) -> str:
+        return quote_ident(measurement_of(self.registry, field))
+
+    def _run_filter(self, run: str) -> str:
+        if run not in self.runs():
+            raise UnknownRun(f"run {run!r} is not in InfluxDB")
+        return f"{quote_ident('run')} = {quote_string(run)}"
+
+    @staticmethod
+    def _time(lo: int, hi: int) -> str:
+        return f"time >= {int(lo)}s AND time <= {int(hi)}s"
+
+    # -- the store ------------------------------------------------------------------------------
+
+    def runs(self) -> tuple[str, ...]:
+        (result,) = self.http.query(['SHOW TAG VALUES WITH KEY = "run"'])
+        names = {str(row[1]) for s in result for row in s.values if len(row) > 1}
+        return tuple(sorted(names))
+
+    def run_config(self, run: str) -> Mapping[str, Any]:
+        where = self._run_filter(run)
+        (result,) = self.http.query(
+            [f'SELECT last("config_json") FROM {quote_ident(_RUN_CONFIG)} WHERE {where}']
+        )
+        raw = _first_value(result, "last")
+        try:
+            config = json.loads(raw) if isinstance(raw, str) else {}
+        except ValueError:
+            return {}
+        return config if isinstance(config, dict) else {}
+
+    def fields(self, run: str) -> tuple[str, ...]:
+        self._run_filter(run)
+        groups = {m.group for m in self.registry.metrics}
+        (result,) = self.http.query(["SHOW FIELD KEYS"])
+        names = {str(row[0]) for s in result if s.name in groups for row in s.values}
+        return tuple(sorted(names - {"step", "wall_time"}))
+
+    def series(
+        self, run: str, field: str, start: int | None, end: int | None, max_points: int
+    ) -> Points:
+        source, where = self._from(field), self._run_filter(run)
+        col = quote_ident(field)
+        lo = 0 if start is None else max(0, start)
+        hi = _MAX_STEP if end is None else min(end, _MAX_STEP)
+        if hi < lo:
+            return empty_points()
+        scope = f"FROM {source} WHERE {where} AND {self._time(lo, hi)}"
+        count_r, first_r, last_r = self.http.query(
+            [
+                f"SELECT count({col}) {scope}",
+                f"SELECT first({col}) {scope}",
+                f"SELECT last({col}) {scope}",
+            ]
+        )
+        count = int(_first_value(count_r, "count") or 0)
+        if count == 0:
+            return empty_points()
+        data_first = int(_first_value(first_r, "time"))
+        data_last = int(_first_value(last_r, "time"))
+        if data_last - data_first + 1 <= max_points:
+            (rows,) = self.http.query([f"SELECT {col} {scope}"])
+            steps, values = self._column(rows, field)
+            merged = _merge_duplicates(steps, values)
+            return Points(merged.steps, merged.values, 1, count)
+        first = data_first if start is None else lo
+        last = data_last if end is None else hi
+        size = bucket_size(first, last, max_points)
+        offset = first % size
+        (rows,) = self.http.query(
+            [
+                f'SELECT last("step") AS "step", mean({col}) AS "value" '
+                f"FROM {source} WHERE {where} AND {self._time(first, last)} "
+                f"GROUP BY time({size}s, {offset}s) fill(none)"
+            ]
+        )
+        steps_out: list[int] = []
+        values_out: list[float] = []
+        for s in rows:
+            it, ist, iv = s.column("time"), s.column("step"), s.column("value")
+            for row in s.values:
+                value = None if iv is None else row[iv]
+                if value is None:
+                    continue
+                step = row[ist] if ist is not None and row[ist] is not None else row[it or 0]
+                steps_out.append(int(step))
+                values_out.append(float(value))
+        p = points_from(steps_out, values_out, size, count)
+        return Points(p.steps[:max_points], p.values[:max_points], size, count)
+
+    @staticmethod
+    def _column(rows: list[ResultSeries], field: str) -> tuple[list[int], list[float | None]]:
+        steps: list[int] = []
+        values: list[float | None] = []
+        for s in rows:
+            it, iv = s.column("time"), s.column(field)
+            if it is None or iv is None:
+                continue
+            for row in s.values:
+                v = row[iv]
+                if isinstance(v, int | float) and not isinstance(v, bool):
+                    steps.append(int(row[it]))
+                    values.append(float(v))
+        return steps, values
+
+    def window(self, run: str, field: str, last_n: int) -> Points:
+        return self.windows(run, [field], last_n)[field]
+
+    def windows(self, run: str, fields: Sequence[str], last_n: int) -> Mapping[str, Points]:
+        where = self._run_filter(run)
+        names = list(dict.fromkeys(fields))
+        if not names:
+            return {}
+        statements = [
+            f"SELECT {quote_ident(f)} FROM {self._from(f)} WHERE {where} "
+            f"ORDER BY time DESC LIMIT {int(last_n)}"
+            for f in names
+        ]
+        results = self.http.query(statements)
+        out: dict[str, Points] = {}
+        for name, rows in zip(names, results, strict=True):
+            steps, values = self._column(rows, name)
+            out[name] = _merge_duplicates(steps, values)
+        return out
+
+    def events(self, run: str, limit: int) -> tuple[Event, ...]:
+        where = self._run_filter(run)
+        (result,) = self.http.query(
+            [
+                f"SELECT * FROM {quote_ident(_EVENTS)} WHERE {where} ORDER BY time ASC LIMIT {int(limit)}"
+            ]
+        )
+        events: list[Event] = []
+        for s in result:
+            for row in s.values:
+                record = dict(zip(s.columns, row, strict=False))
+                extra = {k: v for k, v in record.items() if k not in _EVENT_SKIP and v is not None}
+                events.append(
+                    Event(
+                        int(record.get("time") or 0),
+                        str(record.get("kind") or s.tags.get("kind") or ""),
+                        str(record.get("text") or ""),
+                        extra,
+                    )
+                )
+        events.sort(key=lambda e: e.step)
+        return tuple(events)
+
+    def latest(self, run: str) -> Latest:
+        where = self._run_filter(run)
+        groups = sorted({m.group for m in self.registry.metrics})
+        sources = ", ".join(quote_ident(g) for g in groups)
+        (result,) = self.http.query([f'SELECT last("step") FROM {sources} WHERE {where}'])
+        steps = [int(row[0]) for s in result for row in s.values if row and row[0] is not None]
+        return Latest(max(steps) if steps else None)

@@ -1,0 +1,85 @@
+"""An in-process history (numpy arrays): for tests, demos and anything already in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .base import Event, Latest, Points, bucket_size, empty_points, points_from
+
+__all__ = ["MemoryHistory", "downsample"]
+
+
+def downsample(points: Points, start: int | None, end: int | None, max_points: int) -> Points:
+    """The same step-bucket aggregation the databases do: mean value, last step per bucket."""
+    s, v = points.steps, points.values
+    lo = 0 if start is None else int(np.searchsorted(s, start, side="left"))
+    hi = s.size if end is None else int(np.searchsorted(s, end, side="right"))
+    s, v = s[lo:hi], v[lo:hi]
+    if s.size == 0:
+        return empty_points()
+    if s.size <= max_points:
+        return Points(s, v, 1, int(s.size))
+    first = int(s[0]) if start is None else start
+    last = int(s[-1]) if end is None else end
+    size = bucket_size(first, last, max_points)
+    keys = (s - first) // size
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    finite = np.isfinite(v)
+    sums = np.bincount(inverse, weights=np.where(finite, v, 0.0), minlength=uniq.size)
+    counts = np.bincount(inverse, weights=finite.astype(np.float64), minlength=uniq.size)
+    last_step = np.zeros(uniq.size, dtype=np.int64)
+    np.maximum.at(last_step, inverse, s)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    return Points(last_step, means.astype(np.float64), size, int(s.size))
+
+
+@dataclass(frozen=True)
+class MemoryHistory:
+    """Runs held as `{run: {field: (steps, values)}}` with optional configs and events."""
+
+    data: Mapping[str, Mapping[str, tuple[Sequence[int], Sequence[float]]]]
+    configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    event_log: Mapping[str, Sequence[Event]] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return "memory"
+
+    def _points(self, run: str, name: str) -> Points:
+        pair = self.data.get(run, {}).get(name)
+        if pair is None:
+            return empty_points()
+        return points_from(pair[0], pair[1])
+
+    def runs(self) -> tuple[str, ...]:
+        return tuple(sorted(self.data))
+
+    def run_config(self, run: str) -> Mapping[str, Any]:
+        return dict(self.configs.get(run, {}))
+
+    def fields(self, run: str) -> tuple[str, ...]:
+        return tuple(sorted(self.data.get(run, {})))
+
+    def series(
+        self, run: str, field: str, start: int | None, end: int | None, max_points: int
+    ) -> Points:
+        return downsample(self._points(run, field), start, end, max_points)
+
+    def window(self, run: str, field: str, last_n: int) -> Points:
+        p = self._points(run, field)
+        return Points(p.steps[-last_n:], p.values[-last_n:], 1, len(p))
+
+    def windows(self, run: str, fields: Sequence[str], last_n: int) -> Mapping[str, Points]:
+        return {f: self.window(run, f, last_n) for f in fields}
+
+    def events(self, run: str, limit: int) -> tuple[Event, ...]:
+        return tuple(sorted(self.event_log.get(run, ()), key=lambda e: e.step))[:limit]
+
+    def latest(self, run: str) -> Latest:
+        steps = [int(max(pair[0])) for pair in self.data.get(run, {}).values() if len(pair[0])]
+        return Latest(max(steps) if steps else None)

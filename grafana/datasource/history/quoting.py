@@ -1,0 +1,31 @@
+"""InfluxQL quoting: identifiers in double quotes, string literals in single quotes.
+
+Inside either, a backslash and the quote character are escaped with a backslash, so no value can
+end the literal early. Control characters (newlines end an InfluxQL statement's string) are
+refused outright: nothing the datasource queries legitimately contains them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["UnsafeName", "quote_ident", "quote_string"]
+
+
+class UnsafeName(ValueError):
+    """A name that cannot be put into InfluxQL safely (it contains a control character)."""
+
+
+def _check(text: str, what: str) -> None:
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        raise UnsafeName(f"{what} {text!r} contains a control character")
+
+
+def quote_ident(name: str) -> str:
+    """`name` as a double-quoted InfluxQL identifier (`"` and `\\` escaped)."""
+    _check(name, "identifier")
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def quote_string(value: str) -> str:
+    """`value` as a single-quoted InfluxQL string literal (`'` and `\\` escaped)."""
+    _check(value, "string")
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -1,0 +1,104 @@
+"""Step-space series for a panel: raw (bucket means), smoothed, and the healthy band's edges."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+import registry
+from registry.diagnosis.bands import basis_scale
+from registry.diagnosis.stats import ema, ema_lag_points
+from registry.model import STAGES
+
+from .history import HistoryStore, Points
+from .jsonio import finite
+
+__all__ = ["band_edges", "early_value", "series_payload"]
+
+_EARLY_POINTS = 1000
+
+
+def early_value(store: HistoryStore, run: str, field: str, stages: registry.Stages) -> float | None:
+    """Mean of the run's early-stage values (bucketed in the store; never the raw history)."""
+    if stages.early_end <= 0:
+        return None
+    p = store.series(run, field, 0, stages.early_end - 1, _EARLY_POINTS)
+    v = p.values[np.isfinite(p.values)]
+    return float(v.mean()) if v.size else None
+
+
+def band_edges(
+    metric: registry.Metric,
+    steps: np.ndarray[Any, np.dtype[np.int64]],
+    stages: registry.Stages,
+    config: Mapping[str, Any],
+    early: float | None,
+) -> tuple[list[float | None], list[float | None]]:
+    """The stage band's low and high at each step, scaled to the run; None where undeclared."""
+    n = int(steps.size)
+    low: list[float | None] = [None] * n
+    high: list[float | None] = [None] * n
+    if metric.bands is None or n == 0:
+        return low, high
+    scale = basis_scale(metric.bands.basis, config, early)
+    if scale is None:
+        return low, high
+    stage_index = np.searchsorted(np.array([stages.early_end, stages.mid_end]), steps, side="right")
+    for i, stage in enumerate(STAGES):
+        band = metric.bands.for_stage(stage)
+        if band is None:
+            continue
+        lo = None if band.low is None else band.low * scale
+        hi = None if band.high is None else band.high * scale
+        for j in np.flatnonzero(stage_index == i).tolist():
+            low[j], high[j] = lo, hi
+    return low, high
+
+
+def series_payload(
+    reg: registry.Registry,
+    store: HistoryStore,
+    run: str,
+    field: str,
+    metric: registry.Metric,
+    *,
+    points: int,
+    smoothing: float,
+    start: int | None,
+    end: int | None,
+) -> dict[str, Any]:
+    """At most `points` rows `{step, raw, smooth, band_low, band_high}`, ascending by step."""
+    p: Points = store.series(run, field, start, end, points)
+    steps, raw = p.steps[:points], p.values[:points]
+    smooth = ema(raw, smoothing) if smoothing > 0 else raw
+    config = store.run_config(run)
+    stages = reg.stages_for(config)
+    early = None
+    if metric.bands is not None and metric.bands.basis == "early_value" and steps.size:
+        early = early_value(store, run, field, stages)
+    low, high = band_edges(metric, steps, stages, config, early)
+    rows = [
+        {
+            "step": s,
+            "raw": finite(r),
+            "smooth": finite(m),
+            "band_low": lo,
+            "band_high": hi,
+        }
+        for s, r, m, lo, hi in zip(
+            steps.tolist(), raw.tolist(), smooth.tolist(), low, high, strict=True
+        )
+    ]
+    return {
+        "run": run,
+        "metric": field,
+        "unit": metric.unit,
+        "points": len(rows),
+        "bucket_steps": p.bucket,
+        "source_points": p.total,
+        "smoothing": smoothing,
+        "smoothing_lag_points": ema_lag_points(smoothing),
+        "rows": rows,
+    }

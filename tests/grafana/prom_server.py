@@ -1,0 +1,87 @@
+"""A real Prometheus (Debian's `prometheus`) for tests, scraping given targets every second."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from influx_server import free_port
+
+__all__ = ["PromServer", "scrape_config"]
+
+
+def scrape_config(job: str, targets: Sequence[str], interval: str = "1s") -> str:
+    quoted = ", ".join(f'"{t}"' for t in targets)
+    return (
+        "global:\n"
+        f"  scrape_interval: {interval}\n"
+        f"  evaluation_interval: {interval}\n"
+        "scrape_configs:\n"
+        f"  - job_name: {job}\n"
+        f"    static_configs:\n      - targets: [{quoted}]\n"
+    )
+
+
+@dataclass
+class PromServer:
+    root: Path
+    config: str
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> None:
+        cfg = self.root / "prometheus.yml"
+        cfg.write_text(self.config)
+        log = (self.root / "prometheus.log").open("ab")
+        self.proc = subprocess.Popen(
+            [
+                "prometheus",
+                f"--config.file={cfg}",
+                f"--storage.tsdb.path={self.root / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"prometheus exited; see {self.root / 'prometheus.log'}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("prometheus did not become ready")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """Instant query; raises on a PromQL error (so every expression is checked for validity)."""
+        params = urllib.parse.urlencode({"query": expr})
+        with urllib.request.urlopen(f"{self.url}/api/v1/query?{params}", timeout=10) as r:
+            body = json.loads(r.read())
+        assert body["status"] == "success", body
+        assert body["data"]["resultType"] == "vector", body
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result

@@ -1,0 +1,180 @@
+"""Every generated alert rule's PromQL, run by a real Prometheus scraping the real exporter:
+failures fire the rules they should, a healthy learning run fires none."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from bundle_data import healthy_value, logged_metrics
+from influx_server import free_port
+from prom_server import PromServer, scrape_config
+
+import exporter
+import registry
+from exporter import ExporterSettings, MetricsEndpoint
+from exporter.live_states import attach
+from grafana.dashboards_gen.alerts import EXPORTER_JOB, Timing, alert_rule_groups
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("prometheus") is None, reason="prometheus not installed"
+)
+
+# Short wall-clock windows so a stall and an unhealthy exporter show within seconds; every other
+# part of the expressions is exactly what `rlvitals build` writes.
+TIMING = Timing(stall="8s", unhealthy="30s", lookback_seconds=600)
+STEPS = 400
+SCENARIOS = ("healthy", "collapse", "klspike", "nan", "stall")
+
+
+@dataclass(frozen=True)
+class Fired:
+    rule: str
+    run: str
+
+
+def _values(
+    reg: registry.Registry, scenario: str, step: int, rng: np.random.Generator
+) -> dict[str, float]:
+    values = {m.id: healthy_value(m, step, rng) for m in logged_metrics(reg)}
+    if scenario == "collapse" and step >= 300:
+        values["policy_entropy"] = 0.01
+        values["policy_kl"] = 0.0
+        values["clip_fraction"] = 0.0
+    if scenario == "klspike" and step >= 350:
+        values["policy_kl"] = 0.3
+    if scenario == "nan" and step == STEPS - 5:
+        values["policy_entropy"] = math.nan
+    return values
+
+
+@pytest.fixture(scope="module")
+def builtin() -> registry.Registry:
+    return registry.load()
+
+
+@pytest.fixture(scope="module")
+def stack(
+    builtin: registry.Registry, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("alerting")
+    settings = ExporterSettings(store=root / "store", prometheus_port=None, policy="warn")
+    endpoint = MetricsEndpoint(port=0)
+    attach(endpoint, builtin, settings.outbox_path)
+    runs = {}
+    for scenario in SCENARIOS:
+        run = exporter.init(scenario, registry=builtin, settings=settings, config={})
+        rng = np.random.default_rng(1)
+        for step in range(STEPS):
+            run.log(step, _values(builtin, scenario, step, rng))
+        assert run.flush(30)
+        endpoint.add(run)
+        runs[scenario] = run
+    dead = ExporterSettings(
+        store=root / "broken", influx_url=f"http://127.0.0.1:{free_port()}", policy="warn"
+    )
+    broken = exporter.init("broken", registry=builtin, settings=dead, config={})
+    endpoint.add(broken)
+    port = endpoint.start()
+    prom = PromServer(root / "prom", scrape_config(EXPORTER_JOB, [f"127.0.0.1:{port}"]))
+    (root / "prom").mkdir()
+    prom.start()
+    stop = threading.Event()
+
+    def keep_training() -> None:
+        rng = np.random.default_rng(2)
+        step = STEPS
+        while not stop.wait(0.2):
+            runs["healthy"].log(step, _values(builtin, "healthy", step, rng))
+            broken.log(step, {"policy_kl": 0.01})
+            step += 1
+
+    thread = threading.Thread(target=keep_training, daemon=True)
+    thread.start()
+    try:
+        yield {"prom": prom, "runs": runs}
+    finally:
+        stop.set()
+        thread.join(5)
+        prom.stop()
+        endpoint.stop()
+        for run in (*runs.values(), broken):
+            run.finish(5)
+
+
+def _rules(reg: registry.Registry) -> list[dict[str, Any]]:
+    return [r for g in alert_rule_groups(reg, TIMING)["groups"] for r in g["rules"]]
+
+
+def _evaluate(prom: PromServer, rules: list[dict[str, Any]]) -> set[Fired]:
+    fired = set()
+    for rule in rules:
+        expr = rule["data"][0]["model"]["expr"]
+        threshold = rule["data"][2]["model"]["conditions"][0]["evaluator"]["params"][0]
+        for sample in prom.query(expr):
+            if float(sample["value"][1]) > threshold:
+                fired.add(Fired(rule["uid"], sample["metric"].get("run", "")))
+    return fired
+
+
+def _wait_for(
+    prom: PromServer, rules: list[dict[str, Any]], expected: set[Fired], timeout: float = 60
+) -> set[Fired]:
+    deadline = time.monotonic() + timeout
+    fired: set[Fired] = set()
+    while time.monotonic() < deadline:
+        fired = _evaluate(prom, rules)
+        if expected <= fired:
+            return fired
+        time.sleep(1)
+    return fired
+
+
+def test_injected_failures_fire_their_rules_and_a_healthy_run_fires_none(
+    stack: dict[str, Any], builtin: registry.Registry
+) -> None:
+    rules = _rules(builtin)
+    nonfinite = [r["uid"] for r in rules if r["labels"]["metric"] == "nonfinite_count"]
+    expected = {
+        Fired("rlv-policy_entropy-c-below", "collapse"),
+        Fired("rlv-policy_entropy-w-below", "collapse"),
+        Fired("rlv-policy_kl-c-above", "klspike"),
+        Fired("rlv-policy_kl-w-above", "klspike"),
+        *(Fired(uid, "nan") for uid in nonfinite),
+        Fired("rlv-training-stalled", "stall"),
+        Fired("rlv-exporter-unhealthy", "broken"),
+    }
+    assert nonfinite, "the registry's NaN alert has no rule"
+    fired = _wait_for(stack["prom"], rules, expected)
+    assert expected <= fired, f"missing: {expected - fired}"
+    assert not {f for f in fired if f.run == "healthy"}, "a healthy learning run fired alerts"
+
+
+def test_every_rule_expression_is_valid_promql(
+    stack: dict[str, Any], builtin: registry.Registry
+) -> None:
+    for rule in alert_rule_groups(builtin)["groups"]:
+        for r in rule["rules"]:
+            stack["prom"].query(r["data"][0]["model"]["expr"])  # raises on a PromQL error
+
+
+def test_scrape_config_passes_promtool(tmp_path: Path) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool not installed")
+    import subprocess
+
+    config = Path(__file__).parents[2] / "provisioning" / "prometheus" / "prometheus.yml"
+    done = subprocess.run(
+        [promtool, "check", "config", str(config)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"job_name: {EXPORTER_JOB}" in config.read_text()

@@ -1,0 +1,221 @@
+"""Every generated dashboard against the vendored Grafana JSON Schemas (with only the three
+documented relaxations), and the rules the bundle promises about their content."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+import registry
+from grafana.dashboards_gen import dashboard_files
+from grafana.dashboards_gen.common import PAGES, page_uid
+from grafana.dashboards_gen.details import DETAIL_GROUPS
+from grafana.dashboards_gen.overview import LAYERS
+from grafana.dashboards_gen.sources import INFINITY, INFLUX, PROMETHEUS
+from grafana.dashboards_gen.units import UNIT_IDS
+
+ROOT = Path(__file__).parents[2]
+SCHEMAS = ROOT.parent / "shared" / "schemas" / "grafana"
+PANEL_SCHEMAS = {"trend": "trend", "stat": "stat", "table": "table", "timeseries": "timeseries"}
+
+
+def _schema(name: str) -> dict[str, Any]:
+    path = SCHEMAS / f"{name}.jsonschema.json"
+    if not path.exists():
+        pytest.skip(f"{path} is not there (shared/schemas missing)")
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+@cache
+def _dashboard_validator() -> jsonschema.Draft7Validator:
+    schema = copy.deepcopy(_schema("dashboard"))
+    defs = schema["definitions"]
+    # the three documented false negatives of the generated schema (CUE "any" typed as object)
+    defs["MatcherConfig"]["properties"]["options"] = {}
+    defs["DynamicConfigValue"]["properties"]["value"] = {}
+    defs["VariableModel"]["properties"]["query"] = {}
+    return jsonschema.Draft7Validator(schema)
+
+
+@cache
+def _panel_validator(kind: str, part: str) -> jsonschema.Draft7Validator:
+    schema = copy.deepcopy(_schema(PANEL_SCHEMAS[kind]))
+    return jsonschema.Draft7Validator({**schema, "$ref": f"#/definitions/{part}"})
+
+
+@pytest.fixture(scope="module")
+def builtin() -> registry.Registry:
+    return registry.load()
+
+
+@pytest.fixture(scope="module")
+def files(builtin: registry.Registry) -> dict[str, dict[str, Any]]:
+    return {path: json.loads(text) for path, text in dashboard_files(builtin, ("en", "zh")).items()}
+
+
+def _panels(dash: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for p in dash["panels"]:
+        yield p
+        yield from p.get("panels", [])
+
+
+def test_every_dashboard_validates_against_the_dashboard_schema(files: dict[str, Any]) -> None:
+    for path, dash in files.items():
+        errors = [
+            f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in _dashboard_validator().iter_errors(dash)
+        ]
+        assert not errors, f"{path}: {errors[:5]}"
+
+
+def test_every_panel_validates_against_its_panel_schema(files: dict[str, Any]) -> None:
+    for path, dash in files.items():
+        for panel in _panels(dash):
+            kind = panel["type"]
+            if kind == "row":
+                continue
+            assert kind in PANEL_SCHEMAS, f"{path}: unexpected panel type {kind}"
+            for part, value in (
+                ("Options", panel.get("options", {})),
+                ("FieldConfig", panel["fieldConfig"]["defaults"].get("custom")),
+            ):
+                if value is None:
+                    continue
+                errors = [e.message for e in _panel_validator(kind, part).iter_errors(value)]
+                assert not errors, f"{path} panel {panel['title']!r} {part}: {errors[:3]}"
+
+
+def test_uids_are_fixed_distinct_per_language_and_short(files: dict[str, Any]) -> None:
+    uids = [d["uid"] for d in files.values()]
+    assert len(set(uids)) == len(uids) == len(PAGES) * 2
+    assert all(8 <= len(u) <= 40 for u in uids)
+    assert {page_uid("overview", "en"), page_uid("overview", "zh")} <= set(uids)
+
+
+def test_panels_use_only_the_provisioned_datasource_uids(files: dict[str, Any]) -> None:
+    provisioned = {INFLUX.uid, PROMETHEUS.uid, INFINITY.uid}
+    for path, dash in files.items():
+        for panel in _panels(dash):
+            for target in panel.get("targets", []):
+                assert target["datasource"]["uid"] in provisioned, path
+        ids = [p["id"] for p in _panels(dash)]
+        assert len(ids) == len(set(ids)), f"{path}: duplicate panel ids"
+
+
+def test_metric_charts_plot_against_step_with_registry_units_and_tooltips(
+    files: dict[str, Any], builtin: registry.Registry
+) -> None:
+    units = {UNIT_IDS[m.unit] for m in builtin.metrics}
+    for path, dash in files.items():
+        for panel in _panels(dash):
+            if panel["type"] != "trend":
+                continue
+            assert panel["options"]["xField"] == "step"
+            assert panel["fieldConfig"]["defaults"]["unit"] in units
+            assert "/terms/" in panel["description"], f"{path}: {panel['title']} lacks a term link"
+            for t in panel["targets"]:
+                assert 'max("step") AS "step"' in t["query"]
+                assert "$__interval" not in t["query"]
+                assert "exponential_moving_average(" in t["query"] and "$smoothing" in t["query"]
+
+
+def test_every_registry_unit_maps_to_a_grafana_unit(builtin: registry.Registry) -> None:
+    assert {m.unit for m in builtin.metrics} <= set(UNIT_IDS)
+
+
+def test_absolute_healthy_bands_are_drawn_as_threshold_areas(
+    files: dict[str, Any], builtin: registry.Registry
+) -> None:
+    overview = files["grafana/dashboards/en/overview.json"]
+    entropy = builtin.metric("policy_kl")
+    assert entropy.bands is not None and entropy.bands.basis == "absolute"
+    panel = next(
+        p
+        for p in _panels(overview)
+        if p["type"] == "trend" and p["title"].startswith(entropy.title.en)
+    )
+    custom = panel["fieldConfig"]["defaults"]["custom"]
+    assert custom["thresholdsStyle"]["mode"] == "area"
+    steps = [s["value"] for s in panel["fieldConfig"]["defaults"]["thresholds"]["steps"]]
+    band = entropy.bands.mid
+    assert band is not None and band.high in steps
+
+
+def test_raw_is_thin_and_light_and_smoothed_thick_and_dark(files: dict[str, Any]) -> None:
+    panel = next(
+        p for p in _panels(files["grafana/dashboards/en/policy.json"]) if p["type"] == "trend"
+    )
+    props = {
+        o["matcher"]["options"]: {x["id"]: x["value"] for x in o["properties"]}
+        for o in panel["fieldConfig"]["overrides"]
+    }
+    raw = next(v for k, v in props.items() if k.endswith(" raw"))
+    smooth = next(v for k, v in props.items() if k.endswith(" smoothed"))
+    assert raw["custom.lineWidth"] < smooth["custom.lineWidth"]
+    assert raw["color"]["fixedColor"].startswith("super-light-") and smooth["color"][
+        "fixedColor"
+    ].startswith("dark-")
+
+
+def test_overview_has_the_three_layers_and_every_core_metric(
+    files: dict[str, Any], builtin: registry.Registry
+) -> None:
+    overview = files["grafana/dashboards/en/overview.json"]
+    rows = [p["title"] for p in overview["panels"] if p["type"] == "row"]
+    assert len(rows) == len(LAYERS)
+    queries = " ".join(t.get("query", "") for p in _panels(overview) for t in p.get("targets", []))
+    for m in builtin.core_metrics():
+        if m.kind != "counter":
+            assert f'"{m.id}"' in queries, m.id
+    charts = [p for p in _panels(overview) if p["type"] == "trend"]
+    cards = [
+        p
+        for p in _panels(overview)
+        if p["type"] == "table" and p["datasource"]["uid"] == INFINITY.uid
+    ]
+    assert len(charts) <= 12 and len(cards) >= len(charts) - 3
+
+
+def test_every_registry_group_has_a_detail_page(builtin: registry.Registry) -> None:
+    shown = {g for groups in DETAIL_GROUPS.values() for g in groups}
+    assert {m.group for m in builtin.metrics} <= shown
+
+
+def test_pages_link_to_each_other_like_tabs_and_to_the_other_language(
+    files: dict[str, Any],
+) -> None:
+    for path, dash in files.items():
+        urls = {link["url"] for link in dash["links"]}
+        lang = dash["uid"].rsplit("-", 1)[1]
+        other = "zh" if lang == "en" else "en"
+        key = dash["uid"][len("rlvitals-") : -len(lang) - 1]
+        assert {f"/d/{page_uid(p.key, lang)}" for p in PAGES if p.key != key} <= urls, path
+        assert f"/d/{page_uid(key, other)}" in urls
+
+
+def test_chinese_dashboards_carry_chinese_titles(
+    files: dict[str, Any], builtin: registry.Registry
+) -> None:
+    zh = files["grafana/dashboards/zh/overview.json"]
+    assert re.search(r"[\u4e00-\u9fff]", zh["title"])
+    titles = " ".join(p.get("title", "") for p in _panels(zh))
+    assert builtin.metric("policy_entropy").title.zh in titles
+
+
+def test_variables_run_smoothing_and_step_range(files: dict[str, Any]) -> None:
+    for dash in files.values():
+        names = {v["name"] for v in dash["templating"]["list"]}
+        assert {"run", "smoothing", "step_from", "step_range"} <= names
+        run = next(v for v in dash["templating"]["list"] if v["name"] == "run")
+        assert run["multi"] is True
+        events = [a for a in dash["annotations"]["list"] if a["datasource"]["uid"] == INFLUX.uid]
+        assert events and 'FROM "events"' in events[0]["target"]["query"]

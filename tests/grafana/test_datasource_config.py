@@ -1,0 +1,107 @@
+"""Datasource settings come from RLVITALS_* variables; bad values are refused with the variable's name."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from grafana.datasource import ConfigError, DatasourceConfig
+
+
+def test_defaults_use_the_embedded_store() -> None:
+    config = DatasourceConfig.from_env({})
+    assert config.influx_url is None and not config.uses_influx
+    assert config.outbox_path == Path("rlvitals-data") / "outbox.sqlite"
+    assert config.token is None
+
+
+def test_every_variable_is_read() -> None:
+    config = DatasourceConfig.from_env(
+        {
+            "RLVITALS_STORE": "/data",
+            "RLVITALS_INFLUX_URL": "http://influx:8086",
+            "RLVITALS_INFLUX_API": "V2",
+            "RLVITALS_INFLUX_BUCKET": "rl",
+            "RLVITALS_INFLUX_ORG": "lab",
+            "RLVITALS_INFLUX_TOKEN": "Zt0k3n",
+            "RLVITALS_INFLUX_USERNAME": "u",
+            "RLVITALS_INFLUX_PASSWORD": "Pw9x",
+            "RLVITALS_DATASOURCE_TOKEN": "B34rer",
+            "RLVITALS_DATASOURCE_MAX_BODY": "4096",
+            "RLVITALS_DATASOURCE_POINTS": "500",
+        }
+    )
+    assert config.store == Path("/data") and config.influx_api == "v2"
+    assert config.influx_database == "rl"  # the bucket, mapped by DBRP, when no database is set
+    assert (config.influx_org, config.influx_token, config.token) == ("lab", "Zt0k3n", "B34rer")
+    assert (config.max_body_bytes, config.default_points) == (4096, 500)
+    for secret in ("Zt0k3n", "Pw9x", "B34rer"):
+        assert secret not in repr(config)
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"RLVITALS_INFLUX_URL": "influx:8086"}, "RLVITALS_INFLUX_URL"),
+        ({"RLVITALS_INFLUX_API": "v3"}, "RLVITALS_INFLUX_API"),
+        ({"RLVITALS_INFLUX_URL": "http://x", "RLVITALS_INFLUX_API": "v2"}, "RLVITALS_INFLUX_TOKEN"),
+        ({"RLVITALS_DATASOURCE_POINTS": "many"}, "RLVITALS_DATASOURCE_POINTS"),
+        ({"RLVITALS_DATASOURCE_POINTS": "1"}, "RLVITALS_DATASOURCE_POINTS"),
+        ({"RLVITALS_DATASOURCE_MAX_BODY": "10"}, "RLVITALS_DATASOURCE_MAX_BODY"),
+    ],
+)
+def test_bad_values_name_the_variable(env: dict[str, str], needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        DatasourceConfig.from_env(env)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_rlvitals_serve_answers_under_waitress(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {"RLVITALS_STORE": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlvitals.cli", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/runs", timeout=2) as r:
+                    assert r.status == 200
+                    assert r.read() == b'{"runs":[]}\n'
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_rlvitals_serve_refuses_bad_config_without_traceback(tmp_path: Path) -> None:
+    env = {"RLVITALS_INFLUX_URL": "nope", "PATH": "/usr/bin:/bin"}
+    r = subprocess.run(
+        [sys.executable, "-m", "rlvitals.cli", "serve"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2
+    assert "RLVITALS_INFLUX_URL" in r.stderr and "Traceback" not in r.stderr
