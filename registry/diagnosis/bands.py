@@ -31,6 +31,7 @@ __all__ = [
     "early_values",
     "in_warmup",
     "max_entropy",
+    "run_band",
     "warmup_end",
 ]
 
@@ -134,10 +135,25 @@ def band_state(
     config: Config | None = None,
     early_value: float | None = None,
 ) -> BandState | None:
-    """The band for the stage at `step`, or None when the metric declares none for that stage."""
+    """The band for the stage at `step`, or None when the metric declares none for that stage.
+
+    A run config may replace the registry's band for one metric and stage with absolute edges:
+    `{"bands": {"policy_entropy": {"early": [0.3, 0.69]}}}` (a two-action policy cannot reach the
+    registry's default early entropy band).
+    """
+    stage = stages.stage_at(step)
+    override = run_band(config, metric.id, stage)
+    if override is not None:
+        low, high = override
+        inside = (
+            (low is None or value >= low) and (high is None or value <= high)
+            if math.isfinite(value)
+            else False
+        )
+        reason = f"set by the run config (bands.{metric.id}.{stage})"
+        return BandState(stage, "run_config", 1.0, low, high, reason, value, inside)
     if metric.bands is None:
         return None
-    stage = stages.stage_at(step)
     band = metric.bands.for_stage(stage)
     if band is None:
         return None
@@ -148,6 +164,31 @@ def band_state(
     high = None if band.high is None else band.high * scale
     inside = band.contains(value, scale) if math.isfinite(value) else False
     return BandState(stage, metric.bands.basis, scale, low, high, band.reason, value, inside)
+
+
+def run_band(
+    config: Config | None, metric_id: str, stage: Stage
+) -> tuple[float | None, float | None] | None:
+    """The run config's absolute band edges for one metric and stage, if it sets valid ones."""
+    bands = (config or {}).get("bands")
+    if not isinstance(bands, Mapping):
+        return None
+    per_metric = bands.get(metric_id)
+    edges = per_metric.get(stage) if isinstance(per_metric, Mapping) else None
+    if not isinstance(edges, list | tuple) or len(edges) != 2:
+        return None
+    low, high = (None if e is None else _number(e) for e in edges)
+    if (edges[0] is not None and low is None) or (edges[1] is not None and high is None):
+        return None
+    if low is not None and high is not None and low > high:
+        return None
+    return low, high
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def consecutive_violations(series: Series, alert: Alert, scale: float) -> tuple[int, int | None]:

@@ -133,3 +133,28 @@ def test_warmup_is_the_first_tenth_of_the_early_stage_unless_configured(
     assert warmup_end(reg.stages, None) == 200
     assert warmup_end(reg.stages, {"warmup_steps": 50}) == 50
     assert in_warmup(199, reg.stages, None) and not in_warmup(200, reg.stages, None)
+
+
+def test_run_config_band_replaces_the_registry_band_for_that_stage(
+    builtin: registry.Registry,
+) -> None:
+    entropy = builtin.metric("policy_entropy")
+    stages = builtin.stages
+    # A two-action policy starts near ln 2 = 0.69 nats, below the registry's early band [0.8, 2.5].
+    default = band_state(entropy, 10, 0.65, stages)
+    assert default is not None and default.inside is False
+    config = {"bands": {"policy_entropy": {"early": [0.3, 0.7]}}}
+    overridden = band_state(entropy, 10, 0.65, stages, config)
+    assert overridden is not None and overridden.inside is True
+    assert (overridden.low, overridden.high, overridden.basis) == (0.3, 0.7, "run_config")
+    later = band_state(entropy, stages.mid_end + 1, 0.2, stages, config)
+    assert later is not None and later.basis == "absolute"
+
+
+def test_malformed_run_config_band_is_ignored_not_trusted(builtin: registry.Registry) -> None:
+    entropy = builtin.metric("policy_entropy")
+    for bad in ([0.9, 0.1], ["x", 1], [0.1], "0.1-0.9", [float("nan"), 1.0]):
+        state = band_state(
+            entropy, 10, 0.65, builtin.stages, {"bands": {"policy_entropy": {"early": bad}}}
+        )
+        assert state is not None and state.basis == "absolute", bad
