@@ -6,11 +6,15 @@ versus POSTing the same line-protocol bytes straight to the same InfluxDB's /wri
 Starts its own influxd (Debian's `influxdb`) on free loopback ports in a temporary folder, writes
 one event file the way torch's SummaryWriter does (one event per scalar), then measures, in one run:
 
-  pipeline  event file -> sources -> Run.log -> outbox -> forwarder -> /write, until all is sent
+  pipeline  what `rlvitals import` does with InfluxDB configured: event file -> sources ->
+            translation -> /write directly (exporter/direct.py: the log file is the durable
+            copy), until all is sent
+  outbox    the same through the outbox (`import --via-outbox`, and what `tail` does): sources ->
+            Run.log -> worker -> outbox -> forwarder -> /write, until all is sent
   floor     the same points, rendered to line protocol beforehand, POSTed in batches of the
             forwarder's size over one keep-alive connection
 
-and prints both rates and their ratio (goal: pipeline >= 0.5 x floor). Also times reading alone.
+and prints the rates and the ratios (goal: pipeline >= 0.5 x floor). Also times reading alone.
 """
 
 from __future__ import annotations
@@ -104,24 +108,28 @@ def main() -> int:
             reading.close()
             print(f"read only:  {n:,} steps in {read_s:.2f} s ({scalars / read_s:,.0f} scalars/s)")
 
-            create_db(server, "pipeline")
-            settings = exporter.ExporterSettings(
-                store=work / "store",
-                influx_url=server.url,
-                influx_database="pipeline",
-                policy="warn",
-            )
-            t0 = time.perf_counter()
-            logs = LogSet([log_dir], problems.append)
-            ingest = Ingest(registry=reg, settings=settings, framework="cleanrl")
-            for log, records in logs.poll(final=True):
-                ingest.feed(log, records)
-            while not ingest.flush(timeout=30.0):
-                pass
-            pipe_s = time.perf_counter() - t0
-            ingest.finish(30.0)
-            logs.close()
+            timings: dict[str, float] = {}
+            for name, direct in (("pipeline", True), ("outbox", False)):
+                create_db(server, name)
+                settings = exporter.ExporterSettings(
+                    store=work / f"store-{name}",
+                    influx_url=server.url,
+                    influx_database=name,
+                    policy="warn",
+                )
+                t0 = time.perf_counter()
+                logs = LogSet([log_dir], problems.append)
+                ingest = Ingest(registry=reg, settings=settings, framework="cleanrl", direct=direct)
+                for log, records in logs.poll(final=True):
+                    ingest.feed(log, records)
+                while not ingest.flush(timeout=30.0):
+                    pass
+                timings[name] = time.perf_counter() - t0
+                ingest.finish(30.0)
+                logs.close()
+            pipe_s, outbox_s = timings["pipeline"], timings["outbox"]
             stored = count(server, "pipeline")
+            via_outbox = count(server, "outbox")
 
             # The floor: the very points the pipeline sent, rendered beforehand, POSTed raw.
             db = sqlite3.connect(settings.outbox_path)
@@ -154,6 +162,11 @@ def main() -> int:
     print(
         f"pipeline:   {scalars:,} scalars -> {stored:,} points in {pipe_s:.2f} s "
         f"({scalars / pipe_s:,.0f} scalars/s)"
+    )
+    print(
+        f"outbox:     {scalars:,} scalars -> {via_outbox:,} points in {outbox_s:.2f} s "
+        f"({scalars / outbox_s:,.0f} scalars/s, ratio {floor_s / outbox_s:.2f}; `tail`, "
+        "`import --via-outbox`)"
     )
     print(
         f"floor:      same {total_bytes / 1e6:.1f} MB of line protocol ({raw_points:,} points) "

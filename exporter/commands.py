@@ -3,15 +3,31 @@
 Bad input (a missing path, a pattern that does not compile, a file of no known format, bad
 settings) ends with one line on stderr and exit code 2. Malformed lines inside a log are skipped,
 counted and listed with file:line; they never stop an import.
+
+Read positions. How far each file was read is stored in the outbox (`source_positions`) in the
+same transaction as the samples read up to there. `tail` goes on from the stored positions (a
+restarted sidecar neither re-reads its logs nor records a false `resume` event); a file that was
+truncated, rotated or replaced meanwhile is read from its start; `--from-start` ignores them.
+`import` is a deliberate one-pass (re-)import, so it reads every file from its start unless
+`--resume` is given; it saves the positions it reached once everything it read was stored (and,
+with InfluxDB configured, sent), so a later `tail` or `import --resume` goes on from there.
+
+With InfluxDB configured `import` writes straight to it (see `direct.py`: the log file is the
+durable copy; an unreachable InfluxDB sends the rest through the outbox); `--via-outbox` stores
+every sample in the outbox first, as `tail` does. SIGTERM (a stopped container) is handled like
+Ctrl-C: what was read is stored before exiting.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
@@ -21,6 +37,7 @@ from registry import FRAMEWORKS
 from .config import ExporterSettings
 from .errors import ExporterError
 from .ingest import Ingest, RunSummary
+from .outbox import Outbox, SourcePosition
 from .sources import FORMATS, LogSet, Malformed, Record, compile_pattern
 
 __all__ = ["register"]
@@ -39,6 +56,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "run, named after the folder, unless --run names a single run.",
     )
     _common(imp)
+    imp.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from where an earlier import or tail stopped in each file, instead of "
+        "reading every file from its start",
+    )
+    imp.add_argument(
+        "--via-outbox",
+        action="store_true",
+        help="with InfluxDB configured, store every sample in the local outbox first instead of "
+        "writing straight to InfluxDB (the log file is the durable copy otherwise)",
+    )
     imp.set_defaults(handler=_import, follow=False)
     tail = sub.add_parser(
         "tail",
@@ -52,6 +81,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="keep following the logs (default); --no-follow reads them once",
+    )
+    tail.add_argument(
+        "--from-start",
+        action="store_true",
+        help="read every file from its start, ignoring where an earlier tail stopped",
     )
     tail.add_argument(
         "--poll",
@@ -101,13 +135,52 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _import(args: argparse.Namespace) -> int:
-    return _ingest(args, follow=False, poll=0.0, max_polls=1)
+    return _ingest(
+        args,
+        follow=False,
+        poll=0.0,
+        max_polls=1,
+        resume=args.resume,
+        direct=not args.via_outbox,
+    )
 
 
 def _tail(args: argparse.Namespace) -> int:
     if args.poll <= 0:
         return _fail(f"--poll {args.poll} must be a positive number of seconds")
-    return _ingest(args, follow=args.follow, poll=args.poll, max_polls=args.max_polls)
+    return _ingest(
+        args,
+        follow=args.follow,
+        poll=args.poll,
+        max_polls=args.max_polls,
+        resume=not args.from_start,
+        direct=False,
+    )
+
+
+def _stored_positions(settings: ExporterSettings) -> dict[str, SourcePosition]:
+    if not settings.outbox_path.exists():
+        return {}
+    with Outbox(settings.outbox_path) as box:
+        return box.source_positions()
+
+
+@contextmanager
+def _sigterm_stops(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM (in the main thread) sets `stop`: the reader ends after the file it is reading,
+    stores everything and exits 0. From a thread (tests) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def request_stop(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, request_stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _fail(message: str) -> int:
@@ -115,7 +188,38 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _ingest(args: argparse.Namespace, *, follow: bool, poll: float, max_polls: int | None) -> int:
+def _ingest(
+    args: argparse.Namespace,
+    *,
+    follow: bool,
+    poll: float,
+    max_polls: int | None,
+    resume: bool,
+    direct: bool,
+) -> int:
+    stop = threading.Event()
+    with _sigterm_stops(stop):
+        return _run_ingest(
+            args,
+            follow=follow,
+            poll=poll,
+            max_polls=max_polls,
+            resume=resume,
+            direct=direct,
+            stop=stop,
+        )
+
+
+def _run_ingest(
+    args: argparse.Namespace,
+    *,
+    follow: bool,
+    poll: float,
+    max_polls: int | None,
+    resume: bool,
+    direct: bool,
+    stop: threading.Event,
+) -> int:
     err = sys.stderr
     try:
         if args.pattern is not None:
@@ -126,8 +230,10 @@ def _ingest(args: argparse.Namespace, *, follow: bool, poll: float, max_polls: i
         if args.store:
             settings = settings.replace(store=Path(args.store))
         reg = registry.load(args.registry)
+        positions = _stored_positions(settings) if resume else {}
     except (ExporterError, registry.RegistryError) as exc:
         return _fail(str(exc).splitlines()[0])
+    direct = direct and settings.influx_url is not None
     problems = _Problems(err)
     logs = LogSet(
         [Path(p) for p in args.paths],
@@ -135,6 +241,7 @@ def _ingest(args: argparse.Namespace, *, follow: bool, poll: float, max_polls: i
         fmt=args.format,
         pattern=args.pattern,
         step_key=args.step_key,
+        positions=positions,
     )
     ingest = Ingest(
         registry=reg,
@@ -143,24 +250,40 @@ def _ingest(args: argparse.Namespace, *, follow: bool, poll: float, max_polls: i
         project=args.project,
         framework=None if args.framework == "auto" else args.framework,
         on_run_start=lambda s: print(_framework_line(s), file=err),
+        direct=direct,
     )
     progress = _Progress(err)
     status = 0
+    saved: dict[Path, SourcePosition] = {}
     try:
         if not logs.refresh() and not follow:
             return _fail(
                 f"no logs found under {', '.join(args.paths)}; check the paths or --format"
             )
+        if logs.resumed:
+            print(
+                f"rlvitals: {len(logs.resumed)} file(s) go on from where the last reader stopped",
+                file=err,
+            )
         polls = 0
         while True:
             for log, records in logs.poll(final=not follow):
+                if stop.is_set():
+                    break
                 progress.file(log.path.name)
                 ingest.feed(log, progress.count(records))
+                position = logs.position(log)
+                if position is not None and saved.get(log.path) != position:
+                    saved[log.path] = position
+                    ingest.save_position(log, position)
             ingest.settle()
             polls += 1
-            if not follow or (max_polls is not None and polls >= max_polls):
+            if not follow or (max_polls is not None and polls >= max_polls) or stop.is_set():
                 break
-            time.sleep(poll)
+            if stop.wait(poll):
+                break
+        if stop.is_set():
+            print("rlvitals: stopping (SIGTERM); storing what was read", file=err)
     except KeyboardInterrupt:
         print("rlvitals: interrupted; storing what was read", file=err)
     except (ExporterError, OSError) as exc:

@@ -9,18 +9,26 @@ It forwards every unsent row in the outbox file, including rows a killed process
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .errors import OutboxError, WriteError
-from .lineprotocol import FieldValue, format_line, join_lines
-from .outbox import Outbox, PendingEvent, PendingSample
+from .lineprotocol import (
+    FieldValue,
+    escape_field_key,
+    format_field_value,
+    format_line,
+    join_lines,
+)
+from .outbox import NO_RANK, Outbox, PendingEvent, PendingSample, SampleRow
 from .stats import RunCounters
 from .writers import Writer
 
-__all__ = ["Forwarder", "render_lines"]
+__all__ = ["Forwarder", "LineRenderer", "render_lines"]
 
 _log = logging.getLogger(__name__)
 _BACKOFF_START = 0.25
@@ -35,30 +43,124 @@ def _tags(run: str, project: str | None, rank: int | None, **extra: str) -> dict
     return tags
 
 
+class LineRenderer:
+    """Renders outbox rows as line protocol: one line per (measurement, tags, step), one per event.
+
+    The escaped `measurement,tags` prefix of each series and the escaped field keys are cached
+    (bounded), so a row costs a tuple unpack, a dict lookup and a float repr.
+    """
+
+    _CACHE_LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._prefixes: dict[tuple[str, str, str | None, int, str], str] = {}
+        self._keys: dict[str, str] = {}
+
+    def _prefix(self, measurement: str, run: str, project: str | None, rank: int, gpu: str) -> str:
+        key = (measurement, run, project, rank, gpu)
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            if len(self._prefixes) >= self._CACHE_LIMIT:
+                self._prefixes.clear()
+            tags = _tags(run, project, None if rank == NO_RANK else rank, gpu=gpu)
+            line = format_line(measurement, tags, {"x": 0})
+            assert line is not None
+            prefix = self._prefixes[key] = line[: -len(" x=0i")]
+        return prefix
+
+    def _key(self, field: str) -> str:
+        escaped = self._keys.get(field)
+        if escaped is None:
+            if len(self._keys) >= self._CACHE_LIMIT:
+                self._keys.clear()
+            escaped = self._keys[field] = escape_field_key(field)
+        return escaped
+
+    def render(
+        self,
+        rows: Iterable[SampleRow],
+        events: Sequence[PendingEvent] = (),
+        projects: Mapping[str, str | None] | None = None,
+    ) -> list[str]:
+        """Lines for outbox-shaped rows (`projects`: each run's project tag) and events."""
+        project_of = (projects or {}).get
+        points: dict[tuple[str, str, int, str, int], list[Any]] = {}
+        for run, rank, step, measurement, gpu, field, value, wall_time in rows:
+            key = (measurement, run, rank, gpu, step)
+            point = points.get(key)
+            if point is None:
+                points[key] = [wall_time, {field: value}]
+            else:
+                point[1][field] = value
+                if wall_time > point[0]:
+                    point[0] = wall_time
+        lines: list[str] = []
+        append = lines.append
+        isfinite = math.isfinite
+        keys = self._keys
+        prefixes = self._prefixes
+        for (measurement, run, rank, gpu, step), (wall_time, values) in points.items():
+            # fields sorted by name, `step` and `wall_time` in their sorted places (as format_line)
+            if "step" in values or "wall_time" in values:
+                values = {**values, "step": step}
+                values["wall_time"] = float(wall_time)
+                names = sorted(values)
+            else:
+                names = sorted(values)
+                names.append("step")
+                names.append("wall_time")
+                names.sort()
+                values["step"] = step
+                values["wall_time"] = float(wall_time)
+            parts = []
+            for name in names:
+                value = values[name]
+                if type(value) is float:
+                    if not isfinite(value):
+                        continue
+                    text = repr(value)
+                    if text.endswith(".0"):
+                        text = text[:-2]
+                else:
+                    formatted = format_field_value(value)
+                    if formatted is None:
+                        continue
+                    text = formatted
+                escaped = keys.get(name)
+                if escaped is None:
+                    escaped = self._key(name)
+                parts.append(f"{escaped}={text}")
+            prefix = prefixes.get((measurement, run, project_of(run), rank, gpu))
+            if prefix is None:
+                prefix = self._prefix(measurement, run, project_of(run), rank, gpu)
+            append(f"{prefix} {','.join(parts)} {step}")
+        for e in events:
+            ev_fields: dict[str, FieldValue] = dict(e.fields)
+            ev_fields.update(text=e.text, step=e.step, wall_time=float(e.wall_time))
+            line = format_line(
+                "events", _tags(e.run, e.project, e.rank, kind=e.kind), ev_fields, e.step
+            )
+            if line is not None:
+                append(line)
+        return lines
+
+
 def render_lines(samples: Sequence[PendingSample], events: Sequence[PendingEvent]) -> list[str]:
     """Line protocol for a batch: one line per (measurement, tags, step), one per event."""
-    points: dict[tuple[str, str, str | None, int | None, str, int], dict[str, FieldValue]] = {}
-    for s in samples:
-        key = (s.measurement, s.run, s.project, s.rank, s.gpu, s.step)
-        fields = points.get(key)
-        if fields is None:
-            fields = points[key] = {"step": s.step, "wall_time": float(s.wall_time)}
-        fields[s.field] = s.value
-        fields["wall_time"] = max(float(s.wall_time), float(fields["wall_time"]))
-    lines: list[str] = []
-    for (measurement, run, project, rank, gpu, step), fields in points.items():
-        line = format_line(measurement, _tags(run, project, rank, gpu=gpu), fields, step)
-        if line is not None:
-            lines.append(line)
-    for e in events:
-        ev_fields: dict[str, FieldValue] = dict(e.fields)
-        ev_fields.update(text=e.text, step=e.step, wall_time=float(e.wall_time))
-        line = format_line(
-            "events", _tags(e.run, e.project, e.rank, kind=e.kind), ev_fields, e.step
+    rows: list[SampleRow] = [
+        (
+            s.run,
+            NO_RANK if s.rank is None else s.rank,
+            s.step,
+            s.measurement,
+            s.gpu,
+            s.field,
+            s.value,
+            s.wall_time,
         )
-        if line is not None:
-            lines.append(line)
-    return lines
+        for s in samples
+    ]
+    return LineRenderer().render(rows, events, {s.run: s.project for s in samples})
 
 
 class Forwarder:
@@ -76,6 +178,7 @@ class Forwarder:
         self._cond = threading.Condition()
         self._empty_passes = 0
         self._failing = False
+        self._renderer = LineRenderer()
         self._thread = threading.Thread(target=self._loop, name="rlvitals-forwarder", daemon=True)
 
     def start(self) -> None:
@@ -152,11 +255,14 @@ class Forwarder:
             outbox.close()
 
     def _forward_once(self, outbox: Outbox) -> int:
-        samples = outbox.pending_samples(self._batch)
+        rows, sample_range = outbox.pending_rows(self._batch)
         events = outbox.pending_events(max(1, self._batch // 10))
-        if not samples and not events:
+        if not rows and not events:
             return 0
-        body = join_lines(render_lines(samples, events))
+        event_range = (events[0].seq, events[-1].seq) if events else None
+        projects = outbox.projects() if rows else {}
+        body = join_lines(self._renderer.render(rows, events, projects))
+        count = len(rows) + len(events)
         try:
             self._writer.write(body)
         except WriteError as exc:
@@ -165,10 +271,10 @@ class Forwarder:
             with self._counters.lock:
                 self._counters.write_errors += 1
             _log.error("rlvitals: %s", exc)
-            outbox.mark(samples, events, state=2)
-            return len(samples) + len(events)
-        outbox.mark(samples, events, state=1)
+            outbox.mark_ranges(sample_range, event_range, state=2)
+            return count
+        outbox.mark_ranges(sample_range, event_range, state=1)
         with self._counters.lock:
-            self._counters.sent += len(samples) + len(events)
+            self._counters.sent += count
             self._counters.last_write = time.time()
-        return len(samples) + len(events)
+        return count

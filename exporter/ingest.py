@@ -3,19 +3,24 @@ framework detected from the keys when not given, and the run's queue never overr
 
 Used by `rlvitals import` (one pass) and `rlvitals tail` (repeated passes). The caller builds the
 `LogSet`, the settings and the registry and passes them in; this module prints nothing and
-reports through `progress` and the returned summaries.
+reports through `progress` and the returned summaries. With `direct`, runs are `DirectRun`s that
+write straight to InfluxDB (see `direct.py` for when that keeps the durability contract).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from registry import Registry
 
 from .config import ExporterSettings
-from .run import Run, init
+from .direct import DirectRun
+from .errors import ConfigError
+from .outbox import SourcePosition
+from .run import init
 from .sources import LogFile, Record
 from .stats import RunStats
 
@@ -38,11 +43,34 @@ class RunSummary:
     stats: RunStats | None = None
 
 
+class _Sink(Protocol):
+    """What a run is to the ingest: a `Run`, or a `DirectRun` for a direct import."""
+
+    name: str
+
+    def log(
+        self, step: int, values: Mapping[str, float], *, wall_time: float | None = None
+    ) -> None: ...
+
+    def save_position(self, position: SourcePosition) -> None: ...
+
+    @property
+    def queue_depth(self) -> int: ...
+
+    @property
+    def stats(self) -> RunStats: ...
+
+    def flush(self, timeout: float = 10.0, *, sent: bool = True) -> bool: ...
+
+    def finish(self, timeout: float = 10.0) -> None: ...
+
+
 @dataclass
 class _RunState:
     summary: RunSummary
-    run: Run | None = None
+    run: _Sink | None = None
     pending: list[Record] = field(default_factory=list)
+    positions: list[SourcePosition] = field(default_factory=list)
 
 
 class Ingest:
@@ -57,7 +85,11 @@ class Ingest:
         project: str | None = None,
         framework: str | None = None,
         on_run_start: Callable[[RunSummary], None] | None = None,
+        direct: bool = False,
     ) -> None:
+        if direct and not settings.influx_url:
+            raise ConfigError("a direct import needs InfluxDB configured (RLVITALS_INFLUX_URL)")
+        self._direct = direct
         self._registry = registry
         self._settings = settings
         self._run_name = run_name
@@ -72,7 +104,7 @@ class Ingest:
         return [state.summary for state in self._runs.values()]
 
     @property
-    def runs(self) -> list[Run]:
+    def runs(self) -> list[_Sink]:
         return [state.run for state in self._runs.values() if state.run is not None]
 
     def run_name(self, log: LogFile) -> str:
@@ -99,17 +131,29 @@ class Ingest:
             self._log(state.run, record)
         return count
 
+    def save_position(self, log: LogFile, position: SourcePosition) -> None:
+        """Store how far `log` was read, together with the samples read before it (a run not
+        started yet keeps it until it starts)."""
+        state = self._runs.get(self.run_name(log))
+        if state is None:
+            return
+        if state.run is None:
+            state.positions.append(position)
+        else:
+            state.run.save_position(position)
+
     def settle(self) -> None:
         """Start every run still waiting for a detection sample (end of a pass over the logs)."""
         for state in self._runs.values():
             if state.run is None and state.pending:
                 self._start(state)
 
-    def flush(self, timeout: float) -> bool:
-        """Wait for every run's samples to be stored (and sent, with InfluxDB configured)."""
+    def flush(self, timeout: float, *, sent: bool = True) -> bool:
+        """Wait for every run's samples to be stored (and, with `sent` and InfluxDB configured,
+        sent)."""
         self.settle()
         deadline = time.monotonic() + timeout
-        return all(run.flush(max(0.0, deadline - time.monotonic())) for run in self.runs)
+        return all(run.flush(max(0.0, deadline - time.monotonic()), sent=sent) for run in self.runs)
 
     def finish(self, timeout: float) -> None:
         self.settle()
@@ -127,20 +171,34 @@ class Ingest:
             framework = self._registry.detect_framework(sorted(names))
             summary.detected = framework is not None
         summary.framework = framework
-        state.run = init(
-            summary.name,
-            project=self._project,
-            registry=self._registry,
-            settings=self._settings,
-            framework=framework,
-        )
+        if self._direct:
+            state.run = DirectRun(
+                summary.name,
+                project=self._project,
+                registry=self._registry,
+                settings=self._settings,
+                framework=framework,
+            )
+        else:
+            run = init(
+                summary.name,
+                project=self._project,
+                registry=self._registry,
+                settings=self._settings,
+                framework=framework,
+            )
+            run.follow_sources()
+            state.run = run
         if self._on_run_start is not None:
             self._on_run_start(summary)
         pending, state.pending = state.pending, []
         for record in pending:
             self._log(state.run, record)
+        positions, state.positions = state.positions, []
+        for position in positions:
+            state.run.save_position(position)
 
-    def _log(self, run: Run, record: Record) -> None:
+    def _log(self, run: _Sink, record: Record) -> None:
         self._since_check += 1
         if self._since_check >= _ROOM_CHECK_EVERY:
             self._since_check = 0
@@ -148,9 +206,9 @@ class Ingest:
         run.log(record.step, record.values, wall_time=record.wall_time)
 
 
-def _wait_for_room(run: Run, capacity: int) -> None:
+def _wait_for_room(run: _Sink, capacity: int) -> None:
     """Block the reader (never the training: this is the sidecar) while the run's queue is
     more than half full, so a large import is never dropped for a full queue."""
     limit = max(1, capacity // 2)
-    while run.live().queue_depth > limit:
+    while run.queue_depth > limit:
         time.sleep(0.002)

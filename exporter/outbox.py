@@ -1,11 +1,19 @@
 """The durable local outbox: one sqlite file (WAL mode) holding samples, events and runs.
 
 Every sample is keyed (run, rank, step, measurement, gpu, field): logging the same key again
-overwrites the value and marks it unsent, so a replayed step is one point, not two. Each write
-transaction takes the next number of a sequence; the forwarder marks a row sent only if its
-sequence number is still the one it read, so a row re-logged while its batch was in flight is sent
-again. The same file is the embedded store the datasource and report read (`runs`, `series`,
-`events`, `latest`). Several runs, and several processes, can share one file.
+overwrites the value and marks it unsent, so a replayed step is one point, not two. Every row
+written takes the next number of one sequence (a write transaction takes a block of them), so the
+unsent rows read in sequence order form a range: the forwarder marks a batch sent with one
+`UPDATE ... WHERE sent = 0 AND seq BETWEEN first AND last`. A row re-logged while its batch was in
+flight got a number past that range and is sent again. (Files written before per-row numbers
+share one number per transaction; reads never split such a group, so ranges stay exact.)
+
+The primary key is ordered (run, field, step, ...) so that one series is a range of it: new files
+need no separate series index (files from before keep theirs). The same file is the embedded
+store the datasource and report read (`runs`, `series`, `events`, `latest`), and it keeps what log
+sources have read (`source_positions`, stored in the transaction of the samples read up to there)
+and the last step each run logged (`run_progress`, for telling a resume from a restart). Several
+runs, and several processes, can share one file.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import math
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -36,6 +45,7 @@ __all__ = [
     "PendingSample",
     "RunRecord",
     "SampleRow",
+    "SourcePosition",
 ]
 
 _log = logging.getLogger(__name__)
@@ -67,10 +77,9 @@ CREATE TABLE IF NOT EXISTS samples (
     wall_time REAL NOT NULL,
     seq INTEGER NOT NULL,
     sent INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (run, rank, step, measurement, gpu, field)
+    PRIMARY KEY (run, field, step, rank, measurement, gpu)
 );
 CREATE INDEX IF NOT EXISTS samples_unsent ON samples(seq) WHERE sent = 0;
-CREATE INDEX IF NOT EXISTS samples_series ON samples(run, field, step);
 CREATE TABLE IF NOT EXISTS events (
     run TEXT NOT NULL,
     rank INTEGER NOT NULL,
@@ -86,6 +95,34 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_unsent ON events(seq) WHERE sent = 0;
 CREATE TABLE IF NOT EXISTS sequence (id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL);
 INSERT OR IGNORE INTO sequence (id, n) VALUES (0, 0);
+CREATE TABLE IF NOT EXISTS source_positions (
+    path TEXT PRIMARY KEY,
+    dev INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    offset INTEGER NOT NULL,
+    lines INTEGER NOT NULL,
+    head BLOB NOT NULL,
+    mark BLOB NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS run_progress (
+    run TEXT NOT NULL,
+    rank INTEGER NOT NULL,
+    step INTEGER NOT NULL,
+    PRIMARY KEY (run, rank)
+);
+"""
+
+_UPSERT_POSITION = """
+INSERT INTO source_positions (path, dev, ino, offset, lines, head, mark, updated)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (path) DO UPDATE SET dev = excluded.dev, ino = excluded.ino, offset = excluded.offset,
+    lines = excluded.lines, head = excluded.head, mark = excluded.mark, updated = excluded.updated
+"""
+
+_UPSERT_PROGRESS = """
+INSERT INTO run_progress (run, rank, step) VALUES (?, ?, ?)
+ON CONFLICT (run, rank) DO UPDATE SET step = excluded.step
 """
 
 _UPSERT_SAMPLE = """
@@ -108,6 +145,39 @@ ON CONFLICT (run, rank, step, kind) DO UPDATE SET
 """
 
 _NUMERIC = "typeof(value) IN ('real', 'integer')"
+
+# Highest step of a run and rank: per field (a skip-scan over the key's (run, field) prefix), the
+# last step of that field, so a long run is not scanned row by row.
+_MAX_STEP = """
+WITH RECURSIVE f(name) AS (
+    SELECT min(field) FROM samples WHERE run = :run
+    UNION ALL
+    SELECT (SELECT min(field) FROM samples WHERE run = :run AND field > f.name)
+    FROM f WHERE f.name IS NOT NULL
+)
+SELECT max((SELECT step FROM samples
+            WHERE run = :run AND field = f.name AND rank = :rank AND measurement != 'run_config'
+            ORDER BY step DESC LIMIT 1))
+FROM f WHERE f.name IS NOT NULL
+"""
+
+
+@dataclass(frozen=True)
+class SourcePosition:
+    """How far a log source has read one file, and what identifies that file.
+
+    `offset` is the byte offset after the last record read, `lines` the lines (or records) read,
+    `head` the file's first line (text) or first bytes (TensorBoard) and `mark` the bytes just
+    before `offset`: a file is the same one when its device, inode, `head` and `mark` all match.
+    """
+
+    path: str
+    dev: int
+    ino: int
+    offset: int
+    lines: int
+    head: bytes
+    mark: bytes
 
 
 @dataclass(frozen=True)
@@ -225,20 +295,63 @@ class Outbox:
             )
         return True
 
-    def write(self, samples: Sequence[SampleRow], events: Sequence[EventRow] = ()) -> bool:
-        """Store samples and events in one transaction; False (nothing stored) when over budget."""
-        if not samples and not events:
+    def write(
+        self,
+        samples: Sequence[SampleRow],
+        events: Sequence[EventRow] = (),
+        *,
+        positions: Sequence[SourcePosition] = (),
+        progress: Sequence[tuple[str, int, int]] = (),
+    ) -> bool:
+        """Store samples and events in one transaction; False (nothing stored) when over budget.
+
+        `positions` (how far log sources have read) and `progress` ((run, rank, last step)
+        logged) are stored in the same transaction, so they never run ahead of the samples.
+        """
+        if not samples and not events and not positions and not progress:
             return True
-        if self.over_budget():
+        if (samples or events) and self.over_budget():
             return False
+        count = len(samples) + len(events)
         try:
             with self._transaction() as db:
-                (seq,) = db.execute("UPDATE sequence SET n = n + 1 RETURNING n").fetchone()
-                db.executemany(_UPSERT_SAMPLE, [(*row, seq) for row in samples])
-                db.executemany(_UPSERT_EVENT, [(*row, seq) for row in events])
+                if count:
+                    (last,) = db.execute(
+                        "UPDATE sequence SET n = n + ? RETURNING n", (count,)
+                    ).fetchone()
+                    first = last - count + 1
+                    db.executemany(
+                        _UPSERT_SAMPLE, [(*row, first + i) for i, row in enumerate(samples)]
+                    )
+                    first += len(samples)
+                    db.executemany(
+                        _UPSERT_EVENT, [(*row, first + i) for i, row in enumerate(events)]
+                    )
+                if positions:
+                    now = time.time()
+                    db.executemany(
+                        _UPSERT_POSITION,
+                        [
+                            (p.path, p.dev, p.ino, p.offset, p.lines, p.head, p.mark, now)
+                            for p in positions
+                        ],
+                    )
+                if progress:
+                    db.executemany(_UPSERT_PROGRESS, progress)
         except sqlite3.Error as exc:
             raise OutboxError(f"cannot write to the outbox at {self.path}: {exc}") from exc
         return True
+
+    def source_positions(self) -> dict[str, SourcePosition]:
+        """Every stored log-source position, by file path."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path, dev, ino, offset, lines, head, mark FROM source_positions"
+            ).fetchall()
+        return {
+            r[0]: SourcePosition(r[0], r[1], r[2], r[3], r[4], bytes(r[5]), bytes(r[6]))
+            for r in rows
+        }
 
     def upsert_run(
         self,
@@ -264,29 +377,67 @@ class Outbox:
 
     # -- forwarding ----------------------------------------------------------------------------
 
-    def pending_samples(self, limit: int) -> list[PendingSample]:
+    def _pending(self, table: str, columns: str, limit: int) -> list[Any]:
+        """Up to `limit` unsent rows in sequence order (seq first), never splitting rows that
+        share a sequence number (files from before per-row numbers), so they form a range."""
+        join = " LEFT JOIN runs r ON r.run = x.run" if "r." in columns else ""
+        sql = (
+            f"SELECT x.seq, {columns} FROM {table} x{join} WHERE x.sent = 0 ORDER BY x.seq LIMIT ?"
+        )
         with self._lock:
-            rows = self._db.execute(
-                """SELECT s.rowid, s.seq, s.run, r.project, s.rank, s.step, s.measurement, s.gpu,
-                          s.field, s.value, s.wall_time
-                   FROM samples s LEFT JOIN runs r ON r.run = s.run
-                   WHERE s.sent = 0 ORDER BY s.seq LIMIT ?""",
-                (limit,),
+            rows = self._db.execute(sql, (limit + 1,)).fetchall()
+            if len(rows) <= limit:
+                return rows
+            extra = rows.pop()
+            if rows[-1][0] != extra[0]:
+                return rows
+            shared = extra[0]
+            while rows and rows[-1][0] == shared:
+                rows.pop()
+            if rows:
+                return rows
+            return self._db.execute(  # one legacy transaction larger than a batch: all of it
+                sql.replace("WHERE x.sent = 0", "WHERE x.sent = 0 AND x.seq = ?").replace(
+                    " LIMIT ?", ""
+                ),
+                (shared,),
             ).fetchall()
-        return [PendingSample(r[0], r[1], r[2], r[3], _rank(r[4]), *r[5:]) for r in rows]
+
+    def pending_rows(self, limit: int) -> tuple[list[SampleRow], tuple[int, int] | None]:
+        """Unsent samples as plain tuples (the forwarder's fast path) and their sequence range."""
+        rows = self._pending(
+            "samples",
+            "x.run, x.rank, x.step, x.measurement, x.gpu, x.field, x.value, x.wall_time",
+            limit,
+        )
+        if not rows:
+            return [], None
+        seq_range = (rows[0][0], rows[-1][0])
+        return [r[1:] for r in rows], seq_range
+
+    def projects(self) -> dict[str, str | None]:
+        """The project of every run (for tagging forwarded points)."""
+        with self._lock:
+            return dict(self._db.execute("SELECT run, project FROM runs").fetchall())
+
+    def pending_samples(self, limit: int) -> list[PendingSample]:
+        rows = self._pending(
+            "samples",
+            "x.rowid, x.run, r.project, x.rank, x.step, x.measurement, x.gpu, x.field, x.value, "
+            "x.wall_time",
+            limit,
+        )
+        return [PendingSample(r[1], r[0], r[2], r[3], _rank(r[4]), *r[5:]) for r in rows]
 
     def pending_events(self, limit: int) -> list[PendingEvent]:
-        with self._lock:
-            rows = self._db.execute(
-                """SELECT e.rowid, e.seq, e.run, r.project, e.rank, e.step, e.kind, e.text,
-                          e.fields, e.wall_time
-                   FROM events e LEFT JOIN runs r ON r.run = e.run
-                   WHERE e.sent = 0 ORDER BY e.seq LIMIT ?""",
-                (limit,),
-            ).fetchall()
+        rows = self._pending(
+            "events",
+            "x.rowid, x.run, r.project, x.rank, x.step, x.kind, x.text, x.fields, x.wall_time",
+            limit,
+        )
         return [
             PendingEvent(
-                r[0], r[1], r[2], r[3], _rank(r[4]), r[5], r[6], r[7], json.loads(r[8]), r[9]
+                r[1], r[0], r[2], r[3], _rank(r[4]), r[5], r[6], r[7], json.loads(r[8]), r[9]
             )
             for r in rows
         ]
@@ -297,16 +448,34 @@ class Outbox:
         events: Sequence[PendingEvent],
         state: int = 1,
     ) -> None:
-        """Mark rows sent (1) or refused by the server (2), unless re-logged since they were read."""
+        """Mark rows sent (1) or refused by the server (2), unless re-logged since they were read.
+
+        `samples` and `events` must be batches as `pending_samples`/`pending_events` returned
+        them: the unsent rows of a sequence range.
+        """
+        self.mark_ranges(
+            (min(s.seq for s in samples), max(s.seq for s in samples)) if samples else None,
+            (min(e.seq for e in events), max(e.seq for e in events)) if events else None,
+            state,
+        )
+
+    def mark_ranges(
+        self,
+        samples: tuple[int, int] | None,
+        events: tuple[int, int] | None,
+        state: int = 1,
+    ) -> None:
+        """Mark the unsent rows of sequence ranges sent (1) or refused (2). A row re-logged since
+        it was read has a number past its batch's range and stays unsent."""
+        if samples is None and events is None:
+            return
         with self._transaction() as db:
-            db.executemany(
-                "UPDATE samples SET sent = ? WHERE rowid = ? AND seq = ?",
-                [(state, s.rowid, s.seq) for s in samples],
-            )
-            db.executemany(
-                "UPDATE events SET sent = ? WHERE rowid = ? AND seq = ?",
-                [(state, e.rowid, e.seq) for e in events],
-            )
+            for table, seq_range in (("samples", samples), ("events", events)):
+                if seq_range is not None:
+                    db.execute(
+                        f"UPDATE {table} SET sent = ? WHERE sent = 0 AND seq BETWEEN ? AND ?",
+                        (state, *seq_range),
+                    )
 
     def backlog(self, run: str | None = None) -> int:
         """Samples and events not yet sent (all runs, or one)."""
@@ -411,15 +580,18 @@ class Outbox:
             ).fetchall()
         return {r[0]: (int(r[1]), float(r[2])) for r in rows if math.isfinite(r[2])}
 
-    def last_step(self, run: str, rank: int | None = None) -> int | None:
-        """Highest step stored for a run (and rank), ignoring the run_config point."""
+    def last_step(self, run: str, rank: int | None = None, *, stored: bool = True) -> int | None:
+        """The step a run (and rank) was last at: the last step logged through the exporter
+        (`run_progress`; lower than the highest step after a resume), else (with `stored`) the
+        highest stored step, ignoring the run_config point."""
+        key = (run, NO_RANK if rank is None else rank)
         with self._lock:
-            (step,) = self._db.execute(
-                "SELECT max(step) FROM samples WHERE run = ? AND rank = ? "
-                "AND measurement != 'run_config'",
-                (run, NO_RANK if rank is None else rank),
+            row = self._db.execute(
+                "SELECT step FROM run_progress WHERE run = ? AND rank = ?", key
             ).fetchone()
-        return None if step is None else int(step)
+            if row is None and stored:
+                row = self._db.execute(_MAX_STEP, {"run": key[0], "rank": key[1]}).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
 
     def close(self) -> None:
         with self._lock:

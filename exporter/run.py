@@ -24,7 +24,7 @@ from .config import POLICIES, ExporterSettings, Policy
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError
 from .forwarder import Forwarder
 from .metrics_endpoint import MetricsEndpoint
-from .outbox import EventRow, Outbox, SampleRow
+from .outbox import NO_RANK, EventRow, Outbox, SampleRow, SourcePosition
 from .stats import LiveState, RunCounters, RunStats
 from .translate import (
     Translator,
@@ -44,7 +44,8 @@ _WORKER_BATCH = 2000
 _IDLE_POLL = 0.05
 
 # Queue items: ("log", step, values, wall_time, framework), ("event", step, kind, text, fields,
-# wall_time) or a threading.Event flush marker the worker sets once everything before it is stored.
+# wall_time), ("position", SourcePosition) or a threading.Event flush marker the worker sets once
+# everything before it is stored.
 _Item = tuple[Any, ...] | threading.Event
 
 
@@ -77,6 +78,8 @@ class Run:
         self.name = name
         self.project = project
         self.rank = rank
+        self._rank_key = NO_RANK if rank is None else rank
+        self._sourced = False
         self.framework = framework
         self.policy: Policy = policy
         self.settings = settings
@@ -167,9 +170,29 @@ class Run:
             return
         self._queue.append(("event", step, kind, text, fields, time.time()))
 
-    def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until everything logged so far is in the outbox and, with InfluxDB configured,
-        sent. Returns False if that did not happen within `timeout` seconds."""
+    def follow_sources(self) -> None:
+        """For log sources, before the first `log`: this run is fed from log files, so the step it
+        was last at is stored only together with read positions (`save_position`). A reader
+        killed between two positions then re-reads from the older one without taking its own
+        replay for a resume."""
+        if not self._sourced:
+            self._sourced = True
+            self._queue.append(("sourced",))
+
+    def save_position(self, position: SourcePosition) -> None:
+        """For log sources: store how far a file was read, in the outbox transaction of the
+        samples logged before this call, so a restarted reader goes on from exactly there."""
+        if not self._closed:
+            self._queue.append(("position", position))
+
+    @property
+    def queue_depth(self) -> int:
+        """Calls waiting for the worker thread."""
+        return len(self._queue)
+
+    def flush(self, timeout: float = 10.0, *, sent: bool = True) -> bool:
+        """Wait until everything logged so far is in the outbox and, with InfluxDB configured
+        and `sent` true, sent. Returns False if that did not happen within `timeout` seconds."""
         deadline = time.monotonic() + timeout
         if not self._worker.is_alive():
             return False
@@ -178,7 +201,7 @@ class Run:
         self._wake.set()
         if not marker.wait(timeout):
             return False
-        if self._forwarder is None:
+        if self._forwarder is None or not sent:
             return True
         return self._forwarder.flush(max(0.0, deadline - time.monotonic()))
 
@@ -371,9 +394,20 @@ class Run:
         rows: list[SampleRow] = []
         events: list[EventRow] = []
         markers: list[threading.Event] = []
+        positions: list[SourcePosition] = []
+        last_step = self._translator.last_step
+        at_position: int | None = None
         for item in batch:
             if isinstance(item, threading.Event):
                 markers.append(item)
+                continue
+            if item[0] == "position":
+                positions.append(item[1])
+                at_position = self._translator.last_step
+                continue
+            if item[0] == "sourced":
+                self._translator.restart_from(outbox.last_step(self.name, self.rank, stored=False))
+                last_step = self._translator.last_step
                 continue
             try:
                 if item[0] == "log":
@@ -384,21 +418,32 @@ class Run:
                     events += self._translator.event(item[1], item[2], item[3], item[4], item[5])
             except Exception as exc:  # a bug here must not stop the worker
                 _log.exception("rlvitals run %r: could not translate a sample: %s", self.name, exc)
-        self._store(outbox, rows, events)
+        step = at_position if self._sourced else self._translator.last_step
+        progress = [] if step is None or step == last_step else [(self.name, self._rank_key, step)]
+        self._store(outbox, rows, events, positions, progress)
         for marker in markers:
             marker.set()
 
-    def _store(self, outbox: Outbox, rows: list[SampleRow], events: list[EventRow]) -> None:
-        if not rows and not events:
+    def _store(
+        self,
+        outbox: Outbox,
+        rows: list[SampleRow],
+        events: list[EventRow],
+        positions: list[SourcePosition] | None = None,
+        progress: list[tuple[str, int, int]] | None = None,
+    ) -> None:
+        if not rows and not events and not positions and not progress:
             return
         try:
-            stored = outbox.write(rows, events)
+            stored = outbox.write(rows, events, positions=positions or (), progress=progress or ())
         except OutboxError as exc:
             _log.error("rlvitals run %r: %s", self.name, exc)
             stored = False
         if not stored:
             with self._counters.lock:
                 self._counters.refused_disk += len(rows) + len(events)
+            return
+        if not rows and not events:
             return
         with self._counters.lock:
             if self._forwarder is None:

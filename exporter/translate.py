@@ -11,10 +11,11 @@ import logging
 import math
 import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from registry import AmbiguousName, Registry, Resolution, ResolveError
+from registry.model import Limits
 
 from .config import Policy
 from .outbox import NO_RANK, EventRow, SampleRow
@@ -33,6 +34,10 @@ __all__ = [
 ]
 
 _log = logging.getLogger("exporter")
+
+# A resolved name: (field, group, gpu, transform or None for identity, limits or None, resolution)
+_Target = tuple[str, str, str, Callable[[float], float] | None, Limits | None, Resolution]
+_TARGET_CACHE = 10_000
 
 RESERVED_EVENT_FIELDS = frozenset({"text", "step", "wall_time", "run", "project", "kind", "rank"})
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]+")
@@ -156,11 +161,47 @@ class Translator:
         self._warned: set[str] = set()
         self._seen_names: list[str] = []
         self._detected: str | None = None
+        self._targets: dict[tuple[str, str | None], _Target | str] = {}
+
+    @property
+    def last_step(self) -> int | None:
+        """The step of the last sample logged (a resume is a step below it)."""
+        return self._last_step
+
+    def restart_from(self, step: int | None) -> None:
+        """Take `step` as the step the run was last at."""
+        self._last_step = step
 
     def _warn(self, key: str, message: str) -> None:
         if self._policy == "warn" and key not in self._warned:
             self._warned.add(key)
             _log.warning("rlvitals run %r: %s", self._run, message)
+
+    def _target(self, name: str, framework: str | None) -> _Target | str:
+        """What a name translates to (cached), or the message saying why it is unknown."""
+        try:
+            res = self._resolve(name, framework)
+        except ResolveError as exc:
+            if isinstance(exc, AmbiguousName):  # may resolve once the framework is detected
+                return str(exc)
+            target: _Target | str = str(exc)
+        else:
+            metric = self._registry.metric(res.metric)
+            limits = metric.limits
+            bounded = limits.min is not None or limits.max is not None
+            transform = None if res.transform.kind == "identity" else res.transform.apply
+            target = (
+                res.field,
+                metric.group,
+                res.label("gpu") or "",
+                transform,
+                limits if bounded else None,
+                res,
+            )
+        if len(self._targets) >= _TARGET_CACHE:
+            self._targets.clear()
+        self._targets[(name, framework)] = target
+        return target
 
     def _resolve(self, name: str, framework: str | None) -> Resolution:
         try:
@@ -198,49 +239,57 @@ class Translator:
         nonfinite: list[str] = []
         accepted = rejected = unregistered = 0
         latest: dict[tuple[str, str], float] = {}
+        targets = self._targets
+        run, rank = self._run, self._rank
         for name, raw in values.items():
-            problem = value_problem(name, raw, istep)
-            if problem is not None:
-                rejected += 1
-                self._warn(f"value:{name}", f"{problem}; rejected")
-                continue
-            value = to_number(raw)
-            assert value is not None
-            try:
-                res = self._resolve(name, framework)
-            except ResolveError as exc:
+            if raw.__class__ is float and name.__class__ is str and name:
+                value: float = raw
+            else:
+                problem = value_problem(name, raw, istep)
+                if problem is not None:
+                    rejected += 1
+                    self._warn(f"value:{name}", f"{problem}; rejected")
+                    continue
+                number = to_number(raw)
+                assert number is not None
+                value = number
+            target = targets.get((name, framework))
+            if target is None:
+                target = self._target(name, framework)
+            if isinstance(target, str):  # unknown name: the resolver's message
                 if self._policy == "drop":
                     rejected += 1
                     continue
                 field = sanitize_name(name)
-                self._warn(f"name:{name}", f"{exc} Stored under measurement 'unregistered'.")
+                self._warn(f"name:{name}", f"{target} Stored under measurement 'unregistered'.")
                 if math.isfinite(value):
-                    rows.append(
-                        (self._run, self._rank, istep, "unregistered", "", field, value, wall_time)
-                    )
+                    rows.append((run, rank, istep, "unregistered", "", field, value, wall_time))
                     unregistered += 1
                 else:
                     nonfinite.append(f"{field}={value!r} (unregistered {name!r})")
                     self._count_nonfinite(field)
                 continue
-            try:
-                canonical = res.transform.apply(value)
-            except (ArithmeticError, ValueError):
-                canonical = math.nan
+            field, group, gpu, transform, limits, res = target
+            if transform is None:
+                canonical = value
+            else:
+                try:
+                    canonical = transform(value)
+                except (ArithmeticError, ValueError):
+                    canonical = math.nan
             if not math.isfinite(canonical):
-                origin = "" if name == res.field else f" from {name!r}"
-                nonfinite.append(f"{res.field}={canonical!r}{origin}")
-                self._count_nonfinite(res.field)
+                origin = "" if name == field else f" from {name!r}"
+                nonfinite.append(f"{field}={canonical!r}{origin}")
+                self._count_nonfinite(field)
                 continue
-            problem = limits_problem(self._registry, res, name, canonical, istep)
-            if problem is not None:
-                rejected += 1
-                self._warn(f"limits:{res.field}", f"{problem}; rejected")
-                continue
-            gpu = res.label("gpu") or ""
-            group = self._registry.metric(res.metric).group
-            rows.append((self._run, self._rank, istep, group, gpu, res.field, canonical, wall_time))
-            latest[(res.field, gpu)] = canonical
+            if limits is not None and not limits.contains(canonical):
+                problem = limits_problem(self._registry, res, name, canonical, istep)
+                if problem is not None:
+                    rejected += 1
+                    self._warn(f"limits:{field}", f"{problem}; rejected")
+                    continue
+            rows.append((run, rank, istep, group, gpu, field, canonical, wall_time))
+            latest[(field, gpu)] = canonical
             accepted += 1
         if nonfinite:
             text = "non-finite value(s) not written: " + ", ".join(nonfinite)

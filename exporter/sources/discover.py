@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from ..outbox import SourcePosition
 from .errors import UnreadableLog
 from .jsonl import JsonlParser
 from .linefile import LineFileSource
@@ -44,6 +45,14 @@ class Source(Protocol):
     path: Path
 
     def poll(self, *, final: bool = False) -> Iterator[Record]: ...
+
+    def position(self) -> SourcePosition | None:
+        """How far the file has been read (None before anything was read)."""
+        ...
+
+    def resume(self, position: SourcePosition) -> bool:
+        """Before the first poll: go on from `position` if it is still the same file."""
+        ...
 
     def close(self) -> None: ...
 

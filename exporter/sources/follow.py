@@ -4,19 +4,31 @@
 event file when a run is resumed; a job writes a new JSONL after a restart) are picked up. Each
 file keeps its own reader, which follows rotation and truncation (see `tail`). Call `poll(final=True)`
 once to import, or repeatedly to follow.
+
+Given the positions an earlier reader saved (`positions`, keyed by absolute path), a file is read
+from its saved position when it is still the same file, and from its start otherwise (truncated,
+rotated, replaced). `position(log)` gives the position to save once a file's records are stored.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
+from ..outbox import SourcePosition
 from .discover import Format, LogFile, Source, discover, open_source
 from .record import Malformed, Record
 
-__all__ = ["LogSet"]
+__all__ = ["LogSet", "path_key"]
+
+
+def path_key(path: Path) -> str:
+    """The key a file's saved position is stored under: its absolute path."""
+    return os.path.abspath(path)
 
 
 class LogSet:
@@ -30,7 +42,11 @@ class LogSet:
         fmt: Format | Literal["auto"] = "auto",
         pattern: str | re.Pattern[str] | None = None,
         step_key: str | None = None,
+        positions: Mapping[str, SourcePosition] | None = None,
     ) -> None:
+        self._positions = dict(positions or {})
+        self.resumed: list[LogFile] = []
+        """Files read on from a saved position rather than from their start."""
         self._paths = tuple(paths)
         self._report = report
         self._fmt: Format | Literal["auto"] = fmt
@@ -51,8 +67,19 @@ class LogSet:
                     log, self._report, pattern=self._pattern, step_key=self._step_key
                 )
                 self._sources[log.path] = (log, source)
+                saved = self._positions.pop(path_key(log.path), None)
+                if saved is not None and source.resume(saved):
+                    self.resumed.append(log)
                 new.append(log)
         return new
+
+    def position(self, log: LogFile) -> SourcePosition | None:
+        """How far `log` has been read, keyed by its absolute path (None if nothing was read)."""
+        entry = self._sources.get(log.path)
+        if entry is None:
+            return None
+        position = entry[1].position()
+        return None if position is None else replace(position, path=path_key(log.path))
 
     def poll(self, *, final: bool = False) -> Iterator[tuple[LogFile, Iterable[Record]]]:
         """For each known file (after a refresh), the Records written since the last poll.

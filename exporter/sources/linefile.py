@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from pathlib import Path
 
+from ..outbox import SourcePosition
 from .lines import BadLine, LineParser
 from .record import Malformed, Record
 from .tail import TextTail
@@ -23,6 +25,20 @@ class LineFileSource:
 
     def close(self) -> None:
         self._tail.close()
+
+    def position(self) -> SourcePosition | None:
+        return self._tail.position()
+
+    def resume(self, position: SourcePosition) -> bool:
+        """Go on from a saved position (see `TextTail.resume`); the first line is given to the
+        parser again, so a CSV knows its header."""
+        if not self._tail.resume(position):
+            return False
+        self._parser.reset()
+        head = position.head.rstrip(b"\n").decode("utf-8", errors="replace").rstrip("\r")
+        with suppress(BadLine):
+            self._parser.parse(head)
+        return True
 
     def poll(self, *, final: bool = False) -> Iterator[Record]:
         """Records of the lines written since the last poll; consume before polling again."""

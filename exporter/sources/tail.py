@@ -8,6 +8,10 @@ of the current file. It notices three things a training job does to its logs:
 - truncation (the file is shorter than what was read): it starts over from the first line;
 - an in-place rewrite of the first line (SB3 rewrites the CSV header when a new key appears,
   padding the old rows): the new header is returned again and the rows already read are skipped.
+
+`position()` says how far it has read and `resume(position)` goes on from there in a new process,
+only when the path still names the same file (device, inode, first line and the bytes just before
+the position all match); otherwise the file is read from its start.
 """
 
 from __future__ import annotations
@@ -18,10 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["Line", "TextTail"]
+from ..outbox import SourcePosition
+
+__all__ = ["Line", "TextTail", "read_mark"]
 
 _CHUNK = 1 << 20
 _HEAD_LIMIT = 1 << 16
+_MARK = 64
+
+
+def read_mark(fh: BinaryIO, offset: int) -> bytes:
+    """The bytes just before `offset` (up to 64): with the device, inode and head they tell a
+    file that only grew from one replaced under the same name (inode numbers get reused)."""
+    start = max(0, offset - _MARK)
+    fh.seek(start)
+    return fh.read(offset - start)
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,47 @@ class TextTail:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+
+    def position(self) -> SourcePosition | None:
+        """How far the current file has been read, or None before anything was read."""
+        if self._fh is None or self._ino is None or self._offset == 0:
+            return None
+        return SourcePosition(
+            str(self.path),
+            self._ino[0],
+            self._ino[1],
+            self._offset,
+            self._lines,
+            self._head or b"",
+            read_mark(self._fh, self._offset),
+        )
+
+    def resume(self, position: SourcePosition) -> bool:
+        """Go on from a position saved by an earlier reader if the path still names that file
+        (and it did not shrink); False, and nothing changed, otherwise."""
+        if self._fh is not None or position.offset <= 0 or not position.head:
+            return False
+        try:
+            st = os.stat(self.path)
+            fh = open(self.path, "rb")  # noqa: SIM115 - held open across polls
+        except OSError:
+            return False
+        same = (
+            (st.st_dev, st.st_ino) == (position.dev, position.ino)
+            and st.st_size >= position.offset
+            and fh.readline(_HEAD_LIMIT) == position.head
+            and read_mark(fh, position.offset) == position.mark
+        )
+        if not same:
+            fh.close()
+            return False
+        self._fh = fh
+        self._ino = (st.st_dev, st.st_ino)
+        self._offset = position.offset
+        self._lines = position.lines
+        self._head = position.head
+        self._restart_pending = False
+        return True
 
     def poll(self, *, final: bool = False) -> Iterator[Line]:
         """New complete lines; with `final`, a last line without a newline counts too.

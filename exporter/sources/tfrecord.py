@@ -42,11 +42,13 @@ class RecordReader:
     so a writer caught mid-record is never misread.
     """
 
-    def __init__(self, handle: BinaryIO, chunk_size: int = 1 << 20) -> None:
+    def __init__(self, handle: BinaryIO, chunk_size: int = 1 << 20, *, start: int = 0) -> None:
+        """Read from `start`, a record boundary (a `consumed` offset saved earlier)."""
         self._handle = handle
         self._chunk = chunk_size
         self._buffer = b""
-        self._base = 0  # file offset of the first byte of `_buffer`
+        self._base = start  # file offset of the first byte of `_buffer`
+        handle.seek(start)
         self._pos = 0  # position in `_buffer` of the first record not yet yielded
 
     @property
@@ -55,30 +57,32 @@ class RecordReader:
         return self._base + self._pos
 
     def records(self) -> Iterator[bytes]:
+        crc = google_crc32c.value
+        unpack_len = _LEN.unpack_from
+        unpack_crc = _CRC.unpack_from
         while True:
-            yield from self._complete()
+            buf = self._buffer
+            pos = self._pos
+            size = len(buf)
+            while size - pos >= _HEADER:
+                (length,) = unpack_len(buf, pos)
+                (length_crc,) = unpack_crc(buf, pos + 8)
+                c = crc(buf[pos : pos + 8])
+                if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != length_crc:
+                    raise CorruptRecord(self._base + pos, "length")
+                end = pos + _HEADER + length
+                if size < end + 4:
+                    break
+                payload = buf[pos + _HEADER : end]
+                (payload_crc,) = unpack_crc(buf, end)
+                c = crc(payload)
+                if (((c >> 15) | (c << 17)) + _MASK_DELTA) & 0xFFFFFFFF != payload_crc:
+                    raise CorruptRecord(self._base + pos, "payload")
+                pos = self._pos = end + 4
+                yield payload
             data = self._handle.read(self._chunk)
             if not data:
                 return
             self._buffer = self._buffer[self._pos :] + data
             self._base += self._pos
             self._pos = 0
-
-    def _complete(self) -> Iterator[bytes]:
-        buf = self._buffer
-        while len(buf) - self._pos >= _HEADER:
-            pos = self._pos
-            header = buf[pos : pos + 8]
-            (length,) = _LEN.unpack(header)
-            (length_crc,) = _CRC.unpack_from(buf, pos + 8)
-            if masked_crc32c(header) != length_crc:
-                raise CorruptRecord(self._base + pos, "length")
-            total = _HEADER + length + 4
-            if len(buf) - pos < total:
-                return
-            payload = buf[pos + _HEADER : pos + _HEADER + length]
-            (payload_crc,) = _CRC.unpack_from(buf, pos + _HEADER + length)
-            if masked_crc32c(payload) != payload_crc:
-                raise CorruptRecord(self._base + pos, "payload")
-            self._pos = pos + total
-            yield payload
