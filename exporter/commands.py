@@ -34,9 +34,11 @@ from typing import TextIO
 import registry
 from registry import FRAMEWORKS
 
+from . import live_states
 from .config import ExporterSettings
 from .errors import ExporterError
 from .ingest import Ingest, RunSummary
+from .metrics_endpoint import MetricsEndpoint
 from .outbox import Outbox, SourcePosition
 from .sources import FORMATS, LogSet, Malformed, Record, compile_pattern
 
@@ -234,6 +236,21 @@ def _run_ingest(
     except (ExporterError, registry.RegistryError) as exc:
         return _fail(str(exc).splitlines()[0])
     direct = direct and settings.influx_url is not None
+    endpoint: MetricsEndpoint | None = None
+    if follow and settings.prometheus_port is not None:
+        # One /metrics for every run the sidecar follows (each run starting its own endpoint on
+        # the same port would fail), with the alert and rule states counted in step space.
+        endpoint = MetricsEndpoint(host=settings.prometheus_host, port=settings.prometheus_port)
+        live_states.attach(endpoint, reg, settings.outbox_path)
+        try:
+            endpoint.start()
+        except OSError as exc:
+            return _fail(
+                f"cannot serve /metrics on {settings.prometheus_host}:{settings.prometheus_port} "
+                f"({exc.strerror}); choose a free RLVITALS_PROMETHEUS_PORT"
+            )
+        print(f"rlvitals: serving /metrics on {endpoint.host}:{endpoint.port}", file=err)
+    settings = settings.replace(prometheus_port=None)
     problems = _Problems(err)
     logs = LogSet(
         [Path(p) for p in args.paths],
@@ -251,6 +268,7 @@ def _run_ingest(
         framework=None if args.framework == "auto" else args.framework,
         on_run_start=lambda s: print(_framework_line(s), file=err),
         direct=direct,
+        endpoint=endpoint,
     )
     progress = _Progress(err)
     status = 0
@@ -293,6 +311,8 @@ def _run_ingest(
     progress.done()
     _drain(ingest, err)
     ingest.finish(_FINISH_TIMEOUT)
+    if endpoint is not None:
+        endpoint.stop()
     for summary in ingest.summaries:
         print(_summary_line(summary))
     problems.close()

@@ -19,6 +19,7 @@ from registry import Registry
 from .config import ExporterSettings
 from .direct import DirectRun
 from .errors import ConfigError
+from .metrics_endpoint import MetricsEndpoint
 from .outbox import SourcePosition
 from .run import init
 from .sources import LogFile, Record
@@ -86,6 +87,7 @@ class Ingest:
         framework: str | None = None,
         on_run_start: Callable[[RunSummary], None] | None = None,
         direct: bool = False,
+        endpoint: MetricsEndpoint | None = None,
     ) -> None:
         if direct and not settings.influx_url:
             raise ConfigError("a direct import needs InfluxDB configured (RLVITALS_INFLUX_URL)")
@@ -96,6 +98,7 @@ class Ingest:
         self._project = project
         self._framework = framework
         self._on_run_start = on_run_start
+        self._endpoint = endpoint
         self._runs: dict[str, _RunState] = {}
         self._since_check = 0
 
@@ -186,6 +189,7 @@ class Ingest:
                 registry=self._registry,
                 settings=self._settings,
                 framework=framework,
+                endpoint=self._endpoint,
             )
             run.follow_sources()
             state.run = run

@@ -64,6 +64,7 @@ class Run:
         framework: str | None,
         rank: int | None,
         policy: Policy,
+        endpoint: MetricsEndpoint | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"run name {name!r} must be a non-empty string")
@@ -109,13 +110,17 @@ class Run:
             policy=policy,
             framework=framework,
             last_step=self._outbox.last_step(name, rank),
+            config=self._config,
         )
         self._worker = threading.Thread(target=self._work, name=f"rlvitals-{name}", daemon=True)
         self._worker.start()
         if self._forwarder is not None:
             self._forwarder.start()
         self._endpoint: MetricsEndpoint | None = None
-        if settings.prometheus_port is not None:
+        self._shared_endpoint = endpoint
+        if endpoint is not None:
+            endpoint.add(self)  # a sidecar serving many runs on one port
+        elif settings.prometheus_port is not None:
             self._endpoint = MetricsEndpoint(
                 host=settings.prometheus_host, port=settings.prometheus_port
             )
@@ -219,6 +224,8 @@ class Run:
             self._forwarder.stop(max(0.1, deadline - time.monotonic()))
         if self._endpoint is not None:
             self._endpoint.stop()
+        if self._shared_endpoint is not None:
+            self._shared_endpoint.remove(self)
         atexit.unregister(self._at_exit)
         if not flushed:
             backlog = self._safe_backlog()
@@ -462,11 +469,14 @@ def init(
     framework: str | None = None,
     rank: int | None = None,
     policy: str | None = None,
+    endpoint: MetricsEndpoint | None = None,
 ) -> Run:
     """Start a run: open the outbox under RLVITALS_STORE and start the background threads.
 
     `registry` defaults to the built-in registry, `settings` to `ExporterSettings.from_env()` and
-    `policy` to the settings' policy (`strict`, `warn` or `drop`).
+    `policy` to the settings' policy (`strict`, `warn` or `drop`). With `endpoint`, the run is
+    served on that shared `/metrics` endpoint instead of starting its own on
+    RLVITALS_PROMETHEUS_PORT (a sidecar following many runs serves them all on one port).
     """
     settings = settings if settings is not None else ExporterSettings.from_env()
     chosen = policy if policy is not None else settings.policy
@@ -481,4 +491,5 @@ def init(
         framework=framework,
         rank=rank,
         policy=chosen,
+        endpoint=endpoint,
     )

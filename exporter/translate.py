@@ -18,6 +18,7 @@ from registry import AmbiguousName, Registry, Resolution, ResolveError
 from registry.model import Limits
 
 from .config import Policy
+from .derive import StepDeriver
 from .outbox import NO_RANK, EventRow, SampleRow
 from .stats import RunCounters
 
@@ -150,8 +151,10 @@ class Translator:
         policy: Policy,
         framework: str | None,
         last_step: int | None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         self._registry = registry
+        self._deriver = StepDeriver(registry, config)
         self._counters = counters
         self._run = run
         self._rank = NO_RANK if rank is None else rank
@@ -291,6 +294,11 @@ class Translator:
             rows.append((run, rank, istep, group, gpu, field, canonical, wall_time))
             latest[(field, gpu)] = canonical
             accepted += 1
+        if latest or nonfinite:
+            plain = {f: v for (f, g), v in latest.items() if not g}
+            for group, field, value in self._deriver.derive(istep, plain, len(nonfinite)):
+                rows.append((run, rank, istep, group, "", field, value, wall_time))
+                latest[(field, "")] = value
         if nonfinite:
             text = "non-finite value(s) not written: " + ", ".join(nonfinite)
             events.append((self._run, self._rank, istep, "health", text, "{}", wall_time))

@@ -9,7 +9,6 @@ everything to InfluxDB; the diagnosis is read back from the local outbox either 
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,15 +19,11 @@ from registry.diagnosis import Card, RuleResult, Series, as_series, build_card, 
 from ..config import ExporterSettings
 from ..outbox import Outbox
 from ..run import Run, init
-from .derive import derive
 from .scenarios import SCENARIOS, Scenario, build
-from .simulate import FloatArray, SimConfig, SimEvent, Trajectory
+from .simulate import SimConfig, SimEvent, Trajectory
 from .verdict import Detection, detect
 
-__all__ = ["NONFINITE_METRIC", "DemoOptions", "DemoResult", "run_demo", "run_scenario"]
-
-# The per-step count of non-finite values among the logged metrics (registry: `nonfinite_count`).
-NONFINITE_METRIC = "nonfinite_count"
+__all__ = ["DemoOptions", "DemoResult", "run_demo", "run_scenario"]
 
 
 @dataclass(frozen=True)
@@ -63,19 +58,6 @@ def _free_name(outbox: Outbox, wanted: str) -> str:
     return f"{wanted}-{n}"
 
 
-def _rows(
-    tr: Trajectory, derived: Mapping[str, FloatArray], index: int, count_metric: str | None
-) -> dict[str, float]:
-    row = tr.rows(index)
-    for name, values in derived.items():
-        v = float(values[index])
-        if math.isfinite(v):  # undefined (too few points yet) is not logged at all
-            row[name] = v
-    if count_metric is not None:
-        row[count_metric] = float(sum(1 for v in row.values() if not math.isfinite(v)))
-    return row
-
-
 def _log_trajectory(
     reg: Registry,
     tr: Trajectory,
@@ -83,8 +65,8 @@ def _log_trajectory(
     settings: ExporterSettings,
     project: str,
 ) -> None:
-    derived = derive(reg, tr.steps, tr.values, tr.config)
-    count_metric = NONFINITE_METRIC if reg.has_metric(NONFINITE_METRIC) else None
+    # Derived metrics (kl_clip_ratio, entropy_gradient) and the per-step NaN/Inf count are not
+    # logged: the exporter computes them, as it does for a real trainer.
     by_step: dict[int, list[SimEvent]] = {}
     for e in tr.events:
         by_step.setdefault(e.step, []).append(e)
@@ -100,7 +82,7 @@ def _log_trajectory(
             if step <= previous:  # the job died and a new process resumes from a checkpoint
                 run.finish(settings.flush_timeout)
                 run = start()
-            run.log(step, _rows(tr, derived, index, count_metric))
+            run.log(step, tr.rows(index))
             for e in by_step.get(step, ()):
                 run.event(step, e.kind, e.text, **dict(e.fields))
             previous = step

@@ -107,7 +107,8 @@ def test_influxdb_stopped_mid_run_gets_every_sample_exactly_once(
         for body in proxy.accepted
         for line in body.split(b"\n")
     )
-    assert len(delivered) == 601  # 300 steps x 2 measurements + 1 event
+    # 300 steps x 3 measurements (policy, value, and health for the per-step NaN/Inf count) + 1 event
+    assert len(delivered) == 901
     assert set(delivered.values()) == {1}, "some lines were delivered twice"
     assert own_influx.query("rl", 'SELECT "text" FROM "events"')[0]["time"] == 150
 

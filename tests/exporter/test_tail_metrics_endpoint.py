@@ -1,0 +1,75 @@
+"""The `tail` sidecar serves every run it follows on one /metrics port, with live alert states."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _critical_kl(text: str) -> dict[str, str]:
+    """run -> value of rlvitals_alert_active for policy_kl's critical alert."""
+    found = {}
+    for line in text.splitlines():
+        wanted = ('metric="policy_kl"', 'severity="critical"')
+        if line.startswith("rlvitals_alert_active{") and all(w in line for w in wanted):
+            found[line.split('run="')[1].split('"')[0]] = line.rsplit(" ", 1)[1]
+    return found
+
+
+def _scrape_until(port: int, deadline: float, done: Callable[[str], bool]) -> str:
+    text = ""
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                text = r.read().decode()
+            if done(text):
+                return text
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return text
+
+
+def test_two_runs_share_one_port_and_carry_alert_states(tmp_path: Path) -> None:
+    for run, kl in (("a", 0.01), ("b", 0.5)):
+        folder = tmp_path / "runs" / run
+        folder.mkdir(parents=True)
+        lines = [json.dumps({"step": s, "policy_kl": kl, "policy_entropy": 1.0}) for s in range(50)]
+        (folder / "metrics.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "RLVITALS_STORE": str(tmp_path / "store"),
+        "RLVITALS_PROMETHEUS_PORT": str(port),
+    }
+    env.pop("RLVITALS_INFLUX_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlvitals", "tail", str(tmp_path / "runs"), "--poll", "0.1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        text = _scrape_until(port, time.monotonic() + 60, lambda t: len(_critical_kl(t)) == 2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr.decode()
+    assert f"serving /metrics on 127.0.0.1:{port}" in stderr.decode()
+    assert 'rlvitals_step{run="a"}' in text and 'rlvitals_step{run="b"}' in text
+    # b logs policy KL 0.5 for 50 steps, far past the critical threshold; a stays at 0.01.
+    assert _critical_kl(text) == {"a": "0.0", "b": "1.0"}
