@@ -294,6 +294,7 @@ def _metric(raw: Mapping[str, Any]) -> Metric:
             panel_with=tuple(display.get("panel_with", ())),
             color=display.get("color"),
             log_scale=bool(display.get("log_scale", False)),
+            health_slope=bool(display.get("health_slope", False)),
         ),
         derived=Derivation(
             method=derived["method"],

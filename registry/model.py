@@ -170,6 +170,7 @@ class Display:
     panel_with: tuple[str, ...] = ()
     color: str | None = None
     log_scale: bool = False
+    health_slope: bool = False
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ def charts_for(
     raw: bool = True,
     merge: bool = True,
     spikes: bool = False,
+    slope: bool = False,
     by_run: bool = False,
 ) -> list[Chart]:
     """Charts for these metrics in registry order: partners (`panel_with`) share a chart."""
@@ -81,7 +82,9 @@ def charts_for(
         for i in range(0, len(ordered), MAX_PER_CHART):
             part = ordered[i : i + MAX_PER_CHART]
             series = tuple(
-                Series(m, raw=raw, smoothed=True, spikes=spikes and m.layer == "health")
+                Series(
+                    m, raw=raw, smoothed=True, spikes=spikes and m.layer == "health", slope=slope
+                )
                 for m in part
             )
             charts.append(Chart(series, colour_by_run=by_run))

@@ -80,6 +80,10 @@ def overview_dashboard(reg: Registry, lang: str) -> db.Dashboard:
         if layer == "health":
             dash = _health_stats(dash, grid, lang)
             grid.newline()
+            # The KLs' level and slope per 1000 steps: a climbing slope warns before a threshold.
+            flagged = [m for m in reg.metrics if m.display.health_slope]
+            for chart in charts_for(flagged, spikes=False, slope=True):
+                dash = _chart_with_card(dash, grid, chart, lang, card=True)
         for chart in charts[layer]:
             dash = _chart_with_card(dash, grid, chart, lang, card=layer != "resource")
         if layer == "health":
