@@ -12,27 +12,16 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
+
+from .integrations.target import StepLogger
 
 __all__ = ["GpuReading", "GpuSampler", "read_gpus"]
 
 _log = logging.getLogger("exporter")
-
-
-class _Target(Protocol):
-    def log(
-        self,
-        step: int,
-        values: Mapping[str, float],
-        *,
-        wall_time: float | None = None,
-        framework: str | None = None,
-    ) -> None: ...
-
-    def event(self, step: int, kind: str, text: str = "", **fields: object) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -104,7 +93,7 @@ class GpuSampler:
 
     def __init__(
         self,
-        run: _Target,
+        run: StepLogger,
         current_step: Callable[[], int | None],
         *,
         interval: float = 10.0,
