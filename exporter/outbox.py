@@ -14,6 +14,10 @@ store the datasource and report read (`runs`, `series`, `events`, `latest`), and
 sources have read (`source_positions`, stored in the transaction of the samples read up to there)
 and the last step each run logged (`run_progress`, for telling a resume from a restart). Several
 runs, and several processes, can share one file.
+
+Running statistics (per series: count, sum, sum of squares, first/last step, min/max seen) and
+step rollups (64- and 4096-step blocks) are kept in the same file and transaction as the samples,
+exact under re-logging: see `running_stats`. A file from before them gets them once, on open.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from . import running_stats
 from .errors import OutboxError
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
     "PendingSample",
     "RunRecord",
     "SampleRow",
+    "SeriesStats",
     "SourcePosition",
 ]
 
@@ -181,6 +187,30 @@ class SourcePosition:
 
 
 @dataclass(frozen=True)
+class SeriesStats:
+    """Running statistics of one series (run, field, rank, measurement, gpu) over every finite
+    value stored: kept by the outbox's triggers, exact under re-logging (min/max are the lowest
+    and highest value ever seen, including overwritten ones)."""
+
+    run: str
+    field: str
+    rank: int | None
+    measurement: str
+    gpu: str
+    count: int
+    total: float
+    total_sq: float
+    first_step: int
+    last_step: int
+    min_seen: float
+    max_seen: float
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count
+
+
+@dataclass(frozen=True)
 class RunRecord:
     run: str
     project: str | None
@@ -251,10 +281,37 @@ class Outbox:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            self._ensure_stats()
+            running_stats.prepare(self._db)
         except (OSError, sqlite3.Error) as exc:
             raise OutboxError(
                 f"cannot open the outbox at {self.path}: {exc}. Check RLVITALS_STORE points to a "
                 "writable folder on a local disk."
+            ) from exc
+
+    def _ensure_stats(self) -> None:
+        """Give a file from before the running statistics their tables, triggers and a backfill
+        from the rows it holds: once, in one transaction (other writers wait for it)."""
+        if running_stats.installed(self._db):
+            return
+        started = time.perf_counter()
+        with self._transaction() as db:
+            if running_stats.installed(db):
+                return
+            running_stats.install(db)
+        elapsed = time.perf_counter() - started
+        if elapsed > 1.0:
+            _log.info("rlvitals outbox %s: running statistics built in %.1f s", self.path, elapsed)
+
+    def rebuild_statistics(self) -> None:
+        """Recompute the running statistics and rollups from the stored rows, in one transaction
+        (for a file filled by a tool writing rows without the outbox, or a repair)."""
+        try:
+            with self._transaction() as db:
+                running_stats.install(db)
+        except sqlite3.Error as exc:
+            raise OutboxError(
+                f"cannot rebuild statistics in the outbox at {self.path}: {exc}"
             ) from exc
 
     # -- writing -------------------------------------------------------------------------------
@@ -316,6 +373,7 @@ class Outbox:
         try:
             with self._transaction() as db:
                 if count:
+                    running_stats.catch_up(db)
                     (last,) = db.execute(
                         "UPDATE sequence SET n = n + ? RETURNING n", (count,)
                     ).fetchone()
@@ -323,6 +381,7 @@ class Outbox:
                     db.executemany(
                         _UPSERT_SAMPLE, [(*row, first + i) for i, row in enumerate(samples)]
                     )
+                    running_stats.fold(db, first, first + len(samples) - 1)
                     first += len(samples)
                     db.executemany(
                         _UPSERT_EVENT, [(*row, first + i) for i, row in enumerate(events)]
@@ -550,6 +609,36 @@ class Outbox:
         steps = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         values = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
         return steps, values
+
+    def stats(self, run: str, field: str | None = None) -> list[SeriesStats]:
+        """The running statistics of a run's series (optionally of one field)."""
+        sql = (
+            "SELECT run, field, rank, measurement, gpu, n, total, total_sq, first_step, last_step, "
+            "min_seen, max_seen FROM sample_stats WHERE run = ?"
+        )
+        args: tuple[str, ...] = (run,)
+        if field is not None:
+            sql += " AND field = ?"
+            args = (run, field)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY field, rank, measurement, gpu", args)
+            return [
+                SeriesStats(
+                    run=r[0],
+                    field=r[1],
+                    rank=_rank(r[2]),
+                    measurement=r[3],
+                    gpu=r[4],
+                    count=int(r[5]),
+                    total=float(r[6]),
+                    total_sq=float(r[7]),
+                    first_step=int(r[8]),
+                    last_step=int(r[9]),
+                    min_seen=float(r[10]),
+                    max_seen=float(r[11]),
+                )
+                for r in rows.fetchall()
+            ]
 
     def events(self, run: str, kind: str | None = None) -> list[EventRecord]:
         """A run's events ascending by step (optionally one kind)."""

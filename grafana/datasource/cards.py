@@ -1,4 +1,6 @@
-"""Diagnosis cards for a run: fetch the windows a card reads, then ask the registry's engine."""
+"""Diagnosis cards for a run: fetch the windows a card reads and the whole-run mean of each
+carded metric (from the store's running statistics or a server-side aggregate, never the raw
+history), then ask the registry's engine."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import numpy as np
 
 import registry
 from registry.diagnosis import build_card
-from registry.diagnosis.stats import Series, as_series
+from registry.diagnosis.stats import RunMean, Series, as_series
 
 from .history import HistoryStore, Points
 
@@ -62,10 +64,12 @@ def cards_for(
     lang: str,
     window: int,
 ) -> list[dict[str, Any]]:
-    """One card per metric, reading each needed field's last `window` points once."""
+    """One card per metric, reading each needed field's last `window` points once and the
+    whole-run count and mean of each metric carded."""
     inputs = {m: card_inputs(reg, m) for m in metric_ids}
     fields = list(dict.fromkeys(f for needed in inputs.values() for f in needed))
     windows = store.windows(run, fields, window)
+    whole_run = store.stats(run, [m for m in metric_ids if len(windows.get(m, ()))])
     config = dict(store.run_config(run))
     stages = reg.stages_for(config)
     series: dict[str, Series] = {
@@ -74,6 +78,8 @@ def cards_for(
     cards = []
     for metric_id in metric_ids:
         subset = {m: series[m] for m in inputs[metric_id] if m in series}
-        card = build_card(reg, metric_id, subset, config, lang)
+        stats = whole_run.get(metric_id)
+        run_mean = None if stats is None else RunMean(stats.count, stats.mean)
+        card = build_card(reg, metric_id, subset, config, lang, whole_run=run_mean)
         cards.append(card.to_dict())
     return cards

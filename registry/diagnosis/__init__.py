@@ -29,6 +29,7 @@ from .fingerprint import (
 from .kl_zone import KlZone, kl_zone
 from .rules import Observation, RuleContext, RuleResult, evaluate_rule, evaluate_rules, window_stat
 from .stats import (
+    RunMean,
     Series,
     Summary,
     Trend,
@@ -61,6 +62,7 @@ __all__ = [
     "RewardFingerprint",
     "RuleContext",
     "RuleResult",
+    "RunMean",
     "Sentinel",
     "Series",
     "StreamingDiagnosis",

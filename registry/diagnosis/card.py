@@ -55,6 +55,7 @@ from .fingerprint import (
 from .kl_zone import kl_zone
 from .rules import RuleResult, evaluate_rules
 from .stats import (
+    RunMean,
     Series,
     SeriesLike,
     Summary,
@@ -142,6 +143,12 @@ class Related:
 
 @dataclass(frozen=True)
 class Card:
+    """A metric's diagnosis. `mean` is its whole-run mean over `mean_points` finite points (the
+    datasource passes it from the store; without it, the mean of the series given), and
+    `deviation_pct` is the latest value against it. `median`, `window_mean` and `window_points`
+    describe the window of recent points the card read; `recent_mean`/`recent_median` its last
+    `recent_steps` steps."""
+
     metric: str
     title: str
     unit: str
@@ -151,7 +158,10 @@ class Card:
     step: int | None = None
     value: float | None = None
     mean: float | None = None
+    mean_points: int = 0
     median: float | None = None
+    window_mean: float | None = None
+    window_points: int = 0
     recent_mean: float | None = None
     recent_median: float | None = None
     recent_steps: int = 0
@@ -179,7 +189,10 @@ class Card:
             "step": self.step,
             "value": self.value,
             "mean": self.mean,
+            "mean_points": self.mean_points,
             "median": self.median,
+            "window_mean": self.window_mean,
+            "window_points": self.window_points,
             "recent_mean": self.recent_mean,
             "recent_median": self.recent_median,
             "recent_steps": self.recent_steps,
@@ -251,8 +264,12 @@ def build_card(
     config: Mapping[str, Any] | None = None,
     lang: str = "en",
     options: CardOptions | None = None,
+    whole_run: RunMean | None = None,
 ) -> Card:
-    """The diagnosis card of one metric from the histories of it and its neighbours."""
+    """The diagnosis card of one metric from the histories of it and its neighbours.
+
+    `whole_run` is the metric's mean over its whole run when `series_by_metric` holds only a
+    recent window of a long one; without it the mean is that of the series given."""
     opts = options or CardOptions()
     t = _Lang(lang)
     metric = registry.metric(metric_id)
@@ -274,7 +291,7 @@ def build_card(
             reason=why,
             step=None if s is None else s.last_step,
         )
-    summary = summarize(s, opts.recent_steps, opts.cv_steps)
+    summary = summarize(s, opts.recent_steps, opts.cv_steps, whole_run)
     assert summary.step is not None and summary.value is not None
     stages = registry.stages_for(cfg)
     early = early_mean(s, stages)
@@ -334,7 +351,10 @@ def build_card(
         step=summary.step,
         value=summary.value,
         mean=summary.mean,
+        mean_points=summary.mean_points,
         median=summary.median,
+        window_mean=summary.window_mean,
+        window_points=summary.window_points,
         recent_mean=summary.recent_mean,
         recent_median=summary.recent_median,
         recent_steps=summary.recent_steps,
@@ -609,9 +629,9 @@ def _reading(
     parts = [
         t(
             f"{title} = {_num(summary.value)}{unit} at step {summary.step:,}, {_pct(summary.deviation_pct)} vs its"
-            f" run mean {_num(summary.mean)} ({summary.finite_points} points)",
+            f" run mean {_num(summary.mean)} ({summary.mean_points:,} points)",
             f"{title} 在第 {summary.step:,} 步为 {_num(summary.value)}{unit}，相对全程均值 {_num(summary.mean)}"
-            f" 偏离 {_pct(summary.deviation_pct)}（{summary.finite_points} 个点）",
+            f" 偏离 {_pct(summary.deviation_pct)}（{summary.mean_points:,} 个点）",
         ),
         t(
             f"CV {_num(summary.cv)} over the last {summary.cv_steps} steps",

@@ -19,6 +19,7 @@ __all__ = [
     "FloatArray",
     "IntArray",
     "Point",
+    "RunMean",
     "Series",
     "SeriesLike",
     "Summary",
@@ -310,8 +311,24 @@ def ema_lag_steps(weight: float, steps: Sequence[int] | IntArray) -> float | Non
 
 
 @dataclass(frozen=True)
+class RunMean:
+    """A metric's mean over its whole run and the finite points behind it, computed where the
+    history lives (running sums kept at ingest, a database aggregate) when the series at hand is
+    only the recent window of a long run."""
+
+    points: int
+    mean: float | None
+
+
+@dataclass(frozen=True)
 class Summary:
-    """How the present compares with the run's own history."""
+    """How the present compares with the run's own history.
+
+    `mean` is the whole-run mean (`mean_points` finite points): the `whole_run` given to
+    `summarize`, else the series' own mean. `median`, `window_mean` and `window_points` describe
+    the series at hand (the window a caller fetched), `recent_*` its last `recent_steps` steps.
+    `deviation_pct` is the latest value against `mean`.
+    """
 
     points: int
     finite_points: int
@@ -319,7 +336,10 @@ class Summary:
     value: float | None
     latest_is_finite: bool
     mean: float | None
+    mean_points: int
     median: float | None
+    window_mean: float | None
+    window_points: int
     recent_mean: float | None
     recent_median: float | None
     recent_steps: int
@@ -330,24 +350,32 @@ class Summary:
 
 
 def summarize(
-    series: Series, recent_steps: int = RECENT_STEPS, cv_steps: int = CV_STEPS
+    series: Series,
+    recent_steps: int = RECENT_STEPS,
+    cv_steps: int = CV_STEPS,
+    whole_run: RunMean | None = None,
 ) -> Summary:
     cur = latest(series)
     recent = series.window(recent_steps)
-    hist_mean = mean(series)
+    window_mean = mean(series)
+    finite_points = int(np.isfinite(series.values).sum())
+    run = whole_run if whole_run is not None else RunMean(finite_points, window_mean)
     latest_finite = bool(series.values.size and math.isfinite(float(series.values[-1])))
     return Summary(
         points=len(series),
-        finite_points=int(np.isfinite(series.values).sum()),
+        finite_points=finite_points,
         step=None if cur is None else cur.step,
         value=None if cur is None else cur.value,
         latest_is_finite=latest_finite,
-        mean=hist_mean,
+        mean=run.mean,
+        mean_points=run.points,
         median=median(series),
+        window_mean=window_mean,
+        window_points=finite_points,
         recent_mean=mean(recent),
         recent_median=median(recent),
         recent_steps=recent_steps,
-        deviation_pct=deviation_pct(None if cur is None else cur.value, hist_mean),
+        deviation_pct=deviation_pct(None if cur is None else cur.value, run.mean),
         cv=cv(series.window(cv_steps)),
         cv_steps=cv_steps,
         trend=trend(recent),

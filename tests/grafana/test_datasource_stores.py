@@ -124,6 +124,33 @@ def test_windows_and_cards_agree(loaded: Loaded) -> None:
         assert a["mean"] == pytest.approx(b["mean"])
 
 
+@pytest.mark.parametrize("metric", ["raw_reward", "policy_entropy"])
+def test_card_mean_is_the_whole_run_mean_on_both_stores(loaded: Loaded, metric: str) -> None:
+    logged = np.array([_values(s)[metric] for s in range(N)])
+    window = DatasourceConfig().card_window
+    assert window < N  # the card reads a window; its mean must still cover the whole run
+    for app in (loaded.embedded_app, loaded.influx_app):
+        url = f"/api/cards?run=ppo&metric={metric}"
+        (card,) = app.test_client().get(url).get_json()["cards"]
+        assert card["mean"] == pytest.approx(logged.mean(), rel=1e-9)
+        assert card["mean_points"] == N
+        assert card["window_mean"] == pytest.approx(logged[-window:].mean(), rel=1e-9)
+        assert card["window_points"] == window
+        assert card["recent_mean"] == pytest.approx(logged[-1000:].mean(), rel=1e-9)
+        expected_dev = (card["value"] - logged.mean()) / abs(logged.mean()) * 100
+        assert card["deviation_pct"] == pytest.approx(expected_dev, rel=1e-9)
+
+
+def test_whole_run_stats_agree_between_stores(loaded: Loaded) -> None:
+    fields = ["raw_reward", "policy_kl", "clip_fraction", "reward_component/format"]
+    e = loaded.embedded.stats("ppo", fields)
+    i = loaded.influx.stats("ppo", fields)
+    for name in fields:
+        assert e[name].count == i[name].count, name
+        assert e[name].mean == pytest.approx(i[name].mean, rel=1e-9), name
+    assert e["reward_component/format"] == i["reward_component/format"]
+
+
 def test_events_include_checkpoint_and_resume(loaded: Loaded) -> None:
     for app in (loaded.embedded_app, loaded.influx_app):
         events = app.test_client().get("/api/events?run=ppo").get_json()["events"]

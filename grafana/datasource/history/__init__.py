@@ -1,12 +1,16 @@
 """Metric history stores the datasource reads: the embedded sqlite outbox or InfluxDB."""
 
 from .base import (
+    BUCKET_LEVELS,
+    BucketPlan,
     Event,
+    FieldStats,
     HistoryError,
     HistoryStore,
     HistoryUnavailable,
     Latest,
     Points,
+    bucket_plan,
     bucket_size,
     empty_points,
     points_from,
@@ -20,9 +24,12 @@ from .memory import MemoryHistory, downsample
 from .quoting import UnsafeName, quote_ident, quote_string
 
 __all__ = [
+    "BUCKET_LEVELS",
     "FAMILY_MEMBER",
+    "BucketPlan",
     "EmbeddedHistory",
     "Event",
+    "FieldStats",
     "HistoryError",
     "HistoryStore",
     "HistoryUnavailable",
@@ -34,6 +41,7 @@ __all__ = [
     "UnknownField",
     "UnknownRun",
     "UnsafeName",
+    "bucket_plan",
     "bucket_size",
     "downsample",
     "empty_points",

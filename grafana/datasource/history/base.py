@@ -2,8 +2,11 @@
 
 A store answers in step space: steps are training steps (ints), values floats. `series` never
 returns more than `max_points` points: when a range holds more, the store aggregates in the
-database into equal step buckets (mean value, last step of the bucket) so a million-step run is
-never pulled into Python. `window` returns the last raw points a diagnosis card looks at.
+database into equal step buckets laid out by `bucket_plan` (the mean of the raw values in the
+bucket, every rank's and GPU's value counting once as InfluxDB's `mean()` does, and the bucket's
+last step) so a million-step run is never pulled into Python. `window` returns the last raw points
+a diagnosis card looks at; `stats` the whole-run count and mean of fields, computed where the
+history lives (running sums kept at ingest, or a server-side aggregate).
 """
 
 from __future__ import annotations
@@ -17,12 +20,16 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "BUCKET_LEVELS",
+    "BucketPlan",
     "Event",
+    "FieldStats",
     "HistoryError",
     "HistoryStore",
     "HistoryUnavailable",
     "Latest",
     "Points",
+    "bucket_plan",
     "bucket_size",
     "empty_points",
     "points_from",
@@ -104,6 +111,50 @@ def bucket_size(first: int, last: int, max_points: int) -> int:
     return max(1, -(-span // max(1, max_points)))
 
 
+BUCKET_LEVELS = (64, 4096)
+"""Step blocks a bucket of at least that many steps is made of (the embedded store keeps rollups
+of exactly these blocks: `exporter.outbox.ROLLUP_LEVELS`)."""
+
+
+@dataclass(frozen=True)
+class BucketPlan:
+    """Buckets `[origin + k*size, origin + (k+1)*size - 1]`; `level` is the step block both
+    `origin` and `size` are multiples of (1: none)."""
+
+    origin: int
+    size: int
+    level: int = 1
+
+    def count(self, last: int) -> int:
+        """Buckets needed to reach step `last`."""
+        return max(0, last - self.origin) // self.size + 1
+
+
+def bucket_plan(first: int, last: int, max_points: int) -> BucketPlan:
+    """Buckets covering [first, last] in at most `max_points`, the same on every store.
+
+    Below the finest level the buckets start at `first` and have `bucket_size` steps. Once a bucket
+    spans a level (64 or 4096 steps) they are laid on that level's blocks instead: the origin is
+    rounded down and the size up to multiples of it, so a store can sum whole blocks it keeps at
+    ingest and read about `max_points * 64` rows whatever the run length.
+    """
+    size = bucket_size(first, last, max_points)
+    level = max((b for b in BUCKET_LEVELS if b <= size), default=1)
+    if level == 1:
+        return BucketPlan(first, size, 1)
+    origin = first - first % level
+    size = bucket_size(origin, last, max_points)
+    return BucketPlan(origin, -(-size // level) * level, level)
+
+
+@dataclass(frozen=True)
+class FieldStats:
+    """A field over its whole run: finite values counted, their mean (None without any)."""
+
+    count: int
+    mean: float | None
+
+
 class HistoryStore(Protocol):
     """Read access to logged runs. Implementations validate nothing about the caller: the
     datasource passes only run names it got from `runs()` and fields the registry knows, and
@@ -125,6 +176,8 @@ class HistoryStore(Protocol):
     def window(self, run: str, field: str, last_n: int) -> Points: ...
 
     def windows(self, run: str, fields: Sequence[str], last_n: int) -> Mapping[str, Points]: ...
+
+    def stats(self, run: str, fields: Sequence[str]) -> Mapping[str, FieldStats]: ...
 
     def events(self, run: str, limit: int) -> tuple[Event, ...]: ...
 

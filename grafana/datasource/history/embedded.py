@@ -1,9 +1,15 @@
 """The embedded store: the exporter's sqlite outbox (`exporter/outbox.py`), read-only.
 
 Every query binds its values as parameters; aggregation happens in SQL (step buckets, rank
-averaging, skip-scans over the `(run, field, step)` index), so a request reads at most a few
-thousand rows however long the run is. The file is opened read-only per call: no thread shares a
-connection and the datasource never creates or changes the exporter's file.
+averaging, skip-scans over the `(run, field, step)` index), so a request reads a bounded number of
+rows however long the run is: whole-run statistics come from the running sums the outbox keeps at
+ingest (`sample_stats`), and a series whose buckets span 64 or more steps sums the outbox's
+rollup blocks (`sample_rollups`, 64 and 4096 steps, where the outbox keeps that level for the
+series: not for one too sparse to need it), reading raw rows only for the partial blocks at the
+edges of a requested range. A file the exporter has not opened since those tables came in
+is read the slow way (aggregates over the raw rows), with the same answers. The file is opened
+read-only per call: no thread shares a connection and the datasource never creates or changes the
+exporter's file.
 """
 
 from __future__ import annotations
@@ -16,12 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from exporter.running_stats import ROLLUP_LEVELS
+
 from .base import (
+    BucketPlan,
     Event,
+    FieldStats,
     HistoryUnavailable,
     Latest,
     Points,
-    bucket_size,
+    bucket_plan,
     empty_points,
     points_from,
 )
@@ -31,6 +41,10 @@ __all__ = ["EmbeddedHistory"]
 # Rows the datasource reads as metric history: numeric values outside the hyperparameter point.
 _SERIES_WHERE = (
     "run = ? AND field = ? AND measurement != 'run_config' AND typeof(value) IN ('real', 'integer')"
+)
+_NAMED_WHERE = (
+    "run = :run AND field = :field AND measurement != 'run_config' "
+    "AND typeof(value) IN ('real', 'integer')"
 )
 _FIRST = (
     f"SELECT step FROM samples WHERE {_SERIES_WHERE} AND step BETWEEN ? AND ? ORDER BY step LIMIT 1"
@@ -43,11 +57,37 @@ _RAW = (
     f"SELECT step, avg(value) FROM samples WHERE {_SERIES_WHERE} AND step BETWEEN ? AND ? "
     "GROUP BY step ORDER BY step"
 )
+# What the outbox's running statistics and rollups count: finite numbers (sqlite stores NaN as
+# NULL; an infinity is left out so one stray row cannot poison a whole run's sums).
+_FINITE = "abs(value) <= 1.7976931348623157e308"
 _BUCKETED = (
-    "SELECT max(step), avg(v) FROM ("
-    f"SELECT step, avg(value) AS v FROM samples WHERE {_SERIES_WHERE} AND step BETWEEN ? AND ? "
-    "GROUP BY step) GROUP BY (step - ?) / ? ORDER BY 1"
+    "SELECT max(step), total(value) / count(*), count(*) FROM samples "
+    f"WHERE {_SERIES_WHERE} AND {_FINITE} AND step BETWEEN ? AND ? "
+    "GROUP BY (step - ?) / ? ORDER BY 1"
 )
+# Whole rollup blocks inside the range, plus the raw rows of the partial blocks at its edges.
+_ROLLED_UP = f"""
+SELECT max(s), total(t) / sum(c), sum(c) FROM (
+    SELECT last_step AS s, total AS t, n AS c, block * :level AS k FROM sample_rollups
+    WHERE run = :run AND field = :field AND level = :level AND block BETWEEN :b0 AND :b1
+      AND n > 0
+    UNION ALL
+    SELECT step, value, 1, step FROM samples
+    WHERE {_NAMED_WHERE} AND {_FINITE}
+      AND step BETWEEN :lo AND :lo_end
+    UNION ALL
+    SELECT step, value, 1, step FROM samples
+    WHERE {_NAMED_WHERE} AND {_FINITE}
+      AND step BETWEEN :hi_start AND :hi
+) GROUP BY (k - :origin) / :size ORDER BY 1
+"""
+_HAS_STATS = (
+    "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+    "AND name IN ('sample_stats', 'sample_rollups', 'rollup_series')"
+)
+_LEVELS = "SELECT levels FROM rollup_series WHERE run = ? AND field = ?"
+_STATS = "SELECT sum(n), total(total) FROM sample_stats WHERE run = ? AND field = ?"
+_STATS_SCAN = f"SELECT count(*), total(value) FROM samples WHERE {_SERIES_WHERE} AND {_FINITE}"
 _WINDOW = (
     "SELECT step, avg(value) FROM ("
     f"SELECT step, value FROM samples WHERE {_SERIES_WHERE} ORDER BY step DESC LIMIT ?"
@@ -141,10 +181,16 @@ class EmbeddedHistory:
             if last - first + 1 <= max_points:
                 rows = db.execute(_RAW, (run, field, lo, hi)).fetchall()
                 return points_from([r[0] for r in rows], [r[1] for r in rows], 1, len(rows))
-            origin = first if start is None else start
-            size = bucket_size(origin, last if end is None else end, max_points)
-            rows = db.execute(_BUCKETED, (run, field, lo, hi, origin, size)).fetchall()
-        return points_from([r[0] for r in rows], [r[1] for r in rows], size, None)
+            plan = bucket_plan(
+                first if start is None else start, last if end is None else end, max_points
+            )
+            if plan.level in ROLLUP_LEVELS and _keeps(db, run, field, plan.level):
+                rows = db.execute(_ROLLED_UP, _rollup_args(run, field, lo, hi, plan)).fetchall()
+            else:
+                args = (run, field, lo, hi, plan.origin, plan.size)
+                rows = db.execute(_BUCKETED, args).fetchall()
+        total = sum(int(r[2]) for r in rows)
+        return points_from([r[0] for r in rows], [r[1] for r in rows], plan.size, total)
 
     def window(self, run: str, field: str, last_n: int) -> Points:
         with self._db() as db:
@@ -162,6 +208,22 @@ class EmbeddedHistory:
                     continue
                 rows = db.execute(_WINDOW, (run, name, last_n)).fetchall()
                 out[name] = points_from([r[0] for r in rows], [r[1] for r in rows])
+        return out
+
+    def stats(self, run: str, fields: Sequence[str]) -> Mapping[str, FieldStats]:
+        out: dict[str, FieldStats] = {}
+        with self._db() as db:
+            kept = db is not None and _has_stats(db)
+            for name in dict.fromkeys(fields):
+                if db is None:
+                    out[name] = FieldStats(0, None)
+                    continue
+                if kept:
+                    n, total = db.execute(_STATS, (run, name)).fetchone()
+                else:
+                    n, total = db.execute(_STATS_SCAN, (run, name)).fetchone()
+                count = int(n or 0)
+                out[name] = FieldStats(count, float(total) / count if count else None)
         return out
 
     def events(self, run: str, limit: int) -> tuple[Event, ...]:
@@ -188,6 +250,46 @@ class EmbeddedHistory:
                 if best is None or step > best[0]:
                     best = (int(step), None if wall is None else float(wall))
         return Latest(None) if best is None else Latest(best[0], best[1])
+
+
+def _has_stats(db: sqlite3.Connection) -> bool:
+    """Whether the exporter has given the file its running statistics and rollups."""
+    return int(db.execute(_HAS_STATS).fetchone()[0]) == 3
+
+
+def _keeps(db: sqlite3.Connection, run: str, field: str, level: int) -> bool:
+    """Whether the outbox keeps rollup blocks of `level` steps for this series (it keeps the
+    levels a series is dense enough for, once it has a few hundred points)."""
+    if not _has_stats(db):
+        return False
+    row = db.execute(_LEVELS, (run, field)).fetchone()
+    return row is not None and bool(int(row[0]) & (1 << ROLLUP_LEVELS.index(level)))
+
+
+def _rollup_args(run: str, field: str, lo: int, hi: int, plan: BucketPlan) -> dict[str, Any]:
+    """Which whole blocks of `plan.level` steps lie in [lo, hi] and which raw steps are left at
+    each edge (a range inside one block is all raw). `hi` is _MAX_STEP for an open end."""
+    level = plan.level
+    b0 = -(-lo // level)
+    b1 = hi // level if hi >= _MAX_STEP else (hi + 1) // level - 1
+    if b1 < b0:
+        b0, b1 = 1, 0  # no whole block: every step raw, once
+        lo_end, hi_start = hi, hi + 1
+    else:
+        lo_end, hi_start = b0 * level - 1, (b1 + 1) * level
+    return {
+        "run": run,
+        "field": field,
+        "level": level,
+        "b0": b0,
+        "b1": b1,
+        "lo": lo,
+        "lo_end": lo_end,
+        "hi_start": hi_start,
+        "hi": hi,
+        "origin": plan.origin,
+        "size": plan.size,
+    }
 
 
 def _fields(raw: object, rank: object) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 Data model (DESIGN.md): one measurement per registry group, tag `run`, fields = canonical field
 names, timestamp = step in seconds. So downsampling is `GROUP BY time(<bucket>s, <offset>s)` in
-step space and the step of a bucket is `last("step")`. Every identifier that reaches a query is
+step space (the buckets of `bucket_plan`) and the step of a bucket is `last("step")`; whole-run
+statistics are folded incrementally (`influx_stats`). Every identifier that reaches a query is
 checked first (fields against the registry, runs against the runs InfluxDB lists) and then quoted
 by `quoting`; numbers are formatted from ints.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,15 +21,17 @@ import registry
 
 from .base import (
     Event,
+    FieldStats,
     HistoryError,
     Latest,
     Points,
-    bucket_size,
+    bucket_plan,
     empty_points,
     points_from,
 )
 from .fields import metric_of_field
 from .influx_http import InfluxHttp, ResultSeries
+from .influx_stats import IncrementalStats
 from .quoting import quote_ident, quote_string
 
 __all__ = ["InfluxHistory", "UnknownField", "UnknownRun", "measurement_of"]
@@ -83,6 +86,7 @@ def _first_value(series: list[ResultSeries], column: str) -> Any:
 class InfluxHistory:
     http: InfluxHttp
     registry: registry.Registry
+    folded: IncrementalStats = field(default_factory=IncrementalStats, compare=False, repr=False)
 
     @property
     def kind(self) -> str:
@@ -157,8 +161,9 @@ class InfluxHistory:
             return Points(merged.steps, merged.values, 1, count)
         first = data_first if start is None else lo
         last = data_last if end is None else hi
-        size = bucket_size(first, last, max_points)
-        offset = first % size
+        plan = bucket_plan(first, last, max_points)
+        size = plan.size
+        offset = plan.origin % size
         (rows,) = self.http.query(
             [
                 f'SELECT last("step") AS "step", mean({col}) AS "value" '
@@ -214,6 +219,13 @@ class InfluxHistory:
             steps, values = self._column(rows, name)
             out[name] = _merge_duplicates(steps, values)
         return out
+
+    def stats(self, run: str, fields: Sequence[str]) -> Mapping[str, FieldStats]:
+        where = self._run_filter(run)
+        names = list(dict.fromkeys(fields))
+        if not names:
+            return {}
+        return self.folded.stats(self.http, run, where, names, self._from)
 
     def events(self, run: str, limit: int) -> tuple[Event, ...]:
         where = self._run_filter(run)

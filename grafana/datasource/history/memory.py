@@ -8,13 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from .base import Event, Latest, Points, bucket_size, empty_points, points_from
+from .base import Event, FieldStats, Latest, Points, bucket_plan, empty_points, points_from
 
 __all__ = ["MemoryHistory", "downsample"]
 
 
 def downsample(points: Points, start: int | None, end: int | None, max_points: int) -> Points:
-    """The same step-bucket aggregation the databases do: mean value, last step per bucket."""
+    """The same step-bucket aggregation the databases do (`bucket_plan`): mean value, last step
+    per bucket."""
     s, v = points.steps, points.values
     lo = 0 if start is None else int(np.searchsorted(s, start, side="left"))
     hi = s.size if end is None else int(np.searchsorted(s, end, side="right"))
@@ -25,8 +26,9 @@ def downsample(points: Points, start: int | None, end: int | None, max_points: i
         return Points(s, v, 1, int(s.size))
     first = int(s[0]) if start is None else start
     last = int(s[-1]) if end is None else end
-    size = bucket_size(first, last, max_points)
-    keys = (s - first) // size
+    plan = bucket_plan(first, last, max_points)
+    size = plan.size
+    keys = (s - plan.origin) // size
     uniq, inverse = np.unique(keys, return_inverse=True)
     finite = np.isfinite(v)
     sums = np.bincount(inverse, weights=np.where(finite, v, 0.0), minlength=uniq.size)
@@ -76,6 +78,14 @@ class MemoryHistory:
 
     def windows(self, run: str, fields: Sequence[str], last_n: int) -> Mapping[str, Points]:
         return {f: self.window(run, f, last_n) for f in fields}
+
+    def stats(self, run: str, fields: Sequence[str]) -> Mapping[str, FieldStats]:
+        out = {}
+        for name in dict.fromkeys(fields):
+            v = self._points(run, name).values
+            v = v[np.isfinite(v)]
+            out[name] = FieldStats(int(v.size), float(v.mean()) if v.size else None)
+        return out
 
     def events(self, run: str, limit: int) -> tuple[Event, ...]:
         return tuple(sorted(self.event_log.get(run, ()), key=lambda e: e.step))[:limit]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import registry
+from registry.diagnosis import RunMean
 from registry.diagnosis.card import Card, build_card
 from registry.model import Rule
 
@@ -321,3 +322,17 @@ def test_a_falling_entropy_card_names_the_gradient_and_time_to_zero(
     assert "entropy gradient -3" in c.reading and "steps at this rate" in c.reading
     zh = card(reg, "policy_entropy", {"policy_entropy": (STEPS, values)}, lang="zh")
     assert "步后归零" in zh.reading
+
+
+def test_whole_run_mean_given_with_a_window_sets_mean_and_deviation(
+    reg: registry.Registry, rng: np.random.Generator
+) -> None:
+    data = healthy(rng)
+    window = card(reg, "policy_entropy", data)
+    whole = card(reg, "policy_entropy", data, whole_run=RunMean(1_000_000, 1.6))
+    assert window.mean == window.window_mean and window.mean_points == STEPS.size
+    assert (whole.mean, whole.mean_points) == (1.6, 1_000_000)
+    assert whole.window_mean == window.window_mean and whole.window_points == STEPS.size
+    assert whole.value is not None
+    assert whole.deviation_pct == pytest.approx((whole.value - 1.6) / 1.6 * 100)
+    assert "1,000,000 points" in whole.reading

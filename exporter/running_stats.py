@@ -1,0 +1,342 @@
+"""Running statistics and step rollups of the outbox's samples, kept in the outbox file itself.
+
+`sample_stats` holds per series (run, field, rank, measurement, gpu) the count, sum and sum of
+squares of its values, its first and last step and the lowest and highest value seen;
+`sample_rollups` holds per (run, field) and fixed step block (`ROLLUP_LEVELS`, block = step //
+level, every rank and GPU together) the count, sum, lowest and highest value seen and the block's
+last step. Only finite numbers outside the hyperparameter point (`run_config`) count. Readers get
+whole-run means and long series from a bounded number of rows however long the run.
+
+Which levels a (run, field) keeps (`rollup_series.levels`, bit i = `ROLLUP_LEVELS[i]`) is chosen
+once it has 256 points, from its density: a level whose blocks would hold fewer than 8 values on
+average is not kept (a run logging every 128 steps has 4096-step blocks but no 64-step ones, which
+would cost a row per value and save readers nothing). Readers use a level only where it is kept.
+
+How they stay exact, cheaply:
+- each write transaction sums the rows it stored, read back by their sequence numbers through the
+  unsent-rows index, in SQL: first per series and 64-step block into a per-connection temp table,
+  then from there into the statistics and each rollup level (`fold`, a few set-based statements
+  per batch; no per-sample trigger, no Python loop holding the GIL);
+- a re-logged value (a resume replaying steps) is noted by a trigger in the file, which copies
+  the value overwritten to `stats_replaced`; the next fold takes those out. Only replays pay;
+- every sample written takes a number from the outbox's `sequence`, and `stats_folded` holds the
+  last number whose rows are summed. Triggers act only on rows numbered up to it, so a key logged
+  twice in one batch counts once; rows another program wrote past it (an older rlvitals, a tool)
+  are folded by the next outbox write (`catch_up`, reading them back by number) before its own;
+- a delete, or a number overwritten by text, is taken out at once by a trigger, which also finds
+  the new first/last step when it was one of those. Min and max are values *seen*: they keep
+  overwritten values.
+
+A file from before these tables gets them, its triggers and a backfill from its rows once, on
+open, in one transaction (`install`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = [
+    "ROLLUP_LEVELS",
+    "STATS_VERSION",
+    "catch_up",
+    "fold",
+    "install",
+    "installed",
+    "prepare",
+]
+
+ROLLUP_LEVELS = (64, 4096)
+"""Step blocks kept in `sample_rollups.level`, finest first; each a multiple of the one before."""
+
+STATS_VERSION = 1
+"""`PRAGMA user_version` of a file with these tables; a lower one gets them when opened."""
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS sample_stats (
+        run TEXT NOT NULL,
+        field TEXT NOT NULL,
+        rank INTEGER NOT NULL,
+        measurement TEXT NOT NULL,
+        gpu TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        total REAL NOT NULL,
+        total_sq REAL NOT NULL,
+        first_step INTEGER NOT NULL,
+        last_step INTEGER NOT NULL,
+        min_seen REAL NOT NULL,
+        max_seen REAL NOT NULL,
+        PRIMARY KEY (run, field, rank, measurement, gpu)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS sample_rollups (
+        run TEXT NOT NULL,
+        field TEXT NOT NULL,
+        level INTEGER NOT NULL,
+        block INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        total REAL NOT NULL,
+        min_seen REAL NOT NULL,
+        max_seen REAL NOT NULL,
+        last_step INTEGER NOT NULL,
+        PRIMARY KEY (run, field, level, block)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS rollup_series (
+        run TEXT NOT NULL,
+        field TEXT NOT NULL,
+        levels INTEGER NOT NULL,
+        PRIMARY KEY (run, field)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS stats_folded (
+        id INTEGER PRIMARY KEY CHECK (id = 0),
+        seq INTEGER NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS stats_replaced (
+        run TEXT NOT NULL,
+        field TEXT NOT NULL,
+        rank INTEGER NOT NULL,
+        measurement TEXT NOT NULL,
+        gpu TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        value REAL NOT NULL
+    )""",
+)
+
+
+def _counted(row: str) -> str:
+    """SQL: the row counts (a finite number, not the run_config point); `row` is "NEW.", "OLD."
+    or "" (a plain `samples` row). sqlite stores NaN as NULL."""
+    return (
+        f"{row}measurement != 'run_config' AND typeof({row}value) IN ('real', 'integer') "
+        f"AND abs({row}value) <= 1.7976931348623157e308"
+    )
+
+
+def _stats_key(row: str) -> str:
+    return (
+        f"run = {row}run AND field = {row}field AND rank = {row}rank "
+        f"AND measurement = {row}measurement AND gpu = {row}gpu"
+    )
+
+
+def _rollup_key(row: str, level: int) -> str:
+    return (
+        f"run = {row}run AND field = {row}field AND level = {level} AND block = {row}step / {level}"
+    )
+
+
+def _remove() -> str:
+    """The OLD row is gone for good (deleted, or its value is no number now): counts and sums
+    drop; when it held the first or last step, the next one in from that end among the rows
+    still counted takes its place (an index walk from OLD.step, not a scan); emptied rows go."""
+    same = f"{_stats_key('OLD.')} AND {_counted('')}"
+    sql = f"""
+    UPDATE sample_stats SET n = n - 1, total = total - OLD.value,
+        total_sq = total_sq - OLD.value * OLD.value,
+        first_step = CASE WHEN first_step < OLD.step THEN first_step ELSE coalesce(
+            (SELECT step FROM samples WHERE {same} AND step > OLD.step ORDER BY step LIMIT 1),
+            first_step) END,
+        last_step = CASE WHEN last_step > OLD.step THEN last_step ELSE coalesce(
+            (SELECT step FROM samples WHERE {same} AND step < OLD.step ORDER BY step DESC LIMIT 1),
+            last_step) END
+    WHERE {_stats_key("OLD.")};
+    DELETE FROM sample_stats WHERE {_stats_key("OLD.")} AND n <= 0;"""
+    for level in ROLLUP_LEVELS:
+        start = f"OLD.step / {level} * {level}"
+        sql += f"""
+    UPDATE sample_rollups SET n = n - 1, total = total - OLD.value,
+        last_step = CASE WHEN last_step > OLD.step THEN last_step ELSE coalesce(
+            (SELECT step FROM samples WHERE run = OLD.run AND field = OLD.field
+                AND step BETWEEN {start} AND OLD.step AND {_counted("")}
+             ORDER BY step DESC LIMIT 1), last_step) END
+    WHERE {_rollup_key("OLD.", level)};
+    DELETE FROM sample_rollups WHERE {_rollup_key("OLD.", level)} AND n <= 0;"""
+    return sql
+
+
+_FOLDED = "OLD.seq <= (SELECT seq FROM stats_folded WHERE id = 0)"
+_NOTE_REPLACED = """
+    INSERT INTO stats_replaced (run, field, rank, measurement, gpu, step, value)
+    VALUES (OLD.run, OLD.field, OLD.rank, OLD.measurement, OLD.gpu, OLD.step, OLD.value);"""
+
+# (name, event, condition, body); dropped and created again when STATS_VERSION rises.
+_TRIGGERS = (
+    (
+        "samples_stats_relog",
+        "UPDATE OF value",
+        f"{_counted('OLD.')} AND {_counted('NEW.')} AND {_FOLDED}",
+        _NOTE_REPLACED,
+    ),
+    (
+        "samples_stats_unset",
+        "UPDATE OF value",
+        f"{_counted('OLD.')} AND NOT ({_counted('NEW.')}) AND {_FOLDED}",
+        _remove(),
+    ),
+    ("samples_stats_delete", "DELETE", f"{_counted('OLD.')} AND {_FOLDED}", _remove()),
+)
+
+# The statistics of the rows already stored (the rollups follow, per series: `_decide`).
+_BACKFILL = (
+    "DELETE FROM sample_stats",
+    "DELETE FROM sample_rollups",
+    "DELETE FROM rollup_series",
+    "DELETE FROM stats_replaced",
+    f"""INSERT INTO sample_stats (run, field, rank, measurement, gpu, n, total, total_sq,
+                                  first_step, last_step, min_seen, max_seen)
+        SELECT run, field, rank, measurement, gpu, count(*), total(value), total(value * value),
+               min(step), max(step), min(value), max(value)
+        FROM samples WHERE {_counted("")} GROUP BY run, field, rank, measurement, gpu""",
+    # every row stored is summed now, whatever number it carries: later rows number past it
+    """UPDATE sequence SET n = max(n, (SELECT coalesce(max(seq), 0) FROM samples),
+                                  (SELECT coalesce(max(seq), 0) FROM events)) WHERE id = 0""",
+    "INSERT OR REPLACE INTO stats_folded (id, seq) SELECT 0, n FROM sequence WHERE id = 0",
+)
+
+
+def installed(db: sqlite3.Connection) -> bool:
+    (version,) = db.execute("PRAGMA user_version").fetchone()
+    return int(version) >= STATS_VERSION
+
+
+def install(db: sqlite3.Connection) -> None:
+    """Tables, triggers and a backfill from the stored rows; call inside a write transaction
+    (BEGIN IMMEDIATE) after checking `installed` again under it."""
+    for statement in _TABLES:
+        db.execute(statement)
+    for name, event, condition, body in _TRIGGERS:
+        db.execute(f"DROP TRIGGER IF EXISTS {name}")
+        db.execute(
+            f"CREATE TRIGGER {name} AFTER {event} ON samples WHEN {condition}\nBEGIN{body}\nEND"
+        )
+    for statement in _BACKFILL:
+        db.execute(statement)
+    _decide(db, _DECIDE_ALL)
+    db.execute(f"PRAGMA user_version = {STATS_VERSION}")
+
+
+_BATCH_TABLE = """CREATE TEMP TABLE IF NOT EXISTS stats_batch (
+    run TEXT, field TEXT, rank INTEGER, measurement TEXT, gpu TEXT, block INTEGER,
+    n INTEGER, total REAL, total_sq REAL, first_step INTEGER, last_step INTEGER,
+    min_seen REAL, max_seen REAL
+)"""
+
+_FINE = ROLLUP_LEVELS[0]
+
+
+def _sum_rows(where: str) -> str:
+    """Rows of `samples` matching `where`, summed per series and finest block."""
+    return f"""INSERT INTO temp.stats_batch
+    SELECT run, field, rank, measurement, gpu, step / {_FINE}, count(*), total(value),
+           total(value * value), min(step), max(step), min(value), max(value)
+    FROM samples WHERE {where} AND {_counted("")}
+    GROUP BY run, field, rank, measurement, gpu, step / {_FINE}"""
+
+
+_FOLD_BATCH = _sum_rows("sent = 0 AND seq BETWEEN :first AND :last")
+_FOLD_OTHERS = _sum_rows("seq > :first AND seq <= :last")
+_FOLD_REPLACED = (
+    # out go the count and sums of a replaced value; its step and the min/max seen stay
+    f"""INSERT INTO temp.stats_batch
+    SELECT run, field, rank, measurement, gpu, step / {_FINE}, -count(*), -total(value),
+           -total(value * value), min(step), max(step), NULL, NULL
+    FROM stats_replaced GROUP BY run, field, rank, measurement, gpu, step / {_FINE}""",
+    "DELETE FROM stats_replaced",
+)
+_SEEN = """min_seen = coalesce(min(min_seen, excluded.min_seen), min_seen),
+    max_seen = coalesce(max(max_seen, excluded.max_seen), max_seen)"""
+_APPLY = (
+    f"""INSERT INTO sample_stats (run, field, rank, measurement, gpu, n, total, total_sq,
+                                  first_step, last_step, min_seen, max_seen)
+    SELECT run, field, rank, measurement, gpu, sum(n), total(total), total(total_sq),
+           min(first_step), max(last_step), min(min_seen), max(max_seen)
+    FROM temp.stats_batch WHERE true GROUP BY run, field, rank, measurement, gpu
+    ON CONFLICT DO UPDATE SET n = n + excluded.n, total = total + excluded.total,
+        total_sq = total_sq + excluded.total_sq, first_step = min(first_step, excluded.first_step),
+        last_step = max(last_step, excluded.last_step), {_SEEN}""",
+    *(
+        f"""INSERT INTO sample_rollups (run, field, level, block, n, total, min_seen, max_seen,
+                                        last_step)
+    SELECT b.run, b.field, {level}, b.block / {level // _FINE}, sum(b.n), total(b.total),
+           min(b.min_seen), max(b.max_seen), max(b.last_step)
+    FROM temp.stats_batch b JOIN rollup_series r ON r.run = b.run AND r.field = b.field
+    WHERE r.levels & {1 << i} GROUP BY b.run, b.field, b.block / {level // _FINE}
+    ON CONFLICT DO UPDATE SET n = n + excluded.n, total = total + excluded.total,
+        last_step = max(last_step, excluded.last_step), {_SEEN}"""
+        for i, level in enumerate(ROLLUP_LEVELS)
+    ),
+    "DELETE FROM temp.stats_batch",
+    "UPDATE stats_folded SET seq = max(seq, :last) WHERE id = 0",
+)
+
+
+_DECIDE_AFTER = 256
+"""Points a series has before its rollup levels are chosen (reading fewer raw rows is cheap)."""
+_MIN_BLOCK_POINTS = 8
+
+_DECIDE_ALL = "SELECT run, field FROM sample_stats GROUP BY run, field"
+_DECIDE_BATCH = "SELECT DISTINCT run, field FROM temp.stats_batch"
+_LEVEL_BITS = " | ".join(
+    f"(CASE WHEN sum(s.n) * {level} >= {_MIN_BLOCK_POINTS} * "
+    f"(max(s.last_step) - min(s.first_step) + 1) THEN {1 << i} ELSE 0 END)"
+    for i, level in enumerate(ROLLUP_LEVELS)
+)
+_DECIDE = f"""
+INSERT INTO rollup_series (run, field, levels)
+SELECT s.run, s.field, {_LEVEL_BITS}
+FROM sample_stats s JOIN ({{candidates}}) c ON c.run = s.run AND c.field = s.field
+WHERE NOT EXISTS (SELECT 1 FROM rollup_series r WHERE r.run = s.run AND r.field = s.field)
+GROUP BY s.run, s.field HAVING sum(s.n) >= {_DECIDE_AFTER}
+RETURNING run, field, levels
+"""
+_ROLL_UP_SERIES = f"""
+INSERT INTO sample_rollups (run, field, level, block, n, total, min_seen, max_seen, last_step)
+SELECT run, field, {{level}}, step / {{level}}, count(*), total(value), min(value), max(value),
+       max(step)
+FROM samples WHERE run = ? AND field = ? AND {_counted("")} GROUP BY step / {{level}}
+"""
+
+
+def prepare(db: sqlite3.Connection) -> None:
+    """Per connection: the temp table a fold sums into."""
+    db.execute(_BATCH_TABLE)
+
+
+def catch_up(db: sqlite3.Connection) -> None:
+    """Inside a write transaction, before taking sequence numbers: fold the rows other programs
+    wrote since the last fold (numbers past `stats_folded`), read back by number."""
+    folded, current = db.execute(
+        "SELECT (SELECT seq FROM stats_folded WHERE id = 0), (SELECT n FROM sequence WHERE id = 0)"
+    ).fetchone()
+    if folded is None or folded >= current:
+        return
+    _fold(db, _FOLD_OTHERS, folded, current)
+
+
+def fold(db: sqlite3.Connection, first: int, last: int) -> None:
+    """Inside the write transaction that stored samples numbered `first`..`last` (unsent): add
+    their values to the statistics and rollups, take out the values they replaced, and mark
+    everything numbered up to `last` summed."""
+    _fold(db, _FOLD_BATCH, first, last)
+
+
+def _fold(db: sqlite3.Connection, rows: str, first: int, last: int) -> None:
+    args = {"first": first, "last": last}
+    db.execute(rows, args)
+    for statement in _FOLD_REPLACED:
+        db.execute(statement)
+    db.execute(_APPLY[0])  # the statistics: a series' levels are decided from them
+    for run, field in _decide(db, _DECIDE_BATCH):
+        db.execute("DELETE FROM temp.stats_batch WHERE run = ? AND field = ?", (run, field))
+    for statement in _APPLY[1:]:
+        db.execute(statement, args if ":last" in statement else {})
+
+
+def _decide(db: sqlite3.Connection, candidates: str) -> list[tuple[str, str]]:
+    """Choose the rollup levels of series with enough points to tell their density (a level is
+    kept when its blocks hold `_MIN_BLOCK_POINTS` values on average: a run logging every 128
+    steps gets 4096-step blocks and no 64-step ones), and build them from the stored rows."""
+    decided = db.execute(_DECIDE.format(candidates=candidates)).fetchall()
+    for run, field, levels in decided:
+        for i, level in enumerate(ROLLUP_LEVELS):
+            if levels & (1 << i):
+                db.execute(_ROLL_UP_SERIES.format(level=level), (run, field))
+    return [(run, field) for run, field, _ in decided]
