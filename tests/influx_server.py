@@ -22,6 +22,37 @@ def free_port() -> int:
         return port
 
 
+def spawn_until_ready(
+    cmd: list[str], log_path: Path, ready_url: str, ready_status: int, timeout: float
+) -> subprocess.Popen[bytes]:
+    """Start a server process logging to `log_path`; return once `ready_url` answers."""
+    log = log_path.open("ab")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{cmd[0]} exited early; see {log_path}")
+        try:
+            with urllib.request.urlopen(ready_url, timeout=1) as r:
+                if r.status == ready_status:
+                    return proc
+        except OSError:
+            time.sleep(0.1)
+    stop_process(proc)
+    raise RuntimeError(f"{cmd[0]} did not answer {ready_url} within {timeout}s; see {log_path}")
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None) -> None:
+    """Terminate a server process, killing it if it does not exit within 15 s."""
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 _CONFIG = """\
 reporting-disabled = true
 bind-address = "127.0.0.1:{rpc_port}"
@@ -60,30 +91,16 @@ class InfluxServer:
     def start(self, timeout: float = 30.0) -> None:
         config = self.root / "influxdb.conf"
         config.write_text(_CONFIG.format(root=self.root, port=self.port, rpc_port=self.rpc_port))
-        log = (self.root / "influxd.log").open("ab")
-        self.proc = subprocess.Popen(
-            ["influxd", "-config", str(config)], stdout=log, stderr=subprocess.STDOUT
+        self.proc = spawn_until_ready(
+            ["influxd", "-config", str(config)],
+            self.root / "influxd.log",
+            f"{self.url}/ping",
+            204,
+            timeout,
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"influxd exited early; see {self.root / 'influxd.log'}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/ping", timeout=1) as r:
-                    if r.status == 204:
-                        return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"influxd did not answer /ping within {timeout}s")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self.proc = None
 
     def post_query(self, q: str) -> None:

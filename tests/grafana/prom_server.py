@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
@@ -12,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from influx_server import free_port
+from influx_server import free_port, spawn_until_ready, stop_process
 
 __all__ = ["PromServer", "scrape_config"]
 
@@ -43,37 +42,21 @@ class PromServer:
     def start(self, timeout: float = 30.0) -> None:
         cfg = self.root / "prometheus.yml"
         cfg.write_text(self.config)
-        log = (self.root / "prometheus.log").open("ab")
-        self.proc = subprocess.Popen(
+        self.proc = spawn_until_ready(
             [
                 "prometheus",
                 f"--config.file={cfg}",
                 f"--storage.tsdb.path={self.root / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
             ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
+            self.root / "prometheus.log",
+            f"{self.url}/-/ready",
+            200,
+            timeout,
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"prometheus exited; see {self.root / 'prometheus.log'}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError("prometheus did not become ready")
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
         self.proc = None
 
     def query(self, expr: str) -> list[dict[str, Any]]:
