@@ -1,31 +1,38 @@
 """Import throughput: a large TensorBoard log through `rlvitals import`'s pipeline into InfluxDB,
 versus POSTing the same line-protocol bytes straight to the same InfluxDB's /write.
 
-    python bench/bench_import.py [--steps 20000] [--tags 10]
+    python bench/bench_import.py [--steps 20000] [--tags 10] [--rounds 3]
 
 Starts its own influxd (Debian's `influxdb`) on free loopback ports in a temporary folder, writes
-one event file the way torch's SummaryWriter does (one event per scalar), then measures, in one run:
+one event file the way torch's SummaryWriter does (one event per scalar, float32 values of a
+random walk), then measures, in one run:
 
   pipeline  what `rlvitals import` does with InfluxDB configured: event file -> sources ->
             translation -> /write directly (exporter/direct.py: the log file is the durable
             copy), until all is sent
-  outbox    the same through the outbox (`import --via-outbox`, and what `tail` does): sources ->
-            Run.log -> worker -> outbox -> forwarder -> /write, until all is sent
-  floor     the same points, rendered to line protocol beforehand, POSTed in batches of the
-            forwarder's size over one keep-alive connection
+  floor     the very request bodies the pipeline sent, recorded on their way out, POSTed again
+            in the same order over one keep-alive connection to a fresh database
+  outbox    (once) the same through the outbox (`import --via-outbox`, and what `tail` does):
+            sources -> Run.log -> worker -> outbox -> forwarder -> /write, until all is sent
 
-and prints the rates and the ratios (goal: pipeline >= 0.5 x floor). Also times reading alone.
+Pipeline and floor alternate for `--rounds` rounds, each into fresh databases, because a shared
+2-core machine varies by tens of percent from one second to the next; the ratio reported is the
+median of the rounds' ratios (goal: pipeline >= 0.5 x floor). Also prints reading alone and the
+CPU seconds this process and influxd used in each phase.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
-import sqlite3
+import os
+import random
+import statistics
 import sys
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,11 +44,11 @@ from tensorboard.compat.proto.summary_pb2 import Summary  # noqa: E402
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
 
 import exporter  # noqa: E402
+import exporter.direct  # noqa: E402
 import registry  # noqa: E402
-from exporter.forwarder import render_lines  # noqa: E402
 from exporter.ingest import Ingest  # noqa: E402
-from exporter.outbox import Outbox  # noqa: E402
 from exporter.sources import LogSet, Malformed  # noqa: E402
+from exporter.writers import Writer  # noqa: E402
 
 _TAGS = [
     "losses/approx_kl",
@@ -61,17 +68,44 @@ def make_log(folder: Path, steps: int, tags: int) -> Path:
     writer = EventFileWriter(str(folder), max_queue_size=1000)
     names = (_TAGS * (tags // len(_TAGS) + 1))[:tags]
     names = [n if i < len(_TAGS) else f"{n}_{i}" for i, n in enumerate(names)]
+    rng = random.Random(7)
+    level = [0.5] * len(names)
     for step in range(steps):
         for i, tag in enumerate(names):
-            value = 0.5 * (step % 97) / 97.0 + 0.01 * i  # inside every metric's limits
-            summary = Summary(value=[Summary.Value(tag=tag, simple_value=value)])
+            # a random walk kept inside every metric's limits, like a real training curve
+            level[i] = min(0.99, max(0.01, level[i] + rng.gauss(0.0, 0.01)))
+            summary = Summary(value=[Summary.Value(tag=tag, simple_value=level[i])])
             writer.add_event(Event(wall_time=1.7e9 + step, step=step * 128, summary=summary))
     writer.close()
     return next(folder.glob("events.out.tfevents.*"))
 
 
+class _Recording:
+    """The pipeline's writer, keeping a copy of every request body it sends."""
+
+    def __init__(self, writer: Writer, bodies: list[bytes]) -> None:
+        self._writer = writer
+        self._bodies = bodies
+
+    def write(self, body: bytes) -> None:
+        self._writer.write(body)
+        self._bodies.append(body)
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def describe(self) -> str:
+        return self._writer.describe()
+
+
 def create_db(server: InfluxServer, name: str) -> None:
     server.post_query(f'CREATE DATABASE "{name}"')
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def count(server: InfluxServer, db: str) -> int:
@@ -79,100 +113,110 @@ def count(server: InfluxServer, db: str) -> int:
     return sum(int(r["count"]) for r in rows)
 
 
+def post(server: InfluxServer, db: str, bodies: list[bytes]) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    query = urllib.parse.urlencode({"db": db, "precision": "s"})
+    for body in bodies:
+        conn.request("POST", f"/write?{query}", body=body)
+        resp = conn.getresponse()
+        resp.read()
+        if resp.status != 204:
+            raise SystemExit(f"/write answered {resp.status}")
+    conn.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--tags", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     reg = registry.load()
+    scalars = args.steps * args.tags
+    problems: list[Malformed] = []
     with tempfile.TemporaryDirectory(prefix="rlvitals-bench-") as tmp:
         work = Path(tmp)
         server = InfluxServer(work / "influxd")
         (work / "influxd").mkdir()
         server.start()
+        influxd = server.proc.pid if server.proc else 0
+
+        def timed(action: Callable[[], object]) -> tuple[float, float, float]:
+            """Wall seconds, this process's CPU seconds and influxd's CPU seconds."""
+            t0, c0, d0 = time.perf_counter(), time.process_time(), cpu_seconds(influxd)
+            action()
+            return (
+                time.perf_counter() - t0,
+                time.process_time() - c0,
+                cpu_seconds(influxd) - d0,
+            )
+
+        def run_import(name: str, direct: bool) -> None:
+            settings = exporter.ExporterSettings(
+                store=work / f"store-{name}",
+                influx_url=server.url,
+                influx_database=name,
+                policy="warn",
+            )
+            logs = LogSet([log_dir], problems.append)
+            ingest = Ingest(registry=reg, settings=settings, framework="cleanrl", direct=direct)
+            for log, records in logs.poll(final=True):
+                ingest.feed(log, records)
+            while not ingest.flush(timeout=30.0):
+                pass
+            ingest.finish(30.0)
+            logs.close()
+
         try:
             log_dir = work / "logs" / "bench_run"
             t0 = time.perf_counter()
             make_log(log_dir, args.steps, args.tags)
-            scalars = args.steps * args.tags
             print(
                 f"wrote {scalars:,} scalars ({args.steps:,} steps x {args.tags} tags) "
                 f"in {time.perf_counter() - t0:.1f} s"
             )
 
-            problems: list[Malformed] = []
-            t0 = time.perf_counter()
-            reading = LogSet([log_dir], problems.append)
-            n = sum(1 for _, records in reading.poll(final=True) for _ in records)
-            read_s = time.perf_counter() - t0
-            reading.close()
-            print(f"read only:  {n:,} steps in {read_s:.2f} s ({scalars / read_s:,.0f} scalars/s)")
+            def read() -> None:
+                reading = LogSet([log_dir], problems.append)
+                for _, records in reading.poll(final=True):
+                    for _ in records:
+                        pass
+                reading.close()
 
-            timings: dict[str, float] = {}
-            for name, direct in (("pipeline", True), ("outbox", False)):
-                create_db(server, name)
-                settings = exporter.ExporterSettings(
-                    store=work / f"store-{name}",
-                    influx_url=server.url,
-                    influx_database=name,
-                    policy="warn",
+            read_s, _, _ = timed(read)
+            print(f"read only:  {read_s:.2f} s ({scalars / read_s:,.0f} scalars/s)")
+
+            make_writer = exporter.direct.make_writer
+            ratios: list[float] = []
+            for r in range(args.rounds):
+                bodies: list[bytes] = []
+                exporter.direct.make_writer = lambda s, b=bodies: _Recording(make_writer(s), b)  # type: ignore[assignment,misc]
+                create_db(server, f"pipeline{r}")
+                pipe = timed(lambda r=r: run_import(f"pipeline{r}", True))
+                exporter.direct.make_writer = make_writer
+                create_db(server, f"floor{r}")
+                floor = timed(lambda r=r, b=bodies: post(server, f"floor{r}", b))
+                stored, raw = count(server, f"pipeline{r}"), count(server, f"floor{r}")
+                ratios.append(floor[0] / pipe[0])
+                print(
+                    f"round {r + 1}: pipeline {pipe[0]:.2f} s ({scalars / pipe[0]:,.0f} scalars/s, "
+                    f"{stored:,} points; CPU here {pipe[1]:.2f} s, influxd {pipe[2]:.2f} s), "
+                    f"floor {floor[0]:.2f} s ({sum(map(len, bodies)) / 1e6:.1f} MB in "
+                    f"{len(bodies)} requests, {raw:,} points; influxd CPU {floor[2]:.2f} s), "
+                    f"ratio {ratios[-1]:.2f}"
                 )
-                t0 = time.perf_counter()
-                logs = LogSet([log_dir], problems.append)
-                ingest = Ingest(registry=reg, settings=settings, framework="cleanrl", direct=direct)
-                for log, records in logs.poll(final=True):
-                    ingest.feed(log, records)
-                while not ingest.flush(timeout=30.0):
-                    pass
-                timings[name] = time.perf_counter() - t0
-                ingest.finish(30.0)
-                logs.close()
-            pipe_s, outbox_s = timings["pipeline"], timings["outbox"]
-            stored = count(server, "pipeline")
-            via_outbox = count(server, "outbox")
-
-            # The floor: the very points the pipeline sent, rendered beforehand, POSTed raw.
-            db = sqlite3.connect(settings.outbox_path)
-            db.execute("UPDATE samples SET sent = 0")
-            db.execute("UPDATE events SET sent = 0")
-            db.commit()
-            db.close()
-            batches: list[bytes] = []
-            with Outbox(settings.outbox_path) as box:
-                pending = box.pending_samples(10**9)
-            for i in range(0, len(pending), settings.batch_size):
-                lines = render_lines(pending[i : i + settings.batch_size], [])
-                batches.append(("\n".join(lines) + "\n").encode())
-            total_bytes = sum(len(b) for b in batches)
-            create_db(server, "floor")
-            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-            query = urllib.parse.urlencode({"db": "floor", "precision": "s"})
-            t0 = time.perf_counter()
-            for body in batches:
-                conn.request("POST", f"/write?{query}", body=body)
-                resp = conn.getresponse()
-                resp.read()
-                if resp.status != 204:
-                    raise SystemExit(f"/write answered {resp.status}")
-            floor_s = time.perf_counter() - t0
-            conn.close()
-            raw_points = count(server, "floor")
+            create_db(server, "outbox")
+            outbox = timed(lambda: run_import("outbox", False))
+            print(
+                f"outbox:     {outbox[0]:.2f} s ({scalars / outbox[0]:,.0f} scalars/s, "
+                f"{count(server, 'outbox'):,} points; `tail`, `import --via-outbox`)"
+            )
         finally:
             server.stop()
     print(
-        f"pipeline:   {scalars:,} scalars -> {stored:,} points in {pipe_s:.2f} s "
-        f"({scalars / pipe_s:,.0f} scalars/s)"
+        f"ratio pipeline/floor throughput: median {statistics.median(ratios):.2f} of "
+        f"{', '.join(f'{x:.2f}' for x in ratios)} (goal >= 0.5)"
     )
-    print(
-        f"outbox:     {scalars:,} scalars -> {via_outbox:,} points in {outbox_s:.2f} s "
-        f"({scalars / outbox_s:,.0f} scalars/s, ratio {floor_s / outbox_s:.2f}; `tail`, "
-        "`import --via-outbox`)"
-    )
-    print(
-        f"floor:      same {total_bytes / 1e6:.1f} MB of line protocol ({raw_points:,} points) "
-        f"POSTed in {floor_s:.2f} s ({scalars / floor_s:,.0f} scalars/s)"
-    )
-    print(f"ratio pipeline/floor throughput: {floor_s / pipe_s:.2f} (goal >= 0.5)")
     if problems:
         print(f"{len(problems)} malformed record(s): {problems[0]}")
     return 0

@@ -29,11 +29,15 @@ NONFINITE_FIELD = "nonfinite_count"
 _DEFAULT_WINDOW = 50
 
 
+_Key = tuple[str, str]  # (field, gpu label): derived metrics read and write unlabelled fields
+
+
 @dataclass(frozen=True)
 class _Rule:
     metric: Metric
+    key: _Key
     method: str
-    inputs: tuple[str, ...]
+    inputs: tuple[_Key, ...]
     divisor: float | None
     window: int
 
@@ -60,52 +64,63 @@ class StepDeriver:
             if d.method == "ratio_to_config" and divisor is None:
                 continue  # the run did not say its clip epsilon: nothing to divide by
             window = d.window or _DEFAULT_WINDOW
-            self._rules.append(_Rule(metric, d.method, d.of, divisor, window))
-        self._inputs = {name for rule in self._rules for name in rule.inputs}
-        self._nonfinite = (
-            registry.metric(NONFINITE_FIELD) if registry.has_metric(NONFINITE_FIELD) else None
+            inputs = tuple((name, "") for name in d.of)
+            self._rules.append(_Rule(metric, (metric.id, ""), d.method, inputs, divisor, window))
+        self._inputs = tuple({key for rule in self._rules for key in rule.inputs})
+        self._nonfinite_group = (
+            registry.metric(NONFINITE_FIELD).group if registry.has_metric(NONFINITE_FIELD) else None
         )
         self._step: int | None = None
-        self._values: dict[str, float] = {}
-        self._measured: set[str] = set()
+        self._values: dict[_Key, float] = {}  # everything logged at the current step
         self._nonfinite_at_step = 0
-        self._history: dict[str, deque[tuple[int, float]]] = {
+        self._history: dict[_Key, deque[tuple[int, float]]] = {
             rule.inputs[0]: deque() for rule in self._rules if rule.method == "gradient"
         }
 
     def derive(
-        self, step: int, logged: Mapping[str, float], nonfinite: int
+        self, step: int, logged: Mapping[_Key, float], nonfinite: int
     ) -> list[tuple[str, str, float]]:
-        """What to store for `step` after a log call that brought `logged` (canonical fields
-        without a gpu label) and refused `nonfinite` values."""
-        new_step = step != self._step
-        if new_step:
-            self._step = step
-            self._values = {}
-            self._measured = set()
-            self._nonfinite_at_step = 0
-        self._measured.update(logged)
-        self._values.update(logged)
+        """What to store for `step` after a log call that brought `logged` (canonical
+        (field, gpu label) -> value) and refused `nonfinite` values."""
         out: list[tuple[str, str, float]] = []
+        group = self._nonfinite_group
         # Zero is written too, once per step: "no NaN at this step" is a measurement, and a
         # series with only its failures in it would look like missing data.
-        if self._nonfinite is not None and (new_step or nonfinite):
-            self._nonfinite_at_step += nonfinite
-            out.append((self._nonfinite.group, NONFINITE_FIELD, float(self._nonfinite_at_step)))
-        if not self._inputs.intersection(logged):
+        if step != self._step:
+            self._step = step
+            self._values = values = dict(logged)
+            self._nonfinite_at_step = nonfinite
+            if group is not None:
+                out.append((group, NONFINITE_FIELD, float(nonfinite)))
+        else:
+            values = self._values
+            values.update(logged)
+            if nonfinite and group is not None:
+                self._nonfinite_at_step += nonfinite
+                out.append((group, NONFINITE_FIELD, float(self._nonfinite_at_step)))
+        for key in self._inputs:  # most calls bring no input of any rule
+            if key in logged:
+                break
+        else:
             return out
         for rule in self._rules:
-            if rule.metric.id in self._measured or not any(i in logged for i in rule.inputs):
-                continue
+            if rule.key in values:
+                continue  # logged by the training itself
+            for key in rule.inputs:
+                if key in logged:
+                    break
+            else:
+                continue  # nothing new for it
             value = self._compute(rule, step, logged)
             if value is not None and math.isfinite(value):
                 out.append((rule.metric.group, rule.metric.id, value))
         return out
 
-    def _compute(self, rule: _Rule, step: int, logged: Mapping[str, float]) -> float | None:
+    def _compute(self, rule: _Rule, step: int, logged: Mapping[_Key, float]) -> float | None:
         values = self._values
-        if any(i not in values for i in rule.inputs):
-            return None
+        for key in rule.inputs:
+            if key not in values:
+                return None
         first = values[rule.inputs[0]]
         if rule.method == "ratio_to_config" and rule.divisor is not None:
             return first / rule.divisor

@@ -36,6 +36,7 @@ from .forwarder import Forwarder, LineRenderer
 from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
 from .stats import RunCounters, RunStats
+from .step_lines import StepRenderer
 from .translate import Translator
 from .writers import Writer, make_writer
 
@@ -45,6 +46,7 @@ _log = logging.getLogger("exporter")
 
 DIRECT_BATCH = 10_000
 """Samples per request at least (the settings' batch size when larger)."""
+_FIRST_BATCH = 1000
 _IN_FLIGHT = 2  # batches queued for the sender: bounds memory, keeps reading and writing overlapped
 
 
@@ -82,12 +84,15 @@ class DirectRun:
         )
         self._saved_step = self._translator.last_step
         self._renderer = LineRenderer()
+        self._step_renderer = StepRenderer(self._renderer, project)
         self._batch_size = max(settings.batch_size, DIRECT_BATCH)
+        # The first requests are small, so InfluxDB has work while the next batch is read.
+        self._next_batch = min(self._batch_size, _FIRST_BATCH)
         self._rows: list[SampleRow] = []
         self._events: list[EventRow] = []
         self._positions: list[SourcePosition] = []
         self._cond = threading.Condition()
-        self._batches: list[tuple[list[SampleRow], list[EventRow]]] = []
+        self._batches: list[tuple[list[SampleRow], list[EventRow], str | None]] = []
         self._busy = False
         self._stopping = False
         self._closed = False
@@ -104,11 +109,15 @@ class DirectRun:
         rows, events = self._translator.log(
             step, values, time.time() if wall_time is None else wall_time, None
         )
+        # Rendered here, not on the sender: both hold the GIL, and one thread doing all the
+        # Python work runs faster than two taking turns; the sender only waits on the socket.
+        self._step_renderer.add(rows)
         self._rows += rows
         if events:
             self._events += events
-        if len(self._rows) >= self._batch_size:
+        if len(self._rows) >= self._next_batch:
             self._hand_over()
+            self._next_batch = min(self._batch_size, self._next_batch * 2)
 
     def save_position(self, position: SourcePosition) -> None:
         """Saved in the outbox at the next successful `flush`, once what came before is sent."""
@@ -166,7 +175,7 @@ class DirectRun:
     def _hand_over(self) -> None:
         if not self._rows and not self._events:
             return
-        batch = (self._rows, self._events)
+        batch = (self._rows, self._events, self._step_renderer.take())
         self._rows, self._events = [], []
         with self._cond:
             while len(self._batches) >= _IN_FLIGHT and self._sender.is_alive():
@@ -194,11 +203,11 @@ class DirectRun:
                     self._cond.wait()
                 if not self._batches:
                     return
-                rows, events = self._batches.pop(0)
+                rows, events, text = self._batches.pop(0)
                 self._busy = True
                 self._cond.notify_all()
             try:
-                self._send(rows, events)
+                self._send(rows, events, text)
             except Exception as exc:  # never let the thread die silently
                 _log.exception("rlvitals import of run %r: %s", self.name, exc)
             finally:
@@ -206,11 +215,16 @@ class DirectRun:
                     self._busy = False
                     self._cond.notify_all()
 
-    def _send(self, rows: list[SampleRow], events: list[EventRow]) -> None:
+    def _send(self, rows: list[SampleRow], events: list[EventRow], text: str | None) -> None:
         count = len(rows) + len(events)
         if self._forwarder is None:
             pending = [_pending_event(e, self.project) for e in events]
-            body = join_lines(self._renderer.render(rows, pending, {self.name: self.project}))
+            if text is None:
+                lines = self._renderer.render(rows, pending, {self.name: self.project})
+            else:
+                lines = [text] if text else []
+                lines += self._renderer.render((), pending)
+            body = join_lines(lines)
             try:
                 self._writer.write(body)
             except WriteError as exc:

@@ -56,7 +56,8 @@ class LineRenderer:
         self._prefixes: dict[tuple[str, str, str | None, int, str], str] = {}
         self._keys: dict[str, str] = {}
 
-    def _prefix(self, measurement: str, run: str, project: str | None, rank: int, gpu: str) -> str:
+    def prefix(self, measurement: str, run: str, project: str | None, rank: int, gpu: str) -> str:
+        """The escaped `measurement,tags` part of a series' lines."""
         key = (measurement, run, project, rank, gpu)
         prefix = self._prefixes.get(key)
         if prefix is None:
@@ -132,7 +133,7 @@ class LineRenderer:
                 parts.append(f"{escaped}={text}")
             prefix = prefixes.get((measurement, run, project_of(run), rank, gpu))
             if prefix is None:
-                prefix = self._prefix(measurement, run, project_of(run), rank, gpu)
+                prefix = self.prefix(measurement, run, project_of(run), rank, gpu)
             append(f"{prefix} {','.join(parts)} {step}")
         for e in events:
             ev_fields: dict[str, FieldValue] = dict(e.fields)

@@ -3,8 +3,9 @@
 Escaping follows the line-protocol reference: measurements escape commas and spaces; tag keys,
 tag values and field keys also escape equals signs; newlines, tabs and carriage returns in any of
 them are written as `\\n`, `\\t`, `\\r` so a point always stays on one line; string field values
-escape double quotes and backslashes. A tag value ending in a backslash gets a trailing space so
-the backslash cannot escape the separator after it (the same rule `influxdb-client` applies).
+escape double quotes and backslashes. A tag value or field key ending in a backslash gets a trailing
+space so the backslash cannot escape the separator after it (`influxdb-client` applies this rule
+to tag values only, and its lines with such a field key are refused by InfluxDB).
 Tags with an empty key or value are left out; non-finite floats are never written.
 """
 
@@ -41,7 +42,10 @@ def escape_tag_key(key: str) -> str:
 
 
 def escape_field_key(key: str) -> str:
-    return key.translate(_KEY)
+    # A field key ending in a backslash would escape the `=` after it and InfluxDB would refuse
+    # the whole request (`influxdb-client` writes it so); the trailing space keeps it a key.
+    escaped = key.translate(_KEY)
+    return escaped + " " if escaped.endswith("\\") else escaped
 
 
 def escape_tag_value(value: str) -> str:

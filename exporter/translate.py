@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from registry import AmbiguousName, Registry, Resolution, ResolveError
-from registry.model import Limits
 
 from .config import Policy
 from .derive import StepDeriver
@@ -36,8 +35,12 @@ __all__ = [
 
 _log = logging.getLogger("exporter")
 
-# A resolved name: (field, group, gpu, transform or None for identity, limits or None, resolution)
-_Target = tuple[str, str, str, Callable[[float], float] | None, Limits | None, Resolution]
+# A resolved name: (field, group, gpu, transform or None for identity, lowest and highest value
+# within the physical limits, resolution, precedence among names for the same field: a canonical
+# id first, then aliases in list order, and (field, gpu))
+_Target = tuple[
+    str, str, str, Callable[[float], float] | None, float, float, Resolution, int, tuple[str, str]
+]
 _TARGET_CACHE = 10_000
 
 RESERVED_EVENT_FIELDS = frozenset({"text", "step", "wall_time", "run", "project", "kind", "rank"})
@@ -62,7 +65,7 @@ def step_problem(step: object) -> str | None:
 
 def to_number(value: object) -> float | None:
     """The value as a float, or None when it is not numeric (strings are never numbers here)."""
-    if isinstance(value, float):
+    if value.__class__ is float:
         return value
     if isinstance(value, str | bytes | bytearray) or value is None:
         return None
@@ -164,7 +167,7 @@ class Translator:
         self._warned: set[str] = set()
         self._seen_names: list[str] = []
         self._detected: str | None = None
-        self._targets: dict[tuple[str, str | None], _Target | str] = {}
+        self._targets: dict[str | None, dict[str, _Target | str]] = {}
 
     @property
     def last_step(self) -> int | None:
@@ -191,19 +194,22 @@ class Translator:
         else:
             metric = self._registry.metric(res.metric)
             limits = metric.limits
-            bounded = limits.min is not None or limits.max is not None
             transform = None if res.transform.kind == "identity" else res.transform.apply
             target = (
                 res.field,
                 metric.group,
                 res.label("gpu") or "",
                 transform,
-                limits if bounded else None,
+                -math.inf if limits.min is None else limits.min,
+                math.inf if limits.max is None else limits.max,
                 res,
+                -1 if res.alias is None else res.alias.precedence,
+                (res.field, res.label("gpu") or ""),
             )
-        if len(self._targets) >= _TARGET_CACHE:
-            self._targets.clear()
-        self._targets[(name, framework)] = target
+        cache = self._targets.setdefault(framework, {})
+        if len(cache) >= _TARGET_CACHE:
+            cache.clear()
+        cache[name] = target
         return target
 
     def _resolve(self, name: str, framework: str | None) -> Resolution:
@@ -225,15 +231,16 @@ class Translator:
         wall_time: float,
         framework: str | None,
     ) -> tuple[list[SampleRow], list[EventRow]]:
-        problem = step_problem(step)
-        if problem is not None:
-            with self._counters.lock:
-                self._counters.rejected += len(values)
-            self._warn(
-                f"step:{type(step).__name__}", f"{problem}; {len(values)} sample(s) rejected"
-            )
-            return [], []
-        istep = operator.index(step)  # type: ignore[arg-type]
+        if step.__class__ is not int or step < 0:
+            problem = step_problem(step)
+            if problem is not None:
+                with self._counters.lock:
+                    self._counters.rejected += len(values)
+                self._warn(
+                    f"step:{type(step).__name__}", f"{problem}; {len(values)} sample(s) rejected"
+                )
+                return [], []
+        istep: int = operator.index(step)  # type: ignore[arg-type]
         framework = framework or self._framework
         if len(self._seen_names) < 200:
             self._seen_names.extend(n for n in values if isinstance(n, str))
@@ -242,8 +249,12 @@ class Translator:
         nonfinite: list[str] = []
         accepted = rejected = unregistered = 0
         latest: dict[tuple[str, str], float] = {}
-        targets = self._targets
+        preferred: dict[tuple[str, str], int] = {}  # only precedences other than 0
+        targets = self._targets.get(framework)
+        if targets is None:
+            targets = self._targets[framework] = {}
         run, rank = self._run, self._rank
+        isfinite = math.isfinite
         for name, raw in values.items():
             if raw.__class__ is float and name.__class__ is str and name:
                 value: float = raw
@@ -256,7 +267,7 @@ class Translator:
                 number = to_number(raw)
                 assert number is not None
                 value = number
-            target = targets.get((name, framework))
+            target = targets.get(name)
             if target is None:
                 target = self._target(name, framework)
             if isinstance(target, str):  # unknown name: the resolver's message
@@ -265,14 +276,14 @@ class Translator:
                     continue
                 field = sanitize_name(name)
                 self._warn(f"name:{name}", f"{target} Stored under measurement 'unregistered'.")
-                if math.isfinite(value):
+                if isfinite(value):
                     rows.append((run, rank, istep, "unregistered", "", field, value, wall_time))
                     unregistered += 1
                 else:
                     nonfinite.append(f"{field}={value!r} (unregistered {name!r})")
                     self._count_nonfinite(field)
                 continue
-            field, group, gpu, transform, limits, res = target
+            field, group, gpu, transform, low, high, res, precedence, key = target
             if transform is None:
                 canonical = value
             else:
@@ -280,23 +291,31 @@ class Translator:
                     canonical = transform(value)
                 except (ArithmeticError, ValueError):
                     canonical = math.nan
-            if not math.isfinite(canonical):
-                origin = "" if name == field else f" from {name!r}"
-                nonfinite.append(f"{field}={canonical!r}{origin}")
-                self._count_nonfinite(field)
-                continue
-            if limits is not None and not limits.contains(canonical):
+            # x - x is 0.0 for every finite x and NaN (true) for NaN and both infinities
+            if canonical - canonical or not low <= canonical <= high:
+                if not isfinite(canonical):
+                    origin = "" if name == field else f" from {name!r}"
+                    nonfinite.append(f"{field}={canonical!r}{origin}")
+                    self._count_nonfinite(field)
+                    continue
                 problem = limits_problem(self._registry, res, name, canonical, istep)
                 if problem is not None:
                     rejected += 1
                     self._warn(f"limits:{field}", f"{problem}; rejected")
                     continue
-            rows.append((run, rank, istep, group, gpu, field, canonical, wall_time))
-            latest[(field, gpu)] = canonical
             accepted += 1
+            if key in latest:
+                # Two names for one metric in one call (CleanRL's approx_kl and old_approx_kl):
+                # the registry's alias order says which one the metric is.
+                if precedence >= preferred.get(key, 0):
+                    continue
+                rows = [r for r in rows if (r[5], r[4], r[3]) != (field, gpu, group)]
+            if precedence:
+                preferred[key] = precedence
+            rows.append((run, rank, istep, group, gpu, field, canonical, wall_time))
+            latest[key] = canonical
         if latest or nonfinite:
-            plain = {f: v for (f, g), v in latest.items() if not g}
-            for group, field, value in self._deriver.derive(istep, plain, len(nonfinite)):
+            for group, field, value in self._deriver.derive(istep, latest, len(nonfinite)):
                 rows.append((run, rank, istep, group, "", field, value, wall_time))
                 latest[(field, "")] = value
         if nonfinite:

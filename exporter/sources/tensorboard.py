@@ -5,11 +5,8 @@ CleanRL) or as 0-d tensors tagged by the `scalars` plugin (TF2 `tf.summary.scala
 events at the same step are merged into one Record. Images, histograms, text and hparams are not
 scalars and are skipped.
 
-Decoding a protobuf message and walking its fields costs several microseconds per event, most of
-an import's reading time. The event SummaryWriter writes for one `add_scalar` has one fixed layout
-(wall_time, step, a summary holding one value with a tag and a simple_value, fields in number
-order), so such a record is matched as bytes and its lengths checked against each other; any
-record that differs in the least (another field, a long tag, a tensor) goes through protobuf.
+Records are read in batches; the one-scalar events SummaryWriter writes are decoded for a whole
+batch at once as arrays (scalar_events.py) and only the other records go through protobuf.
 
 `position()` / `resume()` let a new process go on at the record boundary an earlier one reached,
 when the path still names the same file (device, inode, first bytes and the bytes before it).
@@ -18,57 +15,23 @@ when the path still names the same file (device, inode, first bytes and the byte
 from __future__ import annotations
 
 import os
-import re
-import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 from tensorboard.compat.proto import event_pb2
 from tensorboard.util import tensor_util
 
 from ..outbox import SourcePosition
 from .record import Malformed, Record
-from .tfrecord import CorruptRecord, RecordReader
+from .scalar_events import decode_scalar_events
+from .tfrecord import CorruptRecord, RecordBatch, RecordReader
 
-__all__ = ["TensorBoardSource", "decode_simple_scalar", "is_event_file"]
+__all__ = ["TensorBoardSource", "is_event_file"]
 
-# Event{wall_time=1 (double), step=2 (varint, absent when 0), summary=5 {value=1 {tag=1 (string),
-# simple_value=2 (float)}}} with one-byte lengths: the groups are wall_time, step, the summary,
-# value and tag lengths, the tag and the value.
-_SIMPLE = re.compile(
-    rb"\x09(.{8})(?:\x10([\x80-\xff]{0,9}[\x00-\x7f]))?"
-    rb"\x2a([\x00-\x7f])\x0a([\x00-\x7f])\x0a([\x00-\x7f])(.*)\x15(.{4})",
-    re.DOTALL,
-).fullmatch
-_DOUBLE = struct.Struct("<d").unpack
-_FLOAT = struct.Struct("<f").unpack
 _HEAD = 64
 _MARK = 64
-
-
-def _varint(data: bytes) -> int:
-    value = 0
-    for shift, byte in enumerate(data):
-        value |= (byte & 0x7F) << (7 * shift)
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def decode_simple_scalar(raw: bytes) -> tuple[int, float, str, float] | None:
-    """(step, wall_time, tag, value) of a one-`simple_value` event record, or None when the
-    record has any other layout (then decode it with protobuf)."""
-    m = _SIMPLE(raw)
-    if m is None:
-        return None
-    wall, step, summary_len, value_len, tag_len, tag, value = m.groups()
-    n = len(tag)
-    if tag_len[0] != n or value_len[0] != n + 7 or summary_len[0] != n + 9:
-        return None
-    try:
-        name = tag.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return (_varint(step) if step else 0), _DOUBLE(wall)[0], name, _FLOAT(value)[0]
 
 
 def is_event_file(path: Path) -> bool:
@@ -78,8 +41,12 @@ def is_event_file(path: Path) -> bool:
 class TensorBoardSource:
     """Incremental reader of one event file; `poll()` yields what was appended since last time."""
 
-    def __init__(self, path: Path, report: Callable[[Malformed], None]) -> None:
+    def __init__(
+        self, path: Path, report: Callable[[Malformed], None], *, chunk_size: int = 4 << 20
+    ) -> None:
+        """`chunk_size`: bytes read at a time (records are decoded a read at a time)."""
         self.path = path
+        self._chunk_size = chunk_size
         self._report = report
         self._scalar_tags: set[str] = set()
         self._handle: BinaryIO | None = None
@@ -137,7 +104,7 @@ class TensorBoardSource:
             handle.close()
             return False
         self._handle = handle
-        self._reader = RecordReader(handle, start=position.offset)
+        self._reader = RecordReader(handle, self._chunk_size, start=position.offset)
         self._ident = (st.st_dev, st.st_ino)
         self._events = position.lines
         self._corrupt_at = None
@@ -161,7 +128,7 @@ class TensorBoardSource:
             except OSError as exc:
                 self._report(Malformed(str(self.path), 0, f"cannot open: {exc.strerror}"))
                 return
-            self._reader = RecordReader(self._handle)
+            self._reader = RecordReader(self._handle, self._chunk_size)
             self._ident = ident
             self._events = 0
             self._corrupt_at = None
@@ -170,48 +137,11 @@ class TensorBoardSource:
             return
         reader = self._reader
         assert reader is not None
-        step: int | None = None
-        values: dict[str, float] = {}
-        wall_time: float | None = None
-        simple = decode_simple_scalar
-        for raw in self._records(reader):
-            self._events += 1
-            decoded = simple(raw)
-            if decoded is not None:
-                event_step, event_wall_time, tag, value = decoded
-                if event_step < 0:
-                    self._report(
-                        Malformed(str(self.path), self._events, f"negative step {event_step}")
-                    )
-                    continue
-                if step is not None and event_step != step:
-                    yield Record(step=step, values=values, wall_time=wall_time)
-                    values = {}
-                step = event_step
-                values[tag] = value
-                wall_time = event_wall_time or None
-                continue
-            try:
-                event = event_pb2.Event.FromString(raw)
-            except Exception:  # protobuf's DecodeError; the record passed its checksum
-                self._report(
-                    Malformed(str(self.path), self._events, "event record does not decode")
-                )
-                continue
-            scalars = self._scalars(event)
-            if not scalars:
-                continue
-            if event.step < 0:
-                self._report(Malformed(str(self.path), self._events, f"negative step {event.step}"))
-                continue
-            if step is not None and event.step != step:
-                yield Record(step=step, values=values, wall_time=wall_time)
-                values = {}
-            step = event.step
-            values.update(scalars)
-            wall_time = event.wall_time or None
-        if step is not None:
-            yield Record(step=step, values=values, wall_time=wall_time)
+        pending = _Pending()
+        for batch in self._batches(reader):
+            yield from self._decode(batch, pending)
+        if pending.step is not None:
+            yield pending.record()
         if final and self._corrupt_at is None and os.stat(self.path).st_size > self._consumed:
             self._report(
                 Malformed(
@@ -222,9 +152,9 @@ class TensorBoardSource:
                 )
             )
 
-    def _records(self, reader: RecordReader) -> Iterator[bytes]:
+    def _batches(self, reader: RecordReader) -> Iterator[RecordBatch]:
         try:
-            yield from reader.records()
+            yield from reader.batches()
         except CorruptRecord as exc:
             self._corrupt_at = exc.offset
             self._report(
@@ -234,6 +164,59 @@ class TensorBoardSource:
                     f"corrupt event record at byte {exc.offset} ({exc}); the rest of the file was skipped",
                 )
             )
+
+    def _decode(self, batch: RecordBatch, pending: _Pending) -> Iterator[Record]:
+        """The records completed by a batch of events; the last step stays in `pending`, as
+        the next batch may bring more of its events."""
+        cols = decode_scalar_events(batch)
+        base = self._events
+        names = np.array([*cols.tags, ""], dtype=object)
+        start = 0
+        for stop in [*np.flatnonzero(~cols.ok).tolist(), len(batch)]:
+            if stop > start:
+                steps = cols.step[start:stop]
+                cuts = [0, *(np.flatnonzero(steps[1:] != steps[:-1]) + 1).tolist(), stop - start]
+                step_list = steps[np.array(cuts[:-1], dtype=np.int64)].tolist()
+                tags = names[cols.tag[start:stop]].tolist()
+                values = cols.value[start:stop].tolist()
+                walls = cols.wall_time[start:stop].tolist()
+                for i, step in enumerate(step_list):
+                    a, b = cuts[i], cuts[i + 1]
+                    if step != pending.step:
+                        if pending.step is not None:
+                            yield pending.record()
+                        pending.start(step)
+                    pending.values.update(zip(tags[a:b], values[a:b], strict=True))
+                    pending.wall_time = walls[b - 1] or None
+            if stop == len(batch):
+                break
+            self._events = base + stop + 1
+            event = self._event(batch.payload(stop))
+            if event is None:
+                start = stop + 1
+                continue
+            scalars = self._scalars(event)
+            if scalars:
+                if event.step < 0:
+                    self._report(
+                        Malformed(str(self.path), self._events, f"negative step {event.step}")
+                    )
+                else:
+                    if event.step != pending.step:
+                        if pending.step is not None:
+                            yield pending.record()
+                        pending.start(event.step)
+                    pending.values.update(scalars)
+                    pending.wall_time = event.wall_time or None
+            start = stop + 1
+        self._events = base + len(batch)
+
+    def _event(self, raw: bytes) -> event_pb2.Event | None:
+        try:
+            return event_pb2.Event.FromString(raw)
+        except Exception:  # protobuf's DecodeError; the record passed its checksum
+            self._report(Malformed(str(self.path), self._events, "event record does not decode"))
+            return None
 
     def _scalars(self, event: event_pb2.Event) -> dict[str, float]:
         if event.WhichOneof("what") != "summary":
@@ -256,3 +239,20 @@ class TensorBoardSource:
                 except (TypeError, ValueError):
                     continue
         return out
+
+
+class _Pending:
+    """The step being assembled from consecutive events."""
+
+    def __init__(self) -> None:
+        self.step: int | None = None
+        self.values: dict[str, float] = {}
+        self.wall_time: float | None = None
+
+    def start(self, step: int) -> None:
+        self.step = step
+        self.values = {}
+
+    def record(self) -> Record:
+        assert self.step is not None
+        return Record(step=self.step, values=self.values, wall_time=self.wall_time)
