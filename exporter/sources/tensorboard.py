@@ -15,7 +15,7 @@ when the path still names the same file (device, inode, first bytes and the byte
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -182,12 +182,9 @@ class TensorBoardSource:
                 walls = cols.wall_time[start:stop].tolist()
                 for i, step in enumerate(step_list):
                     a, b = cuts[i], cuts[i + 1]
-                    if step != pending.step:
-                        if pending.step is not None:
-                            yield pending.record()
-                        pending.start(step)
-                    pending.values.update(zip(tags[a:b], values[a:b], strict=True))
-                    pending.wall_time = walls[b - 1] or None
+                    done = pending.add(step, zip(tags[a:b], values[a:b], strict=True), walls[b - 1])
+                    if done is not None:
+                        yield done
             if stop == len(batch):
                 break
             self._events = base + stop + 1
@@ -202,12 +199,9 @@ class TensorBoardSource:
                         Malformed(str(self.path), self._events, f"negative step {event.step}")
                     )
                 else:
-                    if event.step != pending.step:
-                        if pending.step is not None:
-                            yield pending.record()
-                        pending.start(event.step)
-                    pending.values.update(scalars)
-                    pending.wall_time = event.wall_time or None
+                    done = pending.add(event.step, scalars.items(), event.wall_time)
+                    if done is not None:
+                        yield done
             start = stop + 1
         self._events = base + len(batch)
 
@@ -249,9 +243,20 @@ class _Pending:
         self.values: dict[str, float] = {}
         self.wall_time: float | None = None
 
-    def start(self, step: int) -> None:
-        self.step = step
-        self.values = {}
+    def add(
+        self, step: int, values: Iterable[tuple[str, float]], wall_time: float
+    ) -> Record | None:
+        """Add an event's values; returns the previous step's Record when this starts a new
+        step. The last event's wall time is the step's (0: not given)."""
+        done = None
+        if step != self.step:
+            if self.step is not None:
+                done = self.record()
+            self.step = step
+            self.values = {}
+        self.values.update(values)
+        self.wall_time = wall_time or None
+        return done
 
     def record(self) -> Record:
         assert self.step is not None
