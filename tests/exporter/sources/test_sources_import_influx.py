@@ -3,6 +3,8 @@ under canonical ids with one point per step."""
 
 from __future__ import annotations
 
+import json
+import math
 import threading
 import time
 from pathlib import Path
@@ -155,3 +157,43 @@ def test_a_file_of_unknown_format_is_refused(
     path.write_bytes(b"\x00\x01\x02")
     assert main(["import", str(path), "--registry", MINI]) == 2
     assert "--format" in capsys.readouterr().err
+
+
+def test_direct_import_and_import_via_the_outbox_store_the_same_points(
+    env: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Everything the translation does on the way: both KL keys of CleanRL, an unknown key,
+    # a NaN, a value outside its limits, derived metrics, and steps going back (a resume).
+    def values(step: int) -> dict[str, float]:
+        out = {
+            "losses/approx_kl": 0.01 + step / 1e5,
+            "losses/old_approx_kl": 0.02,
+            "losses/clipfrac": 1.5 if step == 20 else 0.1 + (step % 7) / 100,
+            "losses/entropy": 0.69 - step / 1e4,
+            "losses/value_loss": math.nan if step == 10 else 0.5 / (1 + step),
+            "charts/episodic_return": 100.0 + step,
+            "charts/episodic_length": 200.0,
+            "custom/thing": step * 0.5,
+        }
+        return out
+
+    steps = [*range(0, 120), *range(90, 130)]
+    write_event_file(tmp_path / "logs" / "run_a", [(s, values(s)) for s in steps])
+    assert main(["import", str(tmp_path / "logs")]) == 0
+    outbox_db = f"{env.name}_outbox"
+    env.server.post_query(f'CREATE DATABASE "{outbox_db}"')
+    monkeypatch.setenv("RLVITALS_INFLUX_DATABASE", outbox_db)
+    monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store_outbox"))
+    assert main(["import", str(tmp_path / "logs"), "--via-outbox"]) == 0
+
+    query = "SELECT * FROM /.*/ GROUP BY *"
+    direct = env.query(query)
+    via_outbox = env.server.query(outbox_db, query)
+    key = lambda row: (row["_measurement"], row["time"], json.dumps(row, sort_keys=True))  # noqa: E731
+    assert sorted(direct, key=key) == sorted(via_outbox, key=key)
+    measurements = {r["_measurement"] for r in direct}
+    assert {"policy", "value", "unregistered", "events", "health"} <= measurements
+    kinds = {r["kind"] for r in direct if r["_measurement"] == "events"}
+    assert {"resume", "health"} <= kinds
+    kl = {r["time"]: r["policy_kl"] for r in direct if r.get("policy_kl") is not None}
+    assert kl[5] == pytest.approx(0.01005)  # k3 (approx_kl), as the registry prefers
