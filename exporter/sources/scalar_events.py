@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .tfrecord import RecordBatch
+from .tfrecord import RecordBatch, gather_bytes
 
 __all__ = ["ScalarColumns", "decode_scalar_events"]
 
@@ -44,29 +44,19 @@ class ScalarColumns:
     tags: list[str]
 
 
-def _gather(
-    data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64], width: int
-) -> npt.NDArray[np.uint8]:
-    """`width` bytes from each offset (clipped to the buffer: rows past its end are garbage)."""
-    index = offsets[:, None] + np.arange(width)
-    np.clip(index, 0, len(data) - 1, out=index)
-    gathered: npt.NDArray[np.uint8] = data[index]
-    return gathered
-
-
 def decode_scalar_events(batch: RecordBatch) -> ScalarColumns:
     data = np.frombuffer(batch.data, dtype=np.uint8)
     start, length = batch.starts, batch.ends - batch.starts
     count = len(start)
-    head = _gather(data, start, 10)
+    head = gather_bytes(data, start, 10)
     has_step = head[:, 9] == 0x10
-    varint = _gather(data, start + 10, _VARINT)
+    varint = gather_bytes(data, start + 10, _VARINT)
     more = varint >= 0x80
     size = np.argmin(more, axis=1) + 1  # bytes in the step's varint (first without the high bit)
     valid_varint = ~more.all(axis=1)
     summary = np.where(has_step, 10 + size, 9).astype(np.int64)
     n = length - summary - 11
-    frame = _gather(data, start + summary, 6)
+    frame = gather_bytes(data, start + summary, 6)
     ok = (
         (length >= 20)
         & (head[:, 0] == 0x09)
@@ -79,7 +69,7 @@ def decode_scalar_events(batch: RecordBatch) -> ScalarColumns:
         & (frame[:, 3] == n + 7)
         & (frame[:, 4] == 0x0A)
         & (frame[:, 5] == n)
-        & (_gather(data, start + length - 5, 1)[:, 0] == 0x15)
+        & (gather_bytes(data, start + length - 5, 1)[:, 0] == 0x15)
     )
 
     low = (varint & 0x7F).astype(np.uint64)
@@ -90,7 +80,7 @@ def decode_scalar_events(batch: RecordBatch) -> ScalarColumns:
     ok &= step >= 0  # a negative step is reported by the general path
 
     wall_time = np.ascontiguousarray(head[:, 1:9]).view("<f8").ravel()
-    value = np.ascontiguousarray(_gather(data, start + length - 4, 4)).view("<f4").ravel()
+    value = gather_bytes(data, start + length - 4, 4).view("<f4").ravel()
 
     tag = np.zeros(count, dtype=np.int64)
     tags: list[str] = []
@@ -101,7 +91,7 @@ def decode_scalar_events(batch: RecordBatch) -> ScalarColumns:
             tag[rows] = len(tags)
             tags.append("")
             continue
-        raw = np.ascontiguousarray(_gather(data, tag_start[rows], width))
+        raw = gather_bytes(data, tag_start[rows], width)
         unique, inverse = np.unique(
             raw.view(np.dtype((np.void, width))).ravel(), return_inverse=True
         )

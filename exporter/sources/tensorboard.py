@@ -170,7 +170,7 @@ class TensorBoardSource:
         the next batch may bring more of its events."""
         cols = decode_scalar_events(batch)
         base = self._events
-        names = np.array([*cols.tags, ""], dtype=object)
+        names = np.array(cols.tags, dtype=object)
         start = 0
         for stop in [*np.flatnonzero(~cols.ok).tolist(), len(batch)]:
             if stop > start:

@@ -21,7 +21,14 @@ import google_crc32c
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CorruptRecord", "RecordBatch", "RecordReader", "masked_crc32c", "masked_crc32c_rows"]
+__all__ = [
+    "CorruptRecord",
+    "RecordBatch",
+    "RecordReader",
+    "gather_bytes",
+    "masked_crc32c",
+    "masked_crc32c_rows",
+]
 
 _LEN = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -75,7 +82,7 @@ def masked_crc32c_rows(
             for i in group.tolist():
                 crcs[i] = google_crc32c.value(buf[starts[i] : ends[i]])
             continue
-        columns = data[starts[group][:, None] + np.arange(width)]
+        columns = gather_bytes(data, starts[group], width)
         words = np.asfortranarray(
             np.ascontiguousarray(columns[:, : width - width % 2]).view("<u2")
         )  # column j holds bytes 2j and 2j+1 of every record, contiguous
@@ -90,11 +97,15 @@ def masked_crc32c_rows(
     return masked
 
 
-def gather_u32(
-    data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64]
-) -> npt.NDArray[np.uint32]:
-    """The little-endian u32 at each offset of a byte array (offsets may be unaligned)."""
-    return np.ascontiguousarray(data[offsets[:, None] + np.arange(4)]).view("<u4").ravel()
+def gather_bytes(
+    data: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64], width: int
+) -> npt.NDArray[np.uint8]:
+    """`width` bytes from each offset of a byte array, one row per offset (offsets may be
+    unaligned; bytes past the end of `data` read as its last byte)."""
+    index = offsets[:, None] + np.arange(width)
+    np.clip(index, 0, len(data) - 1, out=index)
+    gathered: npt.NDArray[np.uint8] = data[index]
+    return gathered
 
 
 @dataclass(frozen=True)
@@ -177,11 +188,13 @@ class RecordReader:
             return None, corrupt
         data = np.frombuffer(buf, dtype=np.uint8)
         head = np.array(heads, dtype=np.int64)
-        lengths = data[head[:, None] + np.arange(8)].copy().view("<u8").ravel().astype(np.int64)
+        lengths = gather_bytes(data, head, 8).view("<u8").ravel().astype(np.int64)
         ends = head + _HEADER + lengths
         # The length is checked first: a damaged length frames the records after it wrongly.
-        bad_length = masked_crc32c_rows(buf, head, head + 8) != gather_u32(data, head + 8)
-        bad_payload = masked_crc32c_rows(buf, head + _HEADER, ends) != gather_u32(data, ends)
+        stored_length_crcs = gather_bytes(data, head + 8, 4).view("<u4").ravel()
+        stored_payload_crcs = gather_bytes(data, ends, 4).view("<u4").ravel()
+        bad_length = masked_crc32c_rows(buf, head, head + 8) != stored_length_crcs
+        bad_payload = masked_crc32c_rows(buf, head + _HEADER, ends) != stored_payload_crcs
         bad = np.flatnonzero(bad_length | bad_payload)
         if len(bad):
             first = int(bad[0])
