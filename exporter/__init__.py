@@ -9,6 +9,7 @@ run.finish()
 from .config import POLICIES, ExporterSettings, Policy
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError, WriteError
 from .forwarder import Forwarder, render_lines
+from .lifecycle import Lifecycle, RunStatus
 from .lineprotocol import format_line
 from .metrics_endpoint import LiveSource, MetricsEndpoint, RuleState, RuleStates
 from .outbox import EventRecord, Outbox, RunRecord
@@ -26,6 +27,7 @@ __all__ = [
     "InfluxV1Writer",
     "InfluxV2Writer",
     "InvalidSample",
+    "Lifecycle",
     "LiveSource",
     "LiveState",
     "MetricsEndpoint",
@@ -37,6 +39,7 @@ __all__ = [
     "Run",
     "RunRecord",
     "RunStats",
+    "RunStatus",
     "WriteError",
     "Writer",
     "format_line",

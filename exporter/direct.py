@@ -73,6 +73,7 @@ class DirectRun:
         self._counters = RunCounters()
         self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
         self._outbox.upsert_run(name, project, None, framework, time.time())
+        self._wall_time: float | None = None  # of the latest step read: the run's last activity
         self._translator = Translator(
             registry,
             self._counters,
@@ -106,9 +107,8 @@ class DirectRun:
     def log(
         self, step: int, values: Mapping[str, float], *, wall_time: float | None = None
     ) -> None:
-        rows, events = self._translator.log(
-            step, values, time.time() if wall_time is None else wall_time, None
-        )
+        self._wall_time = time.time() if wall_time is None else wall_time
+        rows, events = self._translator.log(step, values, self._wall_time, None)
         # Rendered here, not on the sender: both hold the GIL, and one thread doing all the
         # Python work runs faster than two taking turns; the sender only waits on the socket.
         self._step_renderer.add(rows)
@@ -189,7 +189,12 @@ class DirectRun:
         if not self._positions and not progress:
             return
         try:
-            self._outbox.write((), positions=self._positions, progress=progress)
+            self._outbox.write(
+                (),
+                positions=self._positions,
+                progress=progress,
+                activity={self.name: self._wall_time} if self._wall_time is not None else None,
+            )
         except OutboxError as exc:
             _log.error("rlvitals run %r: %s", self.name, exc)
             return

@@ -70,7 +70,9 @@ CREATE TABLE IF NOT EXISTS runs (
     project TEXT,
     config TEXT NOT NULL DEFAULT '{}',
     framework TEXT,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    finished REAL,
+    last_activity REAL
 );
 CREATE TABLE IF NOT EXISTS samples (
     run TEXT NOT NULL,
@@ -217,6 +219,10 @@ class RunRecord:
     config: Mapping[str, Any]
     framework: str | None
     created: float
+    finished: float | None = None
+    """Wall time the run was marked finished (`Run.finish()`, or the sidecar saw its logs end)."""
+    last_activity: float | None = None
+    """Wall time of the latest step the run logged; with `finished`, what `Lifecycle` reads."""
 
 
 @dataclass(frozen=True)
@@ -261,6 +267,30 @@ class PendingEvent:
     wall_time: float
 
 
+_RUN_COLUMNS = "run, project, config, framework, created, finished, last_activity"
+
+
+def _run_record(row: Sequence[Any]) -> RunRecord:
+    return RunRecord(row[0], row[1], json.loads(row[2]), row[3], row[4], row[5], row[6])
+
+
+def _activity(
+    samples: Sequence[SampleRow],
+    progress: Sequence[tuple[str, int, int]],
+    given: Mapping[str, float] | None,
+) -> dict[str, float]:
+    """Wall time of each progressing run's latest logged step: the caller's, or its last row's
+    (rows are in logging order, so the scan from the end stops at once in the common case)."""
+    wanted = {run for run, _, _ in progress}
+    found = {run: wall for run, wall in (given or {}).items() if run in wanted}
+    for row in reversed(samples):
+        if len(found) == len(wanted):
+            break
+        if row[0] in wanted and row[0] not in found:
+            found[row[0]] = row[7]
+    return found
+
+
 def _rank(value: int) -> int | None:
     return None if value == NO_RANK else value
 
@@ -281,6 +311,7 @@ class Outbox:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            self._ensure_lifecycle_columns()
             self._ensure_stats()
             running_stats.prepare(self._db)
         except (OSError, sqlite3.Error) as exc:
@@ -288,6 +319,14 @@ class Outbox:
                 f"cannot open the outbox at {self.path}: {exc}. Check RLVITALS_STORE points to a "
                 "writable folder on a local disk."
             ) from exc
+
+    def _ensure_lifecycle_columns(self) -> None:
+        """Give a `runs` table from before the lifecycle its two columns (NULL: unknown)."""
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+        for column in ("finished", "last_activity"):
+            if column not in have:
+                with suppress(sqlite3.OperationalError):  # another process added it first
+                    self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} REAL")
 
     def _ensure_stats(self) -> None:
         """Give a file from before the running statistics their tables, triggers and a backfill
@@ -359,11 +398,14 @@ class Outbox:
         *,
         positions: Sequence[SourcePosition] = (),
         progress: Sequence[tuple[str, int, int]] = (),
+        activity: Mapping[str, float] | None = None,
     ) -> bool:
         """Store samples and events in one transaction; False (nothing stored) when over budget.
 
         `positions` (how far log sources have read) and `progress` ((run, rank, last step)
         logged) are stored in the same transaction, so they never run ahead of the samples.
+        Each run in `progress` gets its `last_activity`: from `activity` (run -> wall time) when
+        given, else the wall time of its last sample row in this batch.
         """
         if not samples and not events and not positions and not progress:
             return True
@@ -397,9 +439,24 @@ class Outbox:
                     )
                 if progress:
                     db.executemany(_UPSERT_PROGRESS, progress)
+                    active = _activity(samples, progress, activity)
+                    if active:
+                        db.executemany(
+                            "UPDATE runs SET last_activity = max(coalesce(last_activity, 0), ?)"
+                            " WHERE run = ?",
+                            [(wall, run) for run, wall in active.items()],
+                        )
         except sqlite3.Error as exc:
             raise OutboxError(f"cannot write to the outbox at {self.path}: {exc}") from exc
         return True
+
+    def mark_finished(self, run: str, when: float) -> None:
+        """Record that `run` ended at wall time `when` (logging to it again makes it live)."""
+        try:
+            with self._transaction() as db:
+                db.execute("UPDATE runs SET finished = ? WHERE run = ?", (when, run))
+        except sqlite3.Error as exc:
+            raise OutboxError(f"cannot mark run {run!r} finished in {self.path}: {exc}") from exc
 
     def source_positions(self) -> dict[str, SourcePosition]:
         """Every stored log-source position, by file path."""
@@ -550,19 +607,17 @@ class Outbox:
     def run(self, run: str) -> RunRecord | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT run, project, config, framework, created FROM runs WHERE run = ?", (run,)
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run = ?", (run,)
             ).fetchone()
-        return (
-            None if row is None else RunRecord(row[0], row[1], json.loads(row[2]), row[3], row[4])
-        )
+        return None if row is None else _run_record(row)
 
     def runs(self) -> list[RunRecord]:
         """Every run in the store, oldest first."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT run, project, config, framework, created FROM runs ORDER BY created, run"
+                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created, run"
             ).fetchall()
-        return [RunRecord(r[0], r[1], json.loads(r[2]), r[3], r[4]) for r in rows]
+        return [_run_record(r) for r in rows]
 
     def fields(self, run: str, measurement: str | None = None) -> list[str]:
         """Field names stored for a run (registry fields; `measurement` narrows it)."""

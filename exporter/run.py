@@ -227,6 +227,10 @@ class Run:
         if self._shared_endpoint is not None:
             self._shared_endpoint.remove(self)
         atexit.unregister(self._at_exit)
+        try:
+            self._outbox.mark_finished(self.name, time.time())
+        except OutboxError as exc:
+            _log.error("rlvitals run %r: %s", self.name, exc)
         if not flushed:
             backlog = self._safe_backlog()
             _log.warning(
