@@ -1,0 +1,302 @@
+"""What logging costs a training loop, and how soon what it logged is stored.
+
+A training loop of a fixed rate logs 30 registered metrics per step (fresh steps only, the keys an
+SB3 PPO run logs plus other registered ids). The same loop runs, in one process and one run of this
+script, with each logger in turn:
+
+  none           the loop alone: the baseline every slowdown is measured against
+  floor          dict copy + deque.append (the least any background logger can do)
+  rlvitals       exporter.init(...).log() into the embedded store (worker thread meanwhile)
+  rlvitals+influx  the same with the forwarder sending to a real local InfluxDB (Debian influxd)
+  wandb offline  wandb.log(values, step=...) with WANDB_MODE=offline, if wandb is installed
+  SummaryWriter  torch.utils.tensorboard, 30 add_scalar calls per step, if torch is installed
+
+Two kinds of loop, because they stress a background thread differently:
+  numpy   each step multiplies float64 matrices (BLAS releases the GIL, like a torch forward pass)
+  python  each step runs pure-Python arithmetic (the GIL is held almost all the time: a worker
+          thread can only run when the interpreter switches, every 5 ms by default)
+
+For rlvitals a second process polls the outbox (`run_progress`) every 50 ms while the loop runs;
+the report gives the largest storage lag seen (how long after being logged a step was stored)
+and how many steps were still unstored when the loop ended.
+
+Run: python bench/bench_training_loop.py [--seconds 10] [--rates 100,1000] [--loops numpy,python]
+Prints one table; read the ratios (slowdown %), not absolute times. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import logging
+import multiprocessing as mp
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import exporter
+import registry
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+Logger = tuple[Callable[[int, dict[str, float]], None], Callable[[], None]]
+
+
+def _names(reg: registry.Registry) -> list[str]:
+    """30 registered keys: SB3's own spellings first, then canonical ids of plain measured metrics."""
+    sb3 = [a.key for m in reg.metrics for a in m.aliases if a.framework == "sb3"]
+    names = [k for k in dict.fromkeys(sb3) if not k.startswith("time/")][:12]
+    taken = {reg.resolve(k, framework="sb3").metric for k in names}
+    for m in reg.metrics:
+        if len(names) == 30:
+            break
+        if m.kind == "measured" and m.pattern is None and m.id not in taken:
+            names.append(m.id)
+    return names
+
+
+def _values(names: list[str], step: int) -> dict[str, float]:
+    # In (0, 1): inside every registered metric's physical limits, so nothing is rejected.
+    return {n: 0.01 + 0.0098 * ((step * 7 + i) % 97) for i, n in enumerate(names)}
+
+
+# -- the work of one training step -----------------------------------------------------------
+
+
+def _numpy_work(units: int) -> Callable[[], None]:
+    a = np.random.default_rng(0).standard_normal((64, 64))
+
+    def work() -> None:
+        for _ in range(units):
+            a.dot(a)
+
+    return work
+
+
+def _python_work(units: int) -> Callable[[], None]:
+    def work() -> None:
+        x = 0
+        for i in range(units):
+            x += i * i % 7
+
+    return work
+
+
+_WORK = {"numpy": _numpy_work, "python": _python_work}
+
+
+def _calibrate(kind: str, rate: float) -> Callable[[], None]:
+    """Work units for one step of `1/rate` seconds, measured on this machine now."""
+    units = 1
+    while True:
+        work = _WORK[kind](units)
+        start = time.perf_counter()
+        for _ in range(20):
+            work()
+        per = (time.perf_counter() - start) / 20
+        if per > 2e-4 or units > 1 << 24:
+            break
+        units *= 2
+    return _WORK[kind](max(1, round(units * (1.0 / rate) / per)))
+
+
+# -- loggers -----------------------------------------------------------------------------------
+
+
+def _floor() -> Logger:
+    dq: collections.deque[object] = collections.deque()
+    return (lambda step, values: dq.append((step, dict(values)))), dq.clear
+
+
+def _summary_writer(tmp: Path) -> Logger | None:
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        return None
+    writer: Any = SummaryWriter(str(tmp / "tb"))
+
+    def log(step: int, values: dict[str, float]) -> None:
+        for name, value in values.items():
+            writer.add_scalar(name, value, step)
+
+    return log, writer.close
+
+
+def _wandb(tmp: Path) -> Logger | None:
+    try:
+        import wandb
+    except ImportError:
+        return None
+    os.environ["WANDB_MODE"] = "offline"
+    os.environ["WANDB_DIR"] = str(tmp)
+    os.environ["WANDB_SILENT"] = "true"
+    run = wandb.init(project="bench", mode="offline")
+    return (lambda step, values: run.log(values, step=step)), run.finish
+
+
+def _poll_progress(path: str, run: str, stop: Any, out: Any) -> None:
+    """In its own process: (wall time, last stored step) every 50 ms while the loop runs."""
+    seen: list[tuple[float, int]] = []
+    db: sqlite3.Connection | None = None
+    while not stop.is_set():
+        try:
+            if db is None:
+                db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)
+            row = db.execute("SELECT max(step) FROM run_progress WHERE run = ?", (run,)).fetchone()
+            if row and row[0] is not None:
+                seen.append((time.time(), int(row[0])))
+        except sqlite3.Error:
+            db = None
+        time.sleep(0.05)
+    out.put(seen)
+
+
+@dataclass
+class _Lag:
+    max_lag_s: float
+    unstored_at_end: int
+    dropped: int
+
+
+@contextlib.contextmanager
+def _rlvitals(
+    reg: registry.Registry, tmp: Path, name: str, influx_url: str | None
+) -> Iterator[tuple[Logger, Callable[[list[float]], _Lag]]]:
+    settings = exporter.ExporterSettings(store=tmp / name, policy="warn")
+    if influx_url:
+        settings = settings.replace(influx_url=influx_url, influx_database="bench")
+    run = exporter.init(name, registry=reg, settings=settings, framework="sb3")
+    ctx = mp.get_context("spawn")
+    stop, out = ctx.Event(), ctx.Queue()
+    poller = ctx.Process(
+        target=_poll_progress, args=(str(settings.outbox_path), name, stop, out), daemon=True
+    )
+    poller.start()
+
+    def lag(logged_at: list[float]) -> _Lag:
+        stop.set()
+        seen: list[tuple[float, int]] = out.get(timeout=30)
+        poller.join(10)
+        worst = 0.0
+        for wall, stored in seen:
+            # The oldest step not yet stored at `wall` had waited wall - logged_at[stored + 1].
+            nxt = stored + 1
+            if nxt < len(logged_at) and logged_at[nxt] <= wall:
+                worst = max(worst, wall - logged_at[nxt])
+        last = seen[-1][1] if seen else -1
+        return _Lag(worst, max(0, len(logged_at) - 1 - last), run.stats.dropped)
+
+    try:
+        yield (run.log, lambda: None), lag
+    finally:
+        run.finish(120)
+
+
+def _loop(
+    work: Callable[[], None],
+    log: Callable[[int, dict[str, float]], None] | None,
+    payloads: list[dict[str, float]],
+    rate: float,
+) -> tuple[float, list[float]]:
+    """Run len(payloads) steps as fast as the work allows; seconds taken, wall time per step."""
+    logged_at = [0.0] * len(payloads)
+    start = time.perf_counter()
+    for step, values in enumerate(payloads):
+        work()
+        if log is not None:
+            log(step, values)
+        logged_at[step] = time.time()
+    return time.perf_counter() - start, logged_at
+
+
+def _start_influx(tmp: Path) -> Any:
+    if not _which("influxd"):
+        return None
+    sys.path.insert(0, str(_ROOT / "tests"))
+    from influx_server import InfluxServer
+
+    (tmp / "influx").mkdir()
+    server = InfluxServer(tmp / "influx")
+    server.start()
+    server.post_query("CREATE DATABASE bench")
+    return server
+
+
+def _which(cmd: str) -> bool:
+    return any(os.access(Path(p) / cmd, os.X_OK) for p in os.environ.get("PATH", "").split(":"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="loop length per logger")
+    parser.add_argument("--rates", default="100,1000", help="target steps/s, comma-separated")
+    parser.add_argument("--loops", default="numpy,python", help="numpy and/or python")
+    args = parser.parse_args()
+    logging.getLogger("exporter").setLevel(logging.ERROR)
+    reg = registry.load()
+    names = _names(reg)
+    rows: list[tuple[str, float, str, str, str]] = []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        server = _start_influx(tmp)
+        try:
+            for kind in args.loops.split(","):
+                for rate in [float(r) for r in args.rates.split(",")]:
+                    steps = int(rate * args.seconds)
+                    payloads = [_values(names, s) for s in range(steps)]
+                    work = _calibrate(kind, rate)
+                    base, _ = _loop(work, None, payloads, rate)
+                    label = f"{kind} loop, {steps / base:,.0f} steps/s"
+                    rows.append((label, 0.0, "none", "", ""))
+                    candidates: list[tuple[str, Callable[[], Any]]] = [
+                        ("floor", _floor),
+                        ("SummaryWriter", lambda: _summary_writer(tmp)),
+                        ("wandb offline", lambda: _wandb(tmp)),
+                    ]
+                    for who, make in candidates:
+                        logger = make()
+                        if logger is None:
+                            rows.append((label, float("nan"), who, "not installed", ""))
+                            continue
+                        took, _ = _loop(work, logger[0], payloads, rate)
+                        logger[1]()
+                        rows.append((label, took / base - 1, who, "", ""))
+                    targets = [("rlvitals", None)]
+                    if server is not None:
+                        targets.append(("rlvitals+influx", server.url))
+                    for who, url in targets:
+                        name = f"{who}-{kind}-{int(rate)}".replace("+", "-")
+                        with _rlvitals(reg, tmp, name, url) as (logger, lag):
+                            took, logged_at = _loop(work, logger[0], payloads, rate)
+                            measured = lag(logged_at)
+                        rows.append(
+                            (
+                                label,
+                                took / base - 1,
+                                who,
+                                f"max lag {measured.max_lag_s:.2f} s",
+                                f"unstored at end {measured.unstored_at_end}, "
+                                f"dropped {measured.dropped}",
+                            )
+                        )
+        finally:
+            if server is not None:
+                server.stop()
+    print(f"{len(names)} registered metrics per step, {args.seconds:g} s per loop\n")
+    print(f"{'loop':<28} {'logger':<16} {'slowdown':>9}  storage")
+    for label, slow, who, lag_s, rest in rows:
+        shown = "" if who == "none" else f"{slow * 100:8.1f}%"
+        print(f"{label:<28} {who:<16} {shown:>9}  {lag_s} {rest}".rstrip())
+
+
+if __name__ == "__main__":
+    main()
