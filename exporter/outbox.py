@@ -804,10 +804,10 @@ class Outbox:
             rows = self._db.execute(
                 f"""SELECT s.field, s.step, avg(s.value) FROM samples s
                     JOIN (SELECT field, max(step) AS step FROM samples
-                          WHERE run = ? AND measurement NOT IN ('run_config', 'unregistered')
+                          WHERE run = ? AND measurement NOT IN ('run_config', 'unregistered', 'spread')
                             AND {_NUMERIC}
                           GROUP BY field) m ON m.field = s.field AND m.step = s.step
-                    WHERE s.run = ? AND s.measurement NOT IN ('run_config', 'unregistered')
+                    WHERE s.run = ? AND s.measurement NOT IN ('run_config', 'unregistered', 'spread')
                       AND typeof(s.value) IN ('real', 'integer')
                     GROUP BY s.field""",
                 (run, run),

@@ -32,6 +32,7 @@ from .translate import (
     config_rows,
     event_field_problem,
     limits_problem,
+    several,
     step_problem,
     to_number,
     value_problem,
@@ -78,6 +79,8 @@ class Run:
             raise ConfigError(f"rank {rank!r} must be a non-negative int or None")
         if policy not in POLICIES:
             raise ConfigError(f"policy {policy!r} is not one of {', '.join(POLICIES)}")
+        if not isinstance(resume, bool):
+            raise ConfigError(f"resume={resume!r} must be True or False")
         self.name = name
         self.project = project
         self.rank = rank
@@ -336,8 +339,7 @@ class Run:
                     name=name,
                     value=raw,
                 ) from exc
-            numbers = raw if isinstance(raw, list | tuple) else [raw]
-            for member in numbers:
+            for member in several(raw) or [raw]:
                 value = to_number(member)
                 assert value is not None
                 try:

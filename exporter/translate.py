@@ -30,6 +30,7 @@ __all__ = [
     "event_field_problem",
     "limits_problem",
     "sanitize_name",
+    "several",
     "step_problem",
     "to_number",
     "value_problem",
@@ -85,10 +86,11 @@ def to_number(value: object) -> float | None:
 def value_problem(name: object, value: object, step: int) -> str | None:
     if not isinstance(name, str) or not name:
         return f"metric name {name!r} at step {step} is not a non-empty string"
-    if isinstance(value, list | tuple):
-        if not value:
+    values = several(value)
+    if values is not None:
+        if not len(values):
             return f"{name!r} at step {step} is an empty list; log at least one value"
-        if _members(value) is None:
+        if _members(values) is None:
             return (
                 f"{name!r} at step {step} is a list holding a non-number; a list means several "
                 "values at one step and must hold only numbers"
@@ -128,6 +130,16 @@ def event_field_problem(key: object, value: object) -> str | None:
 def sanitize_name(name: str) -> str:
     """An unknown name as stored under `unregistered`: control characters replaced, length capped."""
     return _UNSAFE.sub("_", name).strip()[:200] or "_"
+
+
+def several(value: object) -> Sequence[Any] | None:
+    """The values of a name logged several times at one step (a list, a tuple, or a 1-d numpy
+    array or tensor), or None for a single value."""
+    if isinstance(value, list | tuple):
+        return value
+    if getattr(value, "ndim", None) == 1 and hasattr(value, "__iter__"):
+        return list(value)
+    return None
 
 
 def _members(raw: Sequence[Any]) -> list[float] | None:
@@ -320,8 +332,9 @@ class Translator:
                     rejected += 1
                     self._warn(f"value:{name}", f"{problem}; rejected")
                     continue
-                if isinstance(raw, list | tuple):
-                    members = _members(raw)
+                listed = several(raw)
+                if listed is not None:
+                    members = _members(listed)
                     assert members
                     value = members[0]
                 else:

@@ -140,3 +140,21 @@ def test_spread_reaches_influxdb_as_its_own_measurement(
     (mean,) = influx.query('SELECT "raw_reward" FROM "reward"')
     assert mean["raw_reward"] == 3.0
     assert np.isclose(mean["time"], 512)
+
+
+def test_a_numpy_array_is_several_values_even_under_strict(
+    tmp_path: Path, reg: registry.Registry
+) -> None:
+    settings = exporter.ExporterSettings(store=tmp_path / "store", policy="strict")
+    with exporter.init("r", registry=reg, settings=settings, framework="cleanrl") as run:
+        run.log(4, {"charts/episodic_return": np.array([1.0, 5.0], dtype=np.float32)})
+    with _box(tmp_path) as box:
+        assert box.series("r", "raw_reward")[1].tolist() == [3.0]
+        assert box.spread("r", "raw_reward")[3].tolist() == [5.0]
+        assert "raw_reward" in box.latest("r") and "raw_reward/count" not in box.latest("r")
+
+
+def test_resume_must_be_a_bool(tmp_path: Path, reg: registry.Registry) -> None:
+    settings = exporter.ExporterSettings(store=tmp_path / "store")
+    with pytest.raises(exporter.ConfigError, match="resume='yes' must be True or False"):
+        exporter.init("r", registry=reg, settings=settings, resume="yes")  # type: ignore[arg-type]
