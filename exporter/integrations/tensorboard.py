@@ -14,7 +14,8 @@ and max. `add_text` becomes a `text` event.
 TensorBoard keeps working: by default every call is also passed to a real TensorBoard writer on
 the same `log_dir` (torch's `SummaryWriter` when torch is installed, so images, histograms and
 graphs are kept too; otherwise a scalar-and-text writer on TensorBoard's own `EventFileWriter`).
-`tee=False` turns that off; `tee=<writer>` passes the calls to a writer of your own.
+`tee=False` turns that off; `tee=<writer>` passes the calls to a writer of your own. The run is
+named after `log_dir` (`name-2` when the store has that name already, unless `resume=True`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class SummaryWriter:
         project: str | None = None,
         framework: str = "cleanrl",
         tee: Any = True,
+        resume: bool = False,
         **kwargs: Any,
     ) -> None:
         self._framework = framework
@@ -56,7 +58,7 @@ class SummaryWriter:
             from .. import init
 
             name = Path(self.log_dir).name if self.log_dir else f"run{comment}"
-            run = init(name or "run", project=project, framework=framework)
+            run = init(name or "run", project=project, framework=framework, resume=resume)
         self.run: Any = run
         self._step: int | None = None
         self._pending: dict[str, float | list[float]] = {}
