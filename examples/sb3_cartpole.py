@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = PPO("MlpPolicy", "CartPole-v1", clip_range=0.2, seed=args.seed, verbose=0, **hyper)
         model.learn(total_timesteps=args.steps, callback=RlvitalsCallback(run))
         run.event(int(model.num_timesteps), "checkpoint", "training finished")
-    print(f"logged {run.stats.accepted} values; now: rlvitals report --run {args.run}")
+    print(f"logged {run.stats.accepted} values; now: rlvitals report --run {run.name}")
     return 0
 
 

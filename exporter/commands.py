@@ -41,6 +41,7 @@ from .ingest import Ingest, RunSummary
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import Outbox, SourcePosition
 from .sources import FORMATS, LogSet, Malformed, Record, compile_pattern
+from .sources.follow import path_key
 
 __all__ = ["register"]
 
@@ -61,8 +62,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp.add_argument(
         "--resume",
         action="store_true",
-        help="go on from where an earlier import or tail stopped in each file, instead of "
-        "reading every file from its start",
+        help="go on with runs of the same name already in the store, from where an earlier "
+        "import or tail stopped in each file (default: every file from its start, and a run "
+        "whose name is taken gets a new name, NAME-2)",
     )
     imp.add_argument(
         "--via-outbox",
@@ -83,6 +85,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="keep following the logs (default); --no-follow reads them once",
+    )
+    tail.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with runs of the same name already in the store even when this tail never "
+        "read their logs (runs it was following before a restart are always resumed; others "
+        "whose name is taken get a new name, NAME-2)",
     )
     tail.add_argument(
         "--from-start",
@@ -144,6 +153,7 @@ def _import(args: argparse.Namespace) -> int:
         max_polls=1,
         resume=args.resume,
         direct=not args.via_outbox,
+        resume_runs=args.resume,
     )
 
 
@@ -157,6 +167,7 @@ def _tail(args: argparse.Namespace) -> int:
         max_polls=args.max_polls,
         resume=not args.from_start,
         direct=False,
+        resume_runs=args.resume,
     )
 
 
@@ -198,6 +209,7 @@ def _ingest(
     max_polls: int | None,
     resume: bool,
     direct: bool,
+    resume_runs: bool,
 ) -> int:
     stop = threading.Event()
     with _sigterm_stops(stop):
@@ -208,6 +220,7 @@ def _ingest(
             max_polls=max_polls,
             resume=resume,
             direct=direct,
+            resume_runs=resume_runs,
             stop=stop,
         )
 
@@ -220,6 +233,7 @@ def _run_ingest(
     max_polls: int | None,
     resume: bool,
     direct: bool,
+    resume_runs: bool,
     stop: threading.Event,
 ) -> int:
     err = sys.stderr
@@ -269,15 +283,22 @@ def _run_ingest(
         on_run_start=lambda s: print(_framework_line(s), file=err),
         direct=direct,
         endpoint=endpoint,
+        resume=lambda name: resume_runs or name in attached,
     )
     progress = _Progress(err)
     status = 0
+    attached: set[str] = set()
     saved: dict[Path, SourcePosition] = {}
     try:
         if not logs.refresh() and not follow:
             return _fail(
                 f"no logs found under {', '.join(args.paths)}; check the paths or --format"
             )
+        # Runs whose logs a reader of this store read before (a restarted sidecar): they are
+        # this reader's own and go on, never becoming NAME-2 copies of themselves.
+        attached.update(
+            ingest.run_name(log) for log in logs.files if path_key(log.path) in positions
+        )
         if logs.resumed:
             print(
                 f"rlvitals: {len(logs.resumed)} file(s) go on from where the last reader stopped",
@@ -386,9 +407,16 @@ def _drain(ingest: Ingest, out: TextIO) -> None:
 
 def _framework_line(summary: RunSummary) -> str:
     if summary.framework is None:
-        return f"rlvitals: run {summary.name!r}: no framework recognised from the keys; pass --framework"
-    how = "detected from the keys" if summary.detected else "as given"
-    return f"rlvitals: run {summary.name!r}: framework {summary.framework} ({how})"
+        line = f"rlvitals: run {summary.name!r}: no framework recognised from the keys; pass --framework"
+    else:
+        how = "detected from the keys" if summary.detected else "as given"
+        line = f"rlvitals: run {summary.name!r}: framework {summary.framework} ({how})"
+    if summary.renamed_from is not None:
+        line += (
+            f"; a run named {summary.renamed_from!r} is already in the store, so this one is "
+            f"{summary.name!r} (--resume goes on with the old one)"
+        )
+    return line
 
 
 def _summary_line(summary: RunSummary) -> str:

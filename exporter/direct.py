@@ -37,7 +37,7 @@ from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
 from .stats import RunCounters, RunStats
 from .step_lines import StepRenderer
-from .translate import Translator
+from .translate import LoggedValue, Translator
 from .writers import Writer, make_writer
 
 __all__ = ["DIRECT_BATCH", "DirectRun"]
@@ -62,6 +62,7 @@ class DirectRun:
         settings: ExporterSettings,
         framework: str | None,
         policy: Policy | None = None,
+        resume: bool = False,
     ) -> None:
         writer = make_writer(settings)
         if writer is None:
@@ -72,6 +73,7 @@ class DirectRun:
         self._writer: Writer = writer
         self._counters = RunCounters()
         self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
+        self.name = name = self._outbox.claim_run(name, resume=resume)  # `name-2` if taken
         self._outbox.upsert_run(name, project, None, framework, time.time())
         self._wall_time: float | None = None  # of the latest step read: the run's last activity
         self._translator = Translator(
@@ -82,6 +84,7 @@ class DirectRun:
             policy=policy or settings.policy,
             framework=framework,
             last_step=self._outbox.last_step(name),
+            transforms=self._outbox.transforms(name),
         )
         self._saved_step = self._translator.last_step
         self._renderer = LineRenderer()
@@ -105,13 +108,17 @@ class DirectRun:
     # -- reader side ---------------------------------------------------------------------------
 
     def log(
-        self, step: int, values: Mapping[str, float], *, wall_time: float | None = None
+        self, step: int, values: Mapping[str, LoggedValue], *, wall_time: float | None = None
     ) -> None:
         self._wall_time = time.time() if wall_time is None else wall_time
         rows, events = self._translator.log(step, values, self._wall_time, None)
         # Rendered here, not on the sender: both hold the GIL, and one thread doing all the
         # Python work runs faster than two taking turns; the sender only waits on the socket.
         self._step_renderer.add(rows)
+        noted = self._translator.take_transform_rows(self._wall_time)
+        if noted:  # a text field at step 0: not the shape of a step's rows
+            self._step_renderer.add_general(noted)
+            rows = rows + noted
         self._rows += rows
         if events:
             self._events += events

@@ -24,6 +24,7 @@ from .outbox import SourcePosition
 from .run import init
 from .sources import LogFile, Record
 from .stats import RunStats
+from .translate import LoggedValue
 
 __all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary"]
 
@@ -42,6 +43,8 @@ class RunSummary:
     values: int = 0
     files: set[str] = field(default_factory=set)
     stats: RunStats | None = None
+    renamed_from: str | None = None
+    """The name asked for, when a run of that name was already in the store."""
 
 
 class _Sink(Protocol):
@@ -50,7 +53,7 @@ class _Sink(Protocol):
     name: str
 
     def log(
-        self, step: int, values: Mapping[str, float], *, wall_time: float | None = None
+        self, step: int, values: Mapping[str, LoggedValue], *, wall_time: float | None = None
     ) -> None: ...
 
     def save_position(self, position: SourcePosition) -> None: ...
@@ -88,7 +91,10 @@ class Ingest:
         on_run_start: Callable[[RunSummary], None] | None = None,
         direct: bool = False,
         endpoint: MetricsEndpoint | None = None,
+        resume: bool | Callable[[str], bool] = False,
     ) -> None:
+        """`resume` (true, or true for a run name) goes on with a run of that name already in
+        the store; otherwise such a run gets a new name (`name-2`), as `exporter.init` does."""
         if direct and not settings.influx_url:
             raise ConfigError("a direct import needs InfluxDB configured (RLVITALS_INFLUX_URL)")
         self._direct = direct
@@ -99,6 +105,7 @@ class Ingest:
         self._framework = framework
         self._on_run_start = on_run_start
         self._endpoint = endpoint
+        self._resume = resume
         self._runs: dict[str, _RunState] = {}
         self._since_check = 0
 
@@ -174,6 +181,7 @@ class Ingest:
             framework = self._registry.detect_framework(sorted(names))
             summary.detected = framework is not None
         summary.framework = framework
+        resume = self._resume(summary.name) if callable(self._resume) else self._resume
         if self._direct:
             state.run = DirectRun(
                 summary.name,
@@ -181,6 +189,7 @@ class Ingest:
                 registry=self._registry,
                 settings=self._settings,
                 framework=framework,
+                resume=resume,
             )
         else:
             run = init(
@@ -190,9 +199,13 @@ class Ingest:
                 settings=self._settings,
                 framework=framework,
                 endpoint=self._endpoint,
+                resume=resume,
             )
             run.follow_sources()
             state.run = run
+        if state.run.name != summary.name:
+            summary.renamed_from = summary.name
+            summary.name = state.run.name
         if self._on_run_start is not None:
             self._on_run_start(summary)
         pending, state.pending = state.pending, []

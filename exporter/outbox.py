@@ -40,9 +40,11 @@ import numpy.typing as npt
 
 from . import running_stats
 from .errors import OutboxError
+from .transform_record import TRANSFORMS_FIELD, FieldTransform, transforms_from_json
 
 __all__ = [
     "NO_RANK",
+    "SPREAD",
     "EventRecord",
     "EventRow",
     "Outbox",
@@ -52,12 +54,17 @@ __all__ = [
     "SampleRow",
     "SeriesStats",
     "SourcePosition",
+    "StoredField",
 ]
 
 _log = logging.getLogger(__name__)
 
 NO_RANK = -1
 """Rank stored for samples logged without a rank (sqlite keys cannot hold NULL uniquely)."""
+
+SPREAD = "spread"
+"""Measurement holding `<field>/count`, `<field>/min` and `<field>/max` for a step that logged
+several values of one name (one per finishing episode); the field itself holds their mean."""
 
 # (run, rank, step, measurement, gpu, field, value, wall_time); value is float or str.
 SampleRow = tuple[str, int, int, str, str, str, float | str, float]
@@ -210,6 +217,19 @@ class SeriesStats:
     @property
     def mean(self) -> float:
         return self.total / self.count
+
+
+@dataclass(frozen=True)
+class StoredField:
+    """One field a run has stored, in which measurement: a registry group, `unregistered`
+    (a name the registry does not know, kept as logged), `spread` (count/min/max of a step
+    that logged several values) or `run_config`."""
+
+    measurement: str
+    field: str
+    count: int
+    first_step: int
+    last_step: int
 
 
 @dataclass(frozen=True)
@@ -469,6 +489,27 @@ class Outbox:
             for r in rows
         }
 
+    def claim_run(self, run: str, *, resume: bool = False, created: float | None = None) -> str:
+        """The name a new run gets: `run` when the store has no run of that name (or `resume`
+        asks to go on with it), else the first free `run-2`, `run-3`, ... The name is recorded
+        in the same transaction, so two processes starting at once get two names."""
+        try:
+            with self._transaction() as db:
+                name, n = run, 1
+                while not resume:
+                    taken = db.execute("SELECT 1 FROM runs WHERE run = ?", (name,)).fetchone()
+                    if taken is None:
+                        break
+                    n += 1
+                    name = f"{run}-{n}"
+                db.execute(
+                    "INSERT INTO runs (run, created) VALUES (?, ?) ON CONFLICT (run) DO NOTHING",
+                    (name, time.time() if created is None else created),
+                )
+        except sqlite3.Error as exc:
+            raise OutboxError(f"cannot record run {run!r} in {self.path}: {exc}") from exc
+        return name
+
     def upsert_run(
         self,
         run: str,
@@ -620,12 +661,61 @@ class Outbox:
         return [_run_record(r) for r in rows]
 
     def fields(self, run: str, measurement: str | None = None) -> list[str]:
-        """Field names stored for a run (registry fields; `measurement` narrows it)."""
+        """Field names stored for a run: registry fields, or those of one `measurement`
+        (`unregistered` lists the names the registry does not know, exactly as logged)."""
         sql = "SELECT DISTINCT field FROM samples WHERE run = ? AND measurement "
-        sql += "= ?" if measurement else "NOT IN ('run_config', 'unregistered')"
+        sql += "= ?" if measurement else f"NOT IN ('run_config', 'unregistered', '{SPREAD}')"
         args: tuple[str, ...] = (run, measurement) if measurement else (run,)
         with self._lock:
             return sorted(r[0] for r in self._db.execute(sql, args).fetchall())
+
+    def catalog(self, run: str) -> list[StoredField]:
+        """Every numeric field a run stored, registered or not, with its measurement, count of
+        finite values and step range (from the running statistics: no scan of the samples)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT measurement, field, sum(n), min(first_step), max(last_step) "
+                "FROM sample_stats WHERE run = ? GROUP BY measurement, field "
+                "ORDER BY measurement, field",
+                (run,),
+            ).fetchall()
+        return [StoredField(r[0], r[1], int(r[2]), int(r[3]), int(r[4])) for r in rows]
+
+    def spread(
+        self, run: str, field: str, start: int | None = None, end: int | None = None
+    ) -> tuple[
+        npt.NDArray[np.int64],
+        npt.NDArray[np.float64],
+        npt.NDArray[np.float64],
+        npt.NDArray[np.float64],
+    ]:
+        """(steps, count, min, max) of the steps where `field` was logged several values at once
+        (ascending by step); its mean at those steps is `series(run, field)`."""
+        columns = {}
+        for part in ("count", "min", "max"):
+            columns[part] = self.series(run, f"{field}/{part}", start, end, measurement=SPREAD)
+        steps = columns["count"][0]
+        if not all(np.array_equal(steps, c[0]) for c in columns.values()):
+            common = np.intersect1d(np.intersect1d(steps, columns["min"][0]), columns["max"][0])
+            picked = [c[1][np.isin(c[0], common)] for c in columns.values()]
+            return common, picked[0], picked[1], picked[2]
+        return steps, columns["count"][1], columns["min"][1], columns["max"][1]
+
+    def transforms(self, run: str) -> dict[str, tuple[FieldTransform, ...]]:
+        """Which transform each of a run's fields went through, by field (fields stored as
+        logged are absent): what to show beside a value, e.g. `train/value_loss × 0.5`."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT value FROM samples WHERE run = ? AND field = ? "
+                "AND measurement = 'run_config' AND typeof(value) = 'text'",
+                (run, TRANSFORMS_FIELD),
+            ).fetchall()
+        found: dict[str, tuple[FieldTransform, ...]] = {}
+        for (text,) in rows:  # one per rank
+            for field, entries in transforms_from_json(text).items():
+                known = {e.name for e in found.get(field, ())}
+                found[field] = (*found.get(field, ()), *(e for e in entries if e.name not in known))
+        return found
 
     def series(
         self,
@@ -714,10 +804,10 @@ class Outbox:
             rows = self._db.execute(
                 f"""SELECT s.field, s.step, avg(s.value) FROM samples s
                     JOIN (SELECT field, max(step) AS step FROM samples
-                          WHERE run = ? AND measurement NOT IN ('run_config', 'unregistered')
+                          WHERE run = ? AND measurement NOT IN ('run_config', 'unregistered', 'spread')
                             AND {_NUMERIC}
                           GROUP BY field) m ON m.field = s.field AND m.step = s.step
-                    WHERE s.run = ? AND s.measurement NOT IN ('run_config', 'unregistered')
+                    WHERE s.run = ? AND s.measurement NOT IN ('run_config', 'unregistered', 'spread')
                       AND typeof(s.value) IN ('real', 'integer')
                     GROUP BY s.field""",
                 (run, run),

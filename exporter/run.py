@@ -27,10 +27,12 @@ from .metrics_endpoint import MetricsEndpoint
 from .outbox import NO_RANK, EventRow, Outbox, SampleRow, SourcePosition
 from .stats import LiveState, RunCounters, RunStats
 from .translate import (
+    LoggedValue,
     Translator,
     config_rows,
     event_field_problem,
     limits_problem,
+    several,
     step_problem,
     to_number,
     value_problem,
@@ -65,6 +67,7 @@ class Run:
         rank: int | None,
         policy: Policy,
         endpoint: MetricsEndpoint | None = None,
+        resume: bool = False,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"run name {name!r} must be a non-empty string")
@@ -76,6 +79,8 @@ class Run:
             raise ConfigError(f"rank {rank!r} must be a non-negative int or None")
         if policy not in POLICIES:
             raise ConfigError(f"policy {policy!r} is not one of {', '.join(POLICIES)}")
+        if not isinstance(resume, bool):
+            raise ConfigError(f"resume={resume!r} must be True or False")
         self.name = name
         self.project = project
         self.rank = rank
@@ -96,6 +101,15 @@ class Run:
         self._stop = threading.Event()
         self._created = time.time()
         self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
+        self.requested_name = name
+        self.name = name = self._outbox.claim_run(name, resume=resume, created=self._created)
+        if name != self.requested_name:
+            _log.info(
+                "rlvitals: a run named %r is already in the store; this one is %r (pass "
+                "resume=True to go on with the old one)",
+                self.requested_name,
+                name,
+            )
         writer = make_writer(settings)
         self._forwarder = (
             Forwarder(settings.outbox_path, writer, self._counters, batch_size=settings.batch_size)
@@ -111,6 +125,7 @@ class Run:
             framework=framework,
             last_step=self._outbox.last_step(name, rank),
             config=self._config,
+            transforms=self._outbox.transforms(name),
         )
         self._worker = threading.Thread(target=self._work, name=f"rlvitals-{name}", daemon=True)
         self._worker.start()
@@ -134,12 +149,17 @@ class Run:
     def log(
         self,
         step: int,
-        values: Mapping[str, float],
+        values: Mapping[str, LoggedValue],
         *,
         wall_time: float | None = None,
         framework: str | None = None,
     ) -> None:
-        """Record the values of one training step. Returns at once; never does I/O."""
+        """Record the values of one training step. Returns at once; never does I/O.
+
+        A value may be a list of numbers: the several values of one name at this step (one per
+        episode that ended). Its mean is stored under the name's field, and its count, min and
+        max under measurement `spread` (`<field>/count`, `/min`, `/max`). Logging a name again
+        at a step replaces its value (a replayed step after a resume is one point)."""
         if self._strict:
             self._check(step, values, framework)
         try:
@@ -319,17 +339,18 @@ class Run:
                     name=name,
                     value=raw,
                 ) from exc
-            value = to_number(raw)
-            assert value is not None
-            try:
-                canonical = res.transform.apply(value)
-            except (ArithmeticError, ValueError):
-                continue
-            problem = limits_problem(self.registry, res, name, canonical, istep)
-            if problem is not None:
-                raise InvalidSample(
-                    f"run {self.name!r}: {problem}", step=step, name=name, value=raw
-                )
+            for member in several(raw) or [raw]:
+                value = to_number(member)
+                assert value is not None
+                try:
+                    canonical = res.transform.apply(value)
+                except (ArithmeticError, ValueError):
+                    continue
+                problem = limits_problem(self.registry, res, name, canonical, istep)
+                if problem is not None:
+                    raise InvalidSample(
+                        f"run {self.name!r}: {problem}", step=step, name=name, value=raw
+                    )
 
     def _count_dropped(self, n: int) -> None:
         with self._counters.lock:
@@ -424,6 +445,7 @@ class Run:
                 if item[0] == "log":
                     r, e = self._translator.log(item[1], item[2], item[3], item[4])
                     rows += r
+                    rows += self._translator.take_transform_rows(item[3])
                     events += e
                 else:
                     events += self._translator.event(item[1], item[2], item[3], item[4], item[5])
@@ -474,8 +496,14 @@ def init(
     rank: int | None = None,
     policy: str | None = None,
     endpoint: MetricsEndpoint | None = None,
+    resume: bool = False,
 ) -> Run:
     """Start a run: open the outbox under RLVITALS_STORE and start the background threads.
+
+    Run identity works as in TensorBoard and W&B: when the store already holds a run named
+    `run`, this one is named `run-2` (then `run-3`, ...; `Run.name` says which) unless `resume`
+    is true, which goes on with the stored run: its config, its steps, and a `resume` event when
+    the first step logged is below the one it was last at (a restart from a checkpoint).
 
     `registry` defaults to the built-in registry, `settings` to `ExporterSettings.from_env()` and
     `policy` to the settings' policy (`strict`, `warn` or `drop`). With `endpoint`, the run is
@@ -496,4 +524,5 @@ def init(
         rank=rank,
         policy=chosen,
         endpoint=endpoint,
+        resume=resume,
     )

@@ -77,6 +77,12 @@ class StepRenderer:
         self._numbers.extend(plan.getter(values))
         self._templates.append(plan.template)
 
+    def add_general(self, rows: Sequence[SampleRow]) -> None:
+        """Add rows of any shape (a text field, another step), rendered by the general rules."""
+        lines = self._renderer.render(rows, (), {rows[0][0]: self._project}) if rows else []
+        if lines:
+            self._templates.append("\n".join(lines).replace("%", "%%"))
+
     def take(self) -> str | None:
         """The lines added since the last `take`, newline-separated; None when a number could
         not be written this way (then render the rows with `LineRenderer`)."""

@@ -11,23 +11,26 @@ import logging
 import math
 import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from registry import AmbiguousName, Registry, Resolution, ResolveError
 
 from .config import Policy
 from .derive import StepDeriver
-from .outbox import NO_RANK, EventRow, SampleRow
+from .outbox import NO_RANK, SPREAD, EventRow, SampleRow
 from .stats import RunCounters
+from .transform_record import TRANSFORMS_FIELD, FieldTransform
 
 __all__ = [
     "RESERVED_EVENT_FIELDS",
+    "LoggedValue",
     "Translator",
     "config_rows",
     "event_field_problem",
     "limits_problem",
     "sanitize_name",
+    "several",
     "step_problem",
     "to_number",
     "value_problem",
@@ -42,6 +45,11 @@ _Target = tuple[
     str, str, str, Callable[[float], float] | None, float, float, Resolution, int, tuple[str, str]
 ]
 _TARGET_CACHE = 10_000
+
+LoggedValue = float | Sequence[float]
+"""What `log()` takes per name: one number, or a list of the several values logged at one step
+(one per finishing episode). A list is stored as its mean under the name's field, and its
+count, min and max under measurement `SPREAD` as `<field>/count`, `<field>/min`, `<field>/max`."""
 
 RESERVED_EVENT_FIELDS = frozenset({"text", "step", "wall_time", "run", "project", "kind", "rank"})
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]+")
@@ -78,6 +86,16 @@ def to_number(value: object) -> float | None:
 def value_problem(name: object, value: object, step: int) -> str | None:
     if not isinstance(name, str) or not name:
         return f"metric name {name!r} at step {step} is not a non-empty string"
+    values = several(value)
+    if values is not None:
+        if not len(values):
+            return f"{name!r} at step {step} is an empty list; log at least one value"
+        if _members(values) is None:
+            return (
+                f"{name!r} at step {step} is a list holding a non-number; a list means several "
+                "values at one step and must hold only numbers"
+            )
+        return None
     if to_number(value) is None:
         return (
             f"value {value!r} ({type(value).__name__}) of {name!r} at step {step} is not a number; "
@@ -112,6 +130,27 @@ def event_field_problem(key: object, value: object) -> str | None:
 def sanitize_name(name: str) -> str:
     """An unknown name as stored under `unregistered`: control characters replaced, length capped."""
     return _UNSAFE.sub("_", name).strip()[:200] or "_"
+
+
+def several(value: object) -> Sequence[Any] | None:
+    """The values of a name logged several times at one step (a list, a tuple, or a 1-d numpy
+    array or tensor), or None for a single value."""
+    if isinstance(value, list | tuple):
+        return value
+    if getattr(value, "ndim", None) == 1 and hasattr(value, "__iter__"):
+        return list(value)
+    return None
+
+
+def _members(raw: Sequence[Any]) -> list[float] | None:
+    """The numbers of a list of values logged at one step, or None when one is not a number."""
+    out = []
+    for item in raw:
+        number = to_number(item)
+        if number is None:
+            return None
+        out.append(number)
+    return out
 
 
 def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
@@ -155,6 +194,7 @@ class Translator:
         framework: str | None,
         last_step: int | None,
         config: Mapping[str, Any] | None = None,
+        transforms: Mapping[str, Sequence[FieldTransform]] | None = None,
     ) -> None:
         self._registry = registry
         self._deriver = StepDeriver(registry, config)
@@ -168,6 +208,11 @@ class Translator:
         self._seen_names: list[str] = []
         self._detected: str | None = None
         self._targets: dict[str | None, dict[str, _Target | str]] = {}
+        # (field, logged name) -> how it was transformed; the run's record, grown as names appear
+        self._transforms: dict[tuple[str, str], FieldTransform] = {
+            (t.field, t.name): t for ts in (transforms or {}).values() for t in ts
+        }
+        self._transforms_changed = False
 
     @property
     def last_step(self) -> int | None:
@@ -177,6 +222,26 @@ class Translator:
     def restart_from(self, step: int | None) -> None:
         """Take `step` as the step the run was last at."""
         self._last_step = step
+
+    def take_transform_rows(self, wall_time: float) -> list[SampleRow]:
+        """The `run_config` row recording every transform seen so far, when one was added since
+        the last call (store it beside the rows of the `log` call that added it)."""
+        if not self._transforms_changed:
+            return []
+        self._transforms_changed = False
+        record: dict[str, list[dict[str, Any]]] = {}
+        for (field, _), t in sorted(self._transforms.items()):
+            record.setdefault(field, []).append(t.as_json())
+        text = json.dumps(record, sort_keys=True)
+        return [(self._run, self._rank, 0, "run_config", "", TRANSFORMS_FIELD, text, wall_time)]
+
+    def _note_transform(self, field: str, name: str, res: Resolution) -> None:
+        if (field, name) not in self._transforms:
+            t = res.transform
+            self._transforms[(field, name)] = FieldTransform(
+                field, name, t.kind, t.factor, res.framework
+            )
+            self._transforms_changed = True
 
     def _warn(self, key: str, message: str) -> None:
         if self._policy == "warn" and key not in self._warned:
@@ -250,12 +315,15 @@ class Translator:
         accepted = rejected = unregistered = 0
         latest: dict[tuple[str, str], float] = {}
         preferred: dict[tuple[str, str], int] = {}  # only precedences other than 0
+        # several values at one step: (measurement-free key) -> (field, gpu, count, min, max)
+        spreads: dict[tuple[str, str], tuple[str, str, int, float, float]] = {}
         targets = self._targets.get(framework)
         if targets is None:
             targets = self._targets[framework] = {}
         run, rank = self._run, self._rank
         isfinite = math.isfinite
         for name, raw in values.items():
+            members: list[float] | None = None
             if raw.__class__ is float and name.__class__ is str and name:
                 value: float = raw
             else:
@@ -264,9 +332,15 @@ class Translator:
                     rejected += 1
                     self._warn(f"value:{name}", f"{problem}; rejected")
                     continue
-                number = to_number(raw)
-                assert number is not None
-                value = number
+                listed = several(raw)
+                if listed is not None:
+                    members = _members(listed)
+                    assert members
+                    value = members[0]
+                else:
+                    number = to_number(raw)
+                    assert number is not None
+                    value = number
             target = targets.get(name)
             if target is None:
                 target = self._target(name, framework)
@@ -276,6 +350,14 @@ class Translator:
                     continue
                 field = sanitize_name(name)
                 self._warn(f"name:{name}", f"{target} Stored under measurement 'unregistered'.")
+                if members is not None:
+                    summary = self._summarise(
+                        members, field, f" (unregistered {name!r})", nonfinite
+                    )
+                    if summary is None:
+                        continue
+                    value = summary[0]
+                    spreads[(f"unregistered:{field}", "")] = (field, "", *summary[1:])
                 if isfinite(value):
                     rows.append((run, rank, istep, "unregistered", "", field, value, wall_time))
                     unregistered += 1
@@ -284,13 +366,24 @@ class Translator:
                     self._count_nonfinite(field)
                 continue
             field, group, gpu, transform, low, high, res, precedence, key = target
-            if transform is None:
-                canonical = value
+            spread: tuple[int, float, float] | None = None
+            if members is not None:
+                converted = [self._convert(transform, m) for m in members]
+                origin = "" if name == field else f" from {name!r}"
+                summary = self._summarise(converted, field, origin, nonfinite)
+                if summary is None:
+                    continue
+                canonical, count, lowest, highest = summary
+                outside = lowest if lowest < low else highest if highest > high else None
+                if outside is not None:
+                    problem = limits_problem(self._registry, res, name, outside, istep)
+                    if problem is not None:
+                        rejected += 1
+                        self._warn(f"limits:{field}", f"{problem}; rejected")
+                        continue
+                spread = (count, lowest, highest)
             else:
-                try:
-                    canonical = transform(value)
-                except (ArithmeticError, ValueError):
-                    canonical = math.nan
+                canonical = value if transform is None else self._convert(transform, value)
             # x - x is 0.0 for every finite x and NaN (true) for NaN and both infinities
             if canonical - canonical or not low <= canonical <= high:
                 if not isfinite(canonical):
@@ -310,10 +403,19 @@ class Translator:
                 if precedence >= preferred.get(key, 0):
                     continue
                 rows = [r for r in rows if (r[5], r[4], r[3]) != (field, gpu, group)]
+                spreads.pop(key, None)
             if precedence:
                 preferred[key] = precedence
+            if transform is not None:
+                self._note_transform(field, name, res)
             rows.append((run, rank, istep, group, gpu, field, canonical, wall_time))
             latest[key] = canonical
+            if spread is not None:
+                spreads[key] = (field, gpu, *spread)
+        for field, gpu, count, lowest, highest in spreads.values():
+            rows.append((run, rank, istep, SPREAD, gpu, f"{field}/count", float(count), wall_time))
+            rows.append((run, rank, istep, SPREAD, gpu, f"{field}/min", lowest, wall_time))
+            rows.append((run, rank, istep, SPREAD, gpu, f"{field}/max", highest, wall_time))
         if latest or nonfinite:
             for group, field, value in self._deriver.derive(istep, latest, len(nonfinite)):
                 rows.append((run, rank, istep, group, "", field, value, wall_time))
@@ -341,6 +443,29 @@ class Translator:
                 c.rate_window.append((wall_time, istep))
             c.latest.update(latest)
         return rows, events
+
+    @staticmethod
+    def _convert(transform: Callable[[float], float] | None, value: float) -> float:
+        if transform is None:
+            return value
+        try:
+            return transform(value)
+        except (ArithmeticError, ValueError):
+            return math.nan
+
+    def _summarise(
+        self, values: list[float], field: str, origin: str, nonfinite: list[str]
+    ) -> tuple[float, int, float, float] | None:
+        """(mean, count, min, max) of the finite values of a list logged at one step; the rest
+        are reported like non-finite values. None when none is finite."""
+        finite = [v for v in values if math.isfinite(v)]
+        if len(finite) < len(values):
+            bad = len(values) - len(finite)
+            nonfinite.append(f"{field}: {bad} of {len(values)} values non-finite{origin}")
+            self._count_nonfinite(field)
+        if not finite:
+            return None
+        return math.fsum(finite) / len(finite), len(finite), min(finite), max(finite)
 
     def _count_nonfinite(self, field: str) -> None:
         with self._counters.lock:

@@ -15,6 +15,7 @@ __all__ = ["main"]
 _COMMAND_MODULES: tuple[str, ...] = (
     "rlvitals.commands_registry",
     "exporter.commands",
+    "exporter.runs_list",
     "grafana.commands",
     "exporter.demo.commands",
     "grafana.report.commands",

@@ -21,7 +21,7 @@ from exporter.config import ExporterSettings
 from exporter.errors import ExporterError
 from exporter.outbox import Outbox
 
-__all__ = ["Finding", "diagnose"]
+__all__ = ["Finding", "describe_settings", "diagnose"]
 
 _TIMEOUT = 3.0
 
@@ -53,11 +53,39 @@ def diagnose(environ: Mapping[str, str], registry_paths: tuple[str, ...] = ()) -
             )
         )
         return findings
-    findings.append(Finding("exporter settings", True, repr(settings)))
+    findings.append(Finding("exporter settings", True, describe_settings(settings)))
     findings.append(_store(settings))
     findings.append(_influx(settings))
     findings.append(_prometheus(settings))
     return findings
+
+
+def describe_settings(settings: ExporterSettings) -> str:
+    """The settings in plain words, one per line (secrets left out), for people to read."""
+    if settings.influx_url is None:
+        influx = "none: the embedded store is the database (set RLVITALS_INFLUX_URL to send)"
+    elif settings.influx_api == "v2":
+        influx = (
+            f"{settings.influx_url} (API v2, org {settings.influx_org or '-'}, bucket "
+            f"{settings.influx_bucket or '-'}, token {'set' if settings.influx_token else 'not set'})"
+        )
+    else:
+        user = settings.influx_username or "no user"
+        influx = f"{settings.influx_url} (API v1, database {settings.influx_database}, {user})"
+    prometheus = (
+        "off (set RLVITALS_PROMETHEUS_PORT to serve /metrics)"
+        if settings.prometheus_port is None
+        else f"/metrics on {settings.prometheus_host}:{settings.prometheus_port}"
+    )
+    lines = [
+        f"store: {settings.store}",
+        f"InfluxDB: {influx}",
+        f"Prometheus: {prometheus}",
+        f"bad-input policy: {settings.policy}",
+        f"disk budget: {settings.disk_budget_mb:g} MB; queue: {settings.queue_size:,} calls; "
+        f"batch: {settings.batch_size:,} rows; flush timeout: {settings.flush_timeout:g} s",
+    ]
+    return "\n       ".join(lines)
 
 
 def _registry(paths: tuple[str, ...]) -> Finding:

@@ -27,6 +27,12 @@ def reg() -> registry.Registry:
     return registry.load(MINI_REGISTRY)
 
 
+@pytest.fixture(scope="session")
+def builtin() -> registry.Registry:
+    """The shipped registry."""
+    return registry.load()
+
+
 def _require_influxd() -> None:
     if shutil.which("influxd") is None:
         pytest.skip("influxd is not on PATH (install Debian's `influxdb` package)")

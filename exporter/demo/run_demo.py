@@ -64,30 +64,40 @@ def _log_trajectory(
     name: str,
     settings: ExporterSettings,
     project: str,
-) -> None:
+) -> str:
+    """Log a trajectory as a run named `name` (or `name-2`... when taken); returns the name."""
     # Derived metrics (kl_clip_ratio, entropy_gradient) and the per-step NaN/Inf count are not
     # logged: the exporter computes them, as it does for a real trainer.
     by_step: dict[int, list[SimEvent]] = {}
     for e in tr.events:
         by_step.setdefault(e.step, []).append(e)
 
-    def start() -> Run:
-        return init(name, project=project, config=tr.config, registry=reg, settings=settings)
+    def start(resume: bool) -> Run:
+        return init(
+            name,
+            project=project,
+            config=tr.config,
+            registry=reg,
+            settings=settings,
+            resume=resume,
+        )
 
-    run = start()
+    run = start(False)
+    name = run.name
     previous = -1
     try:
         for index in tr.order.tolist():
             step = int(tr.steps[index])
             if step <= previous:  # the job died and a new process resumes from a checkpoint
                 run.finish(settings.flush_timeout)
-                run = start()
+                run = start(True)
             run.log(step, tr.rows(index))
             for e in by_step.get(step, ()):
                 run.event(step, e.kind, e.text, **dict(e.fields))
             previous = step
     finally:
         run.finish(max(settings.flush_timeout, 30.0))
+    return name
 
 
 def _read_back(outbox: Outbox, run: str) -> tuple[dict[str, Series], dict[str, object]]:
@@ -108,7 +118,7 @@ def run_scenario(
     tr = build(reg, sc, cfg)
     with Outbox(settings.outbox_path) as outbox:
         name = _free_name(outbox, f"{options.prefix}-{sc.name}")
-    _log_trajectory(reg, tr, name, settings, options.project)
+    name = _log_trajectory(reg, tr, name, settings, options.project)
     with Outbox(settings.outbox_path) as outbox:
         series, config = _read_back(outbox, name)
         events = outbox.events(name)

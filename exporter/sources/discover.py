@@ -5,7 +5,8 @@ comes from the file name and, where the name is not enough, its first line:
 `events.out.tfevents.*` is TensorBoard; `*.jsonl`, `*.ndjson` and RLlib's `result.json` are
 JSON Lines (another `*.json` too when its first line is a JSON object); a `*.csv` whose header
 has `time/total_timesteps` is SB3's progress.csv; `*.log`, `*.txt`, `*.out` are read with the
-`--pattern` regex when one is given. Rotated copies (`train.log.1`, `*.gz`) are never picked up,
+`--pattern` regex when one is given; a Hugging Face / TRL `trainer_state.json` is read by its
+output folder (one run, however many checkpoint copies it holds). Rotated copies (`train.log.1`, `*.gz`) are never picked up,
 so a follower does not read a log twice after rotation. A file's run is its folder's name.
 """
 
@@ -28,11 +29,12 @@ from .record import Malformed, Record
 from .regex_text import RegexParser
 from .sb3_csv import SB3_STEP_KEY, Sb3CsvParser
 from .tensorboard import TensorBoardSource, is_event_file
+from .trainer_state import STATE_FILE, TrainerStateSource, run_folder
 
 __all__ = ["FORMATS", "Format", "LogFile", "Source", "detect_format", "discover", "open_source"]
 
-Format = Literal["tensorboard", "jsonl", "sb3-csv", "regex"]
-FORMATS: tuple[Format, ...] = ("tensorboard", "jsonl", "sb3-csv", "regex")
+Format = Literal["tensorboard", "jsonl", "sb3-csv", "regex", "trainer-state"]
+FORMATS: tuple[Format, ...] = ("tensorboard", "jsonl", "sb3-csv", "regex", "trainer-state")
 
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
 _TEXT_SUFFIXES = (".log", ".txt", ".out")
@@ -66,6 +68,9 @@ class LogFile:
 
     @property
     def run(self) -> str:
+        if self.format == "trainer-state":  # an output folder, or a state file in it
+            folder = self.path if self.path.is_dir() else run_folder(self.path.resolve())
+            return folder.resolve().name or "run"
         return self.path.resolve().parent.name or "run"
 
 
@@ -94,6 +99,8 @@ def detect_format(path: Path, *, pattern: str | None = None) -> Format | None:
     if _ROTATED.search(name):
         return None
     lower = name.lower()
+    if name == STATE_FILE:
+        return "trainer-state"
     if lower.endswith(_JSONL_SUFFIXES) or lower == "result.json":
         return "jsonl"
     if lower.endswith(".json"):
@@ -112,8 +119,10 @@ def _matches(path: Path, fmt: Format, pattern: str | None) -> bool:
         return is_event_file(path)
     if _ROTATED.search(lower) or is_event_file(path):
         return False
+    if fmt == "trainer-state":
+        return path.name == STATE_FILE
     if fmt == "jsonl":
-        return lower.endswith((*_JSONL_SUFFIXES, ".json"))
+        return lower.endswith((*_JSONL_SUFFIXES, ".json")) and path.name != STATE_FILE
     if fmt == "sb3-csv":
         return lower.endswith(".csv")
     return lower.endswith(_TEXT_SUFFIXES)
@@ -147,11 +156,13 @@ def discover(
             raise UnreadableLog(f"{root}: directory is not readable; check its permissions")
         for path in _walk(root):
             if fmt == "auto":
-                detected = detect_format(path, pattern=pattern)
-                if detected is not None:
-                    found.setdefault(path, LogFile(path, detected))
-            elif _matches(path, fmt, pattern):
-                found.setdefault(path, LogFile(path, fmt))
+                kind = detect_format(path, pattern=pattern)
+            else:
+                kind = fmt if _matches(path, fmt, pattern) else None
+            if kind == "trainer-state":  # the output folder, read as one log
+                path = run_folder(path)
+            if kind is not None:
+                found.setdefault(path, LogFile(path, kind))
     return list(found.values())
 
 
@@ -182,6 +193,8 @@ def open_source(
     """A reader for one log file; raises BadPattern for a regex log without a usable pattern."""
     if log.format == "tensorboard":
         return TensorBoardSource(log.path, report)
+    if log.format == "trainer-state":
+        return TrainerStateSource(log.path, report)
     parser: LineParser
     if log.format == "jsonl":
         parser = JsonlParser(step_key)

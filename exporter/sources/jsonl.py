@@ -2,7 +2,8 @@
 
 Nested objects are flattened with `/` (RLlib's `result.json` nests learner stats); strings,
 lists and booleans are not metrics and are skipped. The step key is the user's, or the first of
-`step`, `global_step`, `_step`, `training_step` present in the line.
+`step`, `global_step`, `_step`, `training_step`, `time/total_timesteps` present in the line (the
+last is SB3's, whose `progress.json` is JSON Lines).
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from .record import Record
 
 __all__ = ["STEP_KEYS", "WALL_TIME_KEYS", "JsonlParser"]
 
-STEP_KEYS: tuple[str, ...] = ("step", "global_step", "_step", "training_step")
+STEP_KEYS: tuple[str, ...] = (
+    "step",
+    "global_step",
+    "_step",
+    "training_step",
+    "time/total_timesteps",
+)
 WALL_TIME_KEYS: tuple[str, ...] = ("wall_time", "_timestamp", "timestamp")
 
 

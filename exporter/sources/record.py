@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 __all__ = ["Malformed", "Record"]
@@ -9,10 +10,12 @@ __all__ = ["Malformed", "Record"]
 
 @dataclass(frozen=True)
 class Record:
-    """Scalar values logged at one training step, under the names the log used."""
+    """Scalar values logged at one training step, under the names the log used. A name logged
+    several times at one step (CleanRL logs one episodic return per finishing env) holds the
+    list of its values, in order."""
 
     step: int
-    values: dict[str, float] = field(default_factory=dict)
+    values: Mapping[str, float | list[float]] = field(default_factory=dict)
     wall_time: float | None = None
 
 

@@ -240,7 +240,7 @@ class _Pending:
 
     def __init__(self) -> None:
         self.step: int | None = None
-        self.values: dict[str, float] = {}
+        self.values: dict[str, float | list[float]] = {}
         self.wall_time: float | None = None
 
     def add(
@@ -254,7 +254,17 @@ class _Pending:
                 done = self.record()
             self.step = step
             self.values = {}
-        self.values.update(values)
+        known = self.values
+        for tag, value in values:
+            # A tag written again at the same step is another value of that step, not a
+            # correction: CleanRL writes one episodic return per env that finished.
+            seen = known.get(tag)
+            if seen is None:
+                known[tag] = value
+            elif isinstance(seen, list):
+                seen.append(value)
+            else:
+                known[tag] = [seen, value]
         self.wall_time = wall_time or None
         return done
 

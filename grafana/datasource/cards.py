@@ -13,6 +13,7 @@ import registry
 from registry.diagnosis import build_card
 from registry.diagnosis.stats import RunMean, Series, as_series
 
+from .card_words import labelled
 from .history import HistoryStore, Points
 
 __all__ = ["EARLY_SKETCH_POINTS", "card_inputs", "cards_for"]
@@ -81,5 +82,5 @@ def cards_for(
         stats = whole_run.get(metric_id)
         run_mean = None if stats is None else RunMean(stats.count, stats.mean)
         card = build_card(reg, metric_id, subset, config, lang, whole_run=run_mean)
-        cards.append(card.to_dict())
+        cards.append(labelled(card.to_dict(), lang))
     return cards

@@ -1,7 +1,7 @@
 """HTML term pages (`/terms/<id>`), the link target of every dashboard tooltip, and an index.
 
-Pages are self-contained (inline style, no scripts, no external resources), show both languages,
-and escape every registry string. Links between pages are relative, so they work behind any
+Pages are self-contained (inline style, no scripts, no external resources), show both languages
+(or only the one `?lang=en|zh` asks for, and then link on in it), and escape every registry string. Links between pages are relative, so they work behind any
 path prefix a proxy adds.
 """
 
@@ -11,11 +11,12 @@ from collections.abc import Iterable
 from html import escape
 from urllib.parse import quote
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, request
 
 import registry
 from registry.model import STAGES, Text
 
+from . import params
 from .errors import NotFound
 from .services import services
 
@@ -102,8 +103,9 @@ def _e(value: object) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-def _link(target: str, label: str) -> str:
-    return f'<a href="{_e(quote(target, safe=""))}">{_e(label)}</a>'
+def _link(target: str, label: str, lang: str | None = None) -> str:
+    query = "" if lang is None else f"?lang={lang}"
+    return f'<a href="{_e(quote(target, safe=""))}{query}">{_e(label)}</a>'
 
 
 def _list(items: Iterable[str]) -> str:
@@ -119,7 +121,9 @@ def _num(value: float | None) -> str:
     return "—" if value is None else f"{value:g}"
 
 
-def _metric_section(reg: registry.Registry, m: registry.Metric, lang: str) -> str:
+def _metric_section(
+    reg: registry.Registry, m: registry.Metric, lang: str, keep: str | None = None
+) -> str:
     lab = _LABELS[lang]
     out = [f'<section lang="{lang}"><h1>{_e(m.title.get(lang))} <code>{_e(m.id)}</code></h1>']
     if m.short is not None:
@@ -171,16 +175,19 @@ def _metric_section(reg: registry.Registry, m: registry.Metric, lang: str) -> st
         out.append(f"<h2>{lab['confusions']}</h2>{_texts(m.confusions, lang)}")
     related = [r for r in m.related if reg.has_metric(r)]
     if related:
-        links = (_link(r, f"{reg.metric(r).title.get(lang)} ({r})") for r in related)
+        links = (_link(r, f"{reg.metric(r).title.get(lang)} ({r})", keep) for r in related)
         out.append(f"<h2>{lab['related']}</h2>{_list(links)}")
     terms = reg.terms_explaining(m.id)
     if terms:
-        out.append(f"<h2>{lab['terms']}</h2>{_list(_link(t.id, t.title.get(lang)) for t in terms)}")
+        items = _list(_link(t.id, t.title.get(lang), keep) for t in terms)
+        out.append(f"<h2>{lab['terms']}</h2>{items}")
     out.append("</section>")
     return "".join(out)
 
 
-def _term_section(reg: registry.Registry, t: registry.Term, lang: str) -> str:
+def _term_section(
+    reg: registry.Registry, t: registry.Term, lang: str, keep: str | None = None
+) -> str:
     lab = _LABELS[lang]
     out = [f'<section lang="{lang}"><h1>{_e(t.title.get(lang))} <code>{_e(t.id)}</code></h1>']
     out.append(f"<h2>{lab['definition']}</h2><p>{_e(t.definition.get(lang))}</p>")
@@ -192,55 +199,67 @@ def _term_section(reg: registry.Registry, t: registry.Term, lang: str) -> str:
         out.append(f"<h2>{lab['confusions']}</h2>{_texts(t.confusions, lang)}")
     explains = [m for m in t.explains if reg.has_metric(m)]
     if explains:
-        links = (_link(m, f"{reg.metric(m).title.get(lang)} ({m})") for m in explains)
+        links = (_link(m, f"{reg.metric(m).title.get(lang)} ({m})", keep) for m in explains)
         out.append(f"<h2>{lab['explains']}</h2>{_list(links)}")
     related = [r for r in t.related_terms if reg.has_term(r)]
     if related:
-        links = (_link(r, reg.term(r).title.get(lang)) for r in related)
+        links = (_link(r, reg.term(r).title.get(lang), keep) for r in related)
         out.append(f"<h2>{lab['related_terms']}</h2>{_list(links)}")
     out.append("</section>")
     return "".join(out)
 
 
-def _document(title: str, body: str) -> str:
+def _document(title: str, body: str, lang: str | None = None) -> str:
+    if lang is None:
+        nav = f'<a href="./">{_LABELS["en"]["index"]} / {_LABELS["zh"]["index"]}</a>'
+    else:
+        other = "zh" if lang == "en" else "en"
+        nav = (
+            f'<a href="./?lang={lang}">{_LABELS[lang]["index"]}</a> · '
+            f'<a href="?lang={other}">{"中文" if other == "zh" else "English"}</a>'
+        )
     return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<!doctype html><html lang="{lang or "en"}"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
-        f'<nav><a href="./">{_LABELS["en"]["index"]} / {_LABELS["zh"]["index"]}</a></nav>'
-        f"{body}</body></html>"
+        f"<nav>{nav}</nav>{body}</body></html>"
     )
 
 
-def render_page(reg: registry.Registry, entry_id: str) -> str | None:
-    """The page of a term and/or metric with that id, in English then Chinese (None if unknown)."""
+def _langs(lang: str | None) -> tuple[str, ...]:
+    return ("en", "zh") if lang is None else (lang,)
+
+
+def render_page(reg: registry.Registry, entry_id: str, lang: str | None = None) -> str | None:
+    """The page of a term and/or metric with that id, in English then Chinese, or only in
+    `lang` (None if unknown)."""
     sections: list[str] = []
     title = entry_id
-    for lang in ("en", "zh"):
+    for shown in _langs(lang):
         if reg.has_term(entry_id):
             term = reg.term(entry_id)
-            title = term.title.en
-            sections.append(_term_section(reg, term, lang))
+            title = term.title.get(lang or "en")
+            sections.append(_term_section(reg, term, shown, lang))
         if reg.has_metric(entry_id):
             metric = reg.metric(entry_id)
-            title = metric.title.en
-            sections.append(_metric_section(reg, metric, lang))
+            title = metric.title.get(lang or "en")
+            sections.append(_metric_section(reg, metric, shown, lang))
     if not sections:
         return None
-    return _document(f"{title} — rlvitals", "".join(sections))
+    return _document(f"{title} — rlvitals", "".join(sections), lang)
 
 
-def render_index(reg: registry.Registry) -> str:
+def render_index(reg: registry.Registry, lang: str | None = None) -> str:
     parts = []
-    for lang in ("en", "zh"):
-        lab = _LABELS[lang]
-        terms = _list(_link(t.id, t.title.get(lang)) for t in reg.terms)
-        metrics = _list(_link(m.id, f"{m.title.get(lang)} ({m.id})") for m in reg.metrics)
+    for shown in _langs(lang):
+        lab = _LABELS[shown]
+        terms = _list(_link(t.id, t.title.get(shown), lang) for t in reg.terms)
+        metrics = _list(_link(m.id, f"{m.title.get(shown)} ({m.id})", lang) for m in reg.metrics)
         parts.append(
-            f'<section lang="{lang}"><h1>{lab["index"]}</h1><h2>{lab["terms"]}</h2>{terms}'
+            f'<section lang="{shown}"><h1>{lab["index"]}</h1><h2>{lab["terms"]}</h2>{terms}'
             f"<h2>{lab['metrics']}</h2>{metrics}</section>"
         )
-    return _document("rlvitals glossary", "".join(parts))
+    return _document("rlvitals glossary", "".join(parts), lang)
 
 
 def _html(text: str) -> Response:
@@ -253,12 +272,13 @@ def _html(text: str) -> Response:
 
 @blueprint.get("/terms/")
 def index() -> Response:
-    return _html(render_index(services().registry))
+    return _html(render_index(services().registry, params.lang(request.args, default=None)))
 
 
 @blueprint.get("/terms/<entry_id>")
 def page(entry_id: str) -> Response:
-    text = render_page(services().registry, entry_id)
+    lang = params.lang(request.args, default=None)
+    text = render_page(services().registry, entry_id, lang)
     if text is None:
         raise NotFound(f"no term or metric with id {entry_id[:100]!r}; GET /api/terms lists them")
     return _html(text)

@@ -15,6 +15,7 @@ from typing import Any
 import registry
 from registry.model import STAGES, Metric, Text
 
+from ..datasource.card_words import word
 from ..datasource.history.base import Event
 from .data import ChartData, ReportData
 from .svg import EventMark, chart_data_json, chart_svg, fmt, series_color
@@ -50,7 +51,7 @@ _UI: dict[str, dict[str, str]] = {
         "no_band": "no band declared",
         "value": "value",
         "mean": "run mean",
-        "trend": "trend / 1k steps",
+        "trend": "trend",
         "band": "band",
         "actions": "What to do",
         "evidence": "Evidence",
@@ -89,7 +90,7 @@ _UI: dict[str, dict[str, str]] = {
         "no_band": "未声明区间",
         "value": "当前值",
         "mean": "全程均值",
-        "trend": "趋势 / 千步",
+        "trend": "趋势",
         "band": "区间",
         "actions": "怎么做",
         "evidence": "证据",
@@ -219,24 +220,29 @@ def _tooltip(metric: Metric, w: _Writer) -> str:
     )
 
 
-def _status(status: str) -> str:
+def _status(status: str, w: _Writer | str) -> str:
+    """A status badge in the page's language(s) (`w` a writer, or one language)."""
     s = escape(status, quote=True)
-    return f'<span class="status st-{s}">{escape(status.replace("_", " "))}</span>'
+    if isinstance(w, str):
+        text = escape(word(status, w))
+    else:
+        text = w.both({k: word(status, k) for k in w.langs})
+    return f'<span class="status st-{s}">{text}</span>'
 
 
 def _card_one(card: Mapping[str, Any], lang: str) -> str:
     ui = _UI[lang]
     band = card.get("band") or {}
-    band_txt = "–"
+    band_txt = ui["no_band"]
     if band.get("low") is not None or band.get("high") is not None:
-        band_txt = f"{band.get('stage', '')} [{_num(band.get('low'))}, {_num(band.get('high'))}]"
-    trend = card.get("trend") or {}
-    dev = card.get("deviation_pct")
-    dev_txt = "" if not isinstance(dev, int | float) else f" ({dev:+.1f}%)"
+        stage = str(band.get("stage", ""))
+        band_txt = f"{ui.get(stage, stage)} [{_num(band.get('low'))}, {_num(band.get('high'))}]"
+    dev = str(card.get("deviation_label") or "")
+    dev_txt = f" ({escape(dev)})" if dev else ""
     facts = (
         f"<dl><dt>{ui['value']}</dt><dd>{_num(card.get('value'))} @ {ui['step']} "
         f"{_num(card.get('step'))}</dd><dt>{ui['mean']}</dt><dd>{_num(card.get('mean'))}{dev_txt}</dd>"
-        f"<dt>{ui['trend']}</dt><dd>{_num(trend.get('slope_per_1k'))} {escape(str(trend.get('direction', '')))}</dd>"
+        f"<dt>{ui['trend']}</dt><dd>{escape(str(card.get('trend_label') or '–'))}</dd>"
         f"<dt>{ui['band']}</dt><dd>{escape(band_txt)}</dd></dl>"
     )
     actions = [escape(str(a)) for a in card.get("actions", [])][:_ACTIONS_SHOWN]
@@ -246,7 +252,7 @@ def _card_one(card: Mapping[str, Any], lang: str) -> str:
         else ""
     )
     evidence = [
-        f"<li>{_status(str(e.get('severity', 'ok')))} {escape(str(e.get('text', '')))}</li>"
+        f"<li>{_status(str(e.get('severity', 'ok')), lang)} {escape(str(e.get('text', '')))}</li>"
         for e in card.get("evidence", [])
     ]
     ev = (
@@ -255,7 +261,7 @@ def _card_one(card: Mapping[str, Any], lang: str) -> str:
         else ""
     )
     return (
-        f'<div class="card-body l-{lang}" lang="{lang}"><div class="card-head">{_status(str(card.get("status", "no_data")))}'
+        f'<div class="card-body l-{lang}" lang="{lang}"><div class="card-head">{_status(str(card.get("status", "no_data")), lang)}'
         f" <b>{escape(str(card.get('title', card.get('metric', ''))))}</b></div>{facts}"
         f'<p class="reading">{escape(str(card.get("reading", "")))}</p>{acts}{ev}</div>'
     )
@@ -320,7 +326,7 @@ def _overview(data: ReportData, w: _Writer) -> str:
             card = next((data.cards[k].get(s.metric.id) for k in w.langs if k in data.cards), None)
             status = str(card.get("status", "no_data")) if card else "no_data"
             cells.append(
-                f'<a class="ov" href="#chart-{escape(chart.id, quote=True)}">{_status(status)} '
+                f'<a class="ov" href="#chart-{escape(chart.id, quote=True)}">{_status(status, w)} '
                 f"{w.text(s.metric.title)}</a>"
             )
     return "".join(cells)

@@ -28,6 +28,7 @@ __all__ = [
     "nice_ticks",
     "path_d",
     "series_color",
+    "tick_labels",
 ]
 
 EMPHASIS_WIDTH = {"primary": 2.6, "secondary": 1.6, "thin": 1.1}
@@ -110,6 +111,27 @@ def fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
+def tick_labels(values: Sequence[float]) -> list[str]:
+    """`fmt` of each tick, with more significant digits where that would print two ticks alike
+    (a narrow range far from zero: 3.7851, 3.7852 are not both "3.79")."""
+    labels = [fmt(v) for v in values]
+    digits = 3
+    while len(set(labels)) < len(labels) and digits < 15:
+        digits += 1
+        labels = [_precise(v, digits) for v in values]
+    return labels
+
+
+def _precise(v: float, digits: int) -> str:
+    if v == 0 or not math.isfinite(v):
+        return fmt(v)
+    if 1e-3 <= abs(v) < 1e5:
+        return f"{v:.{digits}g}"
+    if abs(v) >= 1e5 and v == round(v):  # steps: 1,050,000
+        return f"{v:,.0f}"
+    return f"{v:.{digits - 1}e}"
+
+
 def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     """Round tick values covering [lo, hi]."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
@@ -140,13 +162,25 @@ def path_d(x: Scale, y: Scale, steps: IntArray, values: FloatArray) -> str:
     """SVG path data; a non-finite value (or a non-positive one on a log axis) breaks the line."""
     parts: list[str] = []
     pen_down = False
+    run = 0  # points in the current piece of line
     for s, v in zip(steps.tolist(), values.tolist(), strict=True):
         if not math.isfinite(v) or (y.log and v <= 0):
+            if run == 1:
+                parts.append(_DOT)
             pen_down = False
+            run = 0
             continue
         parts.append(f"{'L' if pen_down else 'M'}{x(s):.1f},{y(v):.1f}")
         pen_down = True
+        run += 1
+    if run == 1:
+        parts.append(_DOT)
     return " ".join(parts)
+
+
+# A lone point (a one-point series, or one between gaps) is a move with nothing to stroke: a
+# zero-width step drawn with the paths' round caps makes it a dot the size of the line width.
+_DOT = "h0.01"
 
 
 def _y_domain(chart: ChartData, log: bool) -> tuple[float, float]:
@@ -235,17 +269,18 @@ def chart_svg(
     )
     parts += _bands(x, y, f, chart.series[0])
     yticks = _log_ticks(lo, hi) if log else nice_ticks(lo, hi)
-    for v in yticks:
+    for v, label in zip(yticks, tick_labels(yticks), strict=True):
         py = y(v)
         parts.append(f'<line class="grid" x1="{f.x0}" x2="{f.x1}" y1="{py:.1f}" y2="{py:.1f}"/>')
         parts.append(
-            f'<text class="tick" x="{f.x0 - 6}" y="{py + 4:.1f}" text-anchor="end">{escape(fmt(v))}</text>'
+            f'<text class="tick" x="{f.x0 - 6}" y="{py + 4:.1f}" text-anchor="end">{escape(label)}</text>'
         )
-    for v in nice_ticks(first, last, 6):
+    xticks = nice_ticks(first, last, 6)
+    for v, label in zip(xticks, tick_labels(xticks), strict=True):
         px = x(v)
         parts.append(f'<line class="grid" x1="{px:.1f}" x2="{px:.1f}" y1="{f.y1}" y2="{f.y0}"/>')
         parts.append(
-            f'<text class="tick" x="{px:.1f}" y="{f.y0 + 15}" text-anchor="middle">{escape(fmt(v))}</text>'
+            f'<text class="tick" x="{px:.1f}" y="{f.y0 + 15}" text-anchor="middle">{escape(label)}</text>'
         )
     for step, names in boundaries:
         if first < step < last:

@@ -245,6 +245,36 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
 
 
+# The reading's status and trend words in Chinese (the codes stay English in the card fields).
+_ZH_WORDS = {
+    "ok": "正常",
+    "watch": "关注",
+    "warning": "警告",
+    "critical": "严重",
+    "no_data": "无数据",
+    "up": "上升",
+    "down": "下降",
+    "flat": "平稳",
+}
+
+
+def _against_mean(t: _Lang, summary: Summary) -> str:
+    """The deviation from the run mean: in percent, unless the mean is so near zero that the
+    percentage is noise magnified (beyond ±1000 %): then the absolute difference."""
+    dev = summary.deviation_pct
+    if (
+        dev is not None
+        and abs(dev) > 1000.0
+        and summary.value is not None
+        and summary.mean is not None
+    ):
+        diff = summary.value - summary.mean
+        return t(
+            f"{'+' if diff >= 0 else ''}{_num(diff)}", f"{'+' if diff >= 0 else ''}{_num(diff)}"
+        )
+    return _pct(dev)
+
+
 class _Lang:
     def __init__(self, lang: str) -> None:
         self.zh = lang == "zh"
@@ -626,24 +656,28 @@ def _reading(
 ) -> str:
     assert summary.step is not None
     unit = "" if metric.unit in ("none", "ratio") else f" {metric.unit}"
+    against = _against_mean(t, summary)
     parts = [
         t(
-            f"{title} = {_num(summary.value)}{unit} at step {summary.step:,}, {_pct(summary.deviation_pct)} vs its"
+            f"{title} = {_num(summary.value)}{unit} at step {summary.step:,}, {against} vs its"
             f" run mean {_num(summary.mean)} ({summary.mean_points:,} points)",
             f"{title} 在第 {summary.step:,} 步为 {_num(summary.value)}{unit}，相对全程均值 {_num(summary.mean)}"
-            f" 偏离 {_pct(summary.deviation_pct)}（{summary.mean_points:,} 个点）",
-        ),
-        t(
-            f"CV {_num(summary.cv)} over the last {summary.cv_steps} steps",
-            f"最近 {summary.cv_steps} 步变异系数 {_num(summary.cv)}",
+            f" 偏离 {against}（{summary.mean_points:,} 个点）",
         ),
     ]
+    if summary.cv is not None:  # none when the window holds under two points (sparse cadence)
+        parts.append(
+            t(
+                f"CV {_num(summary.cv)} over the last {summary.cv_steps} steps",
+                f"最近 {summary.cv_steps} 步变异系数 {_num(summary.cv)}",
+            )
+        )
     if summary.trend is not None:
         tr = summary.trend
         parts.append(
             t(
                 f"trend {_num(tr.slope_per_1k)}/1k steps ({tr.direction}) over the last {summary.recent_steps} steps",
-                f"最近 {summary.recent_steps} 步趋势 {_num(tr.slope_per_1k)}/千步（{tr.direction}）",
+                f"最近 {summary.recent_steps} 步趋势 {_num(tr.slope_per_1k)}/千步（{_ZH_WORDS.get(tr.direction, tr.direction)}）",
             )
         )
     ranked = sorted(
@@ -651,7 +685,7 @@ def _reading(
         key=lambda e: -_RANK[e.severity],
     )
     parts += [e.text for e in ranked]
-    verdict = t(f"Status: {status}.", f"状态：{status}。")
+    verdict = t(f"Status: {status}.", f"状态：{_ZH_WORDS.get(status, status)}。")
     return t("; ".join(parts) + ". " + verdict, "；".join(parts) + "。" + verdict)
 
 

@@ -139,7 +139,7 @@ def test_stats_stay_exact_after_a_resume_replays_steps_with_new_values(
         for step in range(5000):
             run.log(step, {"losses/clipfrac": 0.1 + step * 1e-5, "train/approx_kl": 0.01})
     # a new process resumes from the checkpoint at step 3000 and replays it with other values
-    with exporter.init("resumed", registry=reg, settings=settings) as run:
+    with exporter.init("resumed", registry=reg, settings=settings, resume=True) as run:
         for step in range(3000, 6000):
             run.log(step, {"losses/clipfrac": 0.5 - step * 1e-5, "train/approx_kl": 0.02})
     _assert_exact(settings.outbox_path)

@@ -72,3 +72,20 @@ def test_index_links_every_page(reg: registry.Registry, memory_history: MemoryHi
     html = app.test_client().get("/terms/").get_data(as_text=True)
     for entry_id in _ids(reg):
         assert f'href="{entry_id}"' in html
+
+
+def test_term_page_honours_lang_and_keeps_it_on_its_links(
+    app: Flask, reg: registry.Registry
+) -> None:
+    client = app.test_client()
+    zh = client.get("/terms/policy_entropy?lang=zh").get_data(as_text=True)
+    assert '<html lang="zh">' in zh
+    assert '<section lang="zh">' in zh and '<section lang="en">' not in zh
+    assert "定义" in zh and "Definition" not in zh
+    assert reg.metric("policy_entropy").title.zh in zh
+    hrefs = re.findall(r'href="([^"]+)"', zh)
+    assert len(hrefs) > 3 and all(h.endswith("?lang=zh") or h == "?lang=en" for h in hrefs)
+    en = client.get("/terms/?lang=en").get_data(as_text=True)
+    assert '<section lang="en">' in en and '<section lang="zh">' not in en
+    bad = client.get("/terms/policy_entropy?lang=fr")
+    assert bad.status_code == 400 and "lang" in bad.get_json()["error"]

@@ -14,7 +14,11 @@ import pytest
 
 import registry
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "rl-metric-names.md"
+# Section 8 of the project reference rl-metric-names.md, copied into the repository (source named in
+# the file) so a fresh clone checks the same table.
+REFERENCE = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "reference" / "rl-metric-names-section8.md"
+)
 COLUMNS = ("sb3", "cleanrl", "trl", "trl", "verl", "openrlhf", "rllib")
 # The table writes RLlib's module id as <mid>, reward-function names as {func} and devices as {i}.
 SUBSTITUTE = {"<mid>": "default_policy", "{func}": "accuracy", "{i}": "0"}

@@ -102,3 +102,82 @@ def test_report_in_chromium(
     assert shot.stat().st_size > 10_000
     assert errors == []
     assert outside == []
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Width, height and rows (RGBA) of a non-interlaced 8-bit RGB/RGBA PNG (Chromium's)."""
+    import struct
+    import zlib
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height, channels = 8, b"", 0, 0, 4
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and color in (2, 6)
+            channels = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows: list[bytes] = []
+    prev = bytearray(stride)
+    for y in range(height):
+        f, line = (
+            raw[y * (stride + 1)],
+            bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)]),
+        )
+        for i in range(stride):
+            a = line[i - channels] if i >= channels else 0
+            b, c = prev[i], prev[i - channels] if i >= channels else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        prev = line
+        if channels == 3:  # RGB: add an opaque alpha to each pixel
+            line = bytearray(
+                b"".join(bytes(line[j : j + 3]) + b"\xff" for j in range(0, stride, 3))
+            )
+        rows.append(bytes(line))
+    return width, height, rows
+
+
+def test_a_one_point_chart_paints_its_point(
+    browser: Any, builtin_registry: registry.Registry, tmp_path: Path
+) -> None:
+    from grafana.datasource.history.memory import MemoryHistory
+
+    store = MemoryHistory({"one": {"raw_reward": ([2048], [12.0])}})
+    html_path = tmp_path / "one.html"
+    html_path.write_text(render_report(store, builtin_registry, "one", lang="en"), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(html_path.as_uri())
+    svg = page.locator("svg.chart[data-chart]").first
+    color = svg.locator('path.smooth[data-metric="raw_reward"]').get_attribute("stroke")
+    assert color is not None and color.startswith("#")
+    target = bytes(int(color[i : i + 2], 16) for i in (1, 3, 5))
+    shot = svg.screenshot()
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "report-one-point.png").write_bytes(shot)
+    page.close()
+    _, _, rows = _png_pixels(shot)
+    painted = sum(
+        1
+        for row in rows
+        for j in range(0, len(row), 4)
+        if all(abs(row[j + k] - target[k]) <= 40 for k in range(3))
+    )
+    assert painted >= 4, "the one point of the series is not drawn"
+    assert errors == []

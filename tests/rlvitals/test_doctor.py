@@ -88,3 +88,17 @@ def test_doctor_command_exits_1_on_a_problem(
     assert main(["doctor"]) == 1
     out = capsys.readouterr().out
     assert "[FAIL] InfluxDB" in out and "fix:" in out and "Traceback" not in out
+
+
+def test_doctor_prints_settings_as_readable_lines_not_a_dataclass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("RLVITALS_STORE", str(tmp_path))
+    monkeypatch.delenv("RLVITALS_INFLUX_URL", raising=False)
+    monkeypatch.delenv("RLVITALS_PROMETHEUS_PORT", raising=False)
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "ExporterSettings(" not in out
+    assert f"store: {tmp_path}" in out
+    assert "InfluxDB: none: the embedded store is the database" in out
+    assert "bad-input policy: warn" in out

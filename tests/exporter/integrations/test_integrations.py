@@ -50,7 +50,7 @@ def test_summary_writer_drop_in_logs_a_cleanrl_loop(
     tmp_path: Path, mini: registry.Registry
 ) -> None:
     run = _run(tmp_path, mini, "cleanrl-run", framework="cleanrl")
-    writer = SummaryWriter("runs/CartPole__ppo__1", run=run)
+    writer = SummaryWriter(tmp_path / "runs" / "CartPole__ppo__1", run=run)
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n|clip_coef|0.2|")
     for update in range(1, 4):
         global_step = 512 * update

@@ -197,3 +197,44 @@ def test_direct_import_and_import_via_the_outbox_store_the_same_points(
     assert {"resume", "health"} <= kinds
     kl = {r["time"]: r["policy_kl"] for r in direct if r.get("policy_kl") is not None}
     assert kl[5] == pytest.approx(0.01005)  # k3 (approx_kl), as the registry prefers
+
+
+def test_direct_import_sends_spread_and_transforms_to_influxdb(env: Any, tmp_path: Path) -> None:
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    folder = tmp_path / "logs" / "CartPole__ppo__1"
+    writer = EventFileWriter(str(folder))
+    for step, tag, value in [
+        (512, "charts/episodic_return", 9.0),
+        (512, "charts/episodic_return", 15.0),
+        (512, "losses/value_loss", 2.0),
+        (1024, "charts/episodic_return", 4.0),
+    ]:
+        summary = Summary(value=[Summary.Value(tag=tag, simple_value=value)])
+        writer.add_event(Event(wall_time=1.7e9 + step, step=step, summary=summary))
+    writer.close()
+    sb3 = tmp_path / "sb3" / "PPO_1"
+    sb3.mkdir(parents=True)
+    (sb3 / "progress.json").write_text(
+        '{"time/total_timesteps": 64, "train/value_loss": 8.0, "train/approx_kl": 0.01}\n'
+    )
+    assert main(["import", str(tmp_path / "logs"), str(tmp_path / "sb3")]) == 0
+    (spread,) = env.query('SELECT * FROM "spread" WHERE "run" = \'CartPole__ppo__1\'')
+    assert spread["time"] == 512
+    assert (
+        spread["episodic_return/count"],
+        spread["episodic_return/min"],
+        spread["episodic_return/max"],
+    ) == (
+        2,
+        9,
+        15,
+    )
+    means = env.query('SELECT "episodic_return" FROM "reward" WHERE "run" = \'CartPole__ppo__1\'')
+    assert [r["episodic_return"] for r in means] == [12, 4]
+    (config,) = env.query('SELECT "transforms_json" FROM "run_config" WHERE "run" = \'PPO_1\'')
+    assert json.loads(config["transforms_json"])["value_loss"] == [
+        {"factor": 0.5, "framework": "sb3", "kind": "scale", "name": "train/value_loss"}
+    ]

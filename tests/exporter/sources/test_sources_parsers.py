@@ -164,3 +164,28 @@ def test_tensorboard_cut_off_tail_is_reported_on_import(tmp_path: Path) -> None:
 
 def _fail(problem: Malformed) -> None:
     raise AssertionError(f"unexpected problem: {problem}")
+
+
+def test_tensorboard_tag_written_again_at_one_step_keeps_every_value(tmp_path: Path) -> None:
+    # what CleanRL writes when three envs finish an episode at the same global step
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import Summary
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(tmp_path))
+    for step, tag, value in [
+        (512, "charts/episodic_return", 9.0),
+        (512, "charts/episodic_return", 11.0),
+        (512, "charts/episodic_length", 30.0),
+        (512, "charts/episodic_return", 16.0),
+        (1024, "charts/episodic_return", 5.0),
+    ]:
+        summary = Summary(value=[Summary.Value(tag=tag, simple_value=value)])
+        writer.add_event(Event(wall_time=1.7e9, step=step, summary=summary))
+    writer.close()
+    (path,) = tmp_path.glob("events.out.tfevents.*")
+    records = _read_all(TensorBoardSource(path, lambda m: None))
+    assert [(r.step, dict(r.values)) for r in records] == [
+        (512, {"charts/episodic_return": [9.0, 11.0, 16.0], "charts/episodic_length": 30.0}),
+        (1024, {"charts/episodic_return": 5.0}),
+    ]

@@ -242,13 +242,38 @@ def test_import_reads_from_the_start_unless_asked_to_resume(
     _jsonl(logs / "m.jsonl", range(1, 11))
     args = ["import", str(logs), "--registry", MINI, "--framework", "cleanrl"]
     assert main(args) == 0
-    assert main(args) == 0  # a deliberate re-import reads all ten steps again
+    assert main(args) == 0  # a deliberate re-import reads all ten steps again, as a new run
+    assert _steps(tmp_path / "store", "logs-2", "clip_fraction") == list(range(1, 11))
     _jsonl(logs / "m.jsonl", range(11, 16))
     assert main([*args, "--resume"]) == 0
-    out = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    assert "already in the store, so this one is 'logs-2'" in captured.err
+    out = captured.out.splitlines()
     assert [line.split(":")[1].split(",")[0].strip() for line in out] == [
         "10 steps",
         "10 steps",
         "5 steps",
     ]
     assert _steps(tmp_path / "store", "logs", "clip_fraction") == list(range(1, 16))
+
+
+def test_tail_names_a_new_run_after_a_taken_name_unless_resume_is_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
+    monkeypatch.delenv("RLVITALS_INFLUX_URL", raising=False)
+    with Outbox(tmp_path / "store" / "outbox.sqlite") as box:  # an older run of that name
+        box.claim_run("run1")
+    log = _Log("jsonl", tmp_path / "logs" / "run1")
+    log.add(range(1, 6))
+    args = ["tail", str(tmp_path / "logs"), "--registry", MINI, "--no-follow"]
+    assert main([*args, "--from-start"]) == 0
+    assert _steps(tmp_path / "store", "run1-2", "clip_fraction") == list(range(1, 6))
+    assert "'run1' is already in the store" in capsys.readouterr().err
+    assert main([*args, "--from-start", "--resume"]) == 0
+    assert _steps(tmp_path / "store", "run1", "clip_fraction") == list(range(1, 6))
+    log.add(range(6, 8))
+    assert main(args) == 0  # this store's reader read run1 before: it goes on with it
+    assert _steps(tmp_path / "store", "run1", "clip_fraction") == list(range(1, 8))
+    with Outbox(tmp_path / "store" / "outbox.sqlite") as box:
+        assert [r.run for r in box.runs()] == ["run1", "run1-2"]

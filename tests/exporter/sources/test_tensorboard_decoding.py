@@ -70,7 +70,7 @@ def _reference(payloads: list[bytes]) -> tuple[list[Record], int]:
     records: list[Record] = []
     negative = 0
     step: int | None = None
-    values: dict[str, float] = {}
+    values: dict[str, float | list[float]] = {}
     wall: float | None = None
     for raw in payloads:
         event = Event.FromString(raw)
@@ -91,19 +91,27 @@ def _reference(payloads: list[bytes]) -> tuple[list[Record], int]:
             records.append(Record(step, values, wall))
             values = {}
         step = event.step
-        values.update(scalars)
+        for tag, value in scalars.items():  # a tag again at one step: one more value of it
+            seen = values.get(tag)
+            values[tag] = (
+                value if seen is None else [*(seen if isinstance(seen, list) else [seen]), value]
+            )
         wall = event.wall_time or None
     if step is not None:
         records.append(Record(step, values, wall))
     return records, negative
 
 
+def _bits(value: float | list[float]) -> bytes:
+    members = value if isinstance(value, list) else [value]
+    return b"|".join(struct.pack("<f", v) for v in members) + (
+        b"L" if isinstance(value, list) else b""
+    )
+
+
 def _comparable(records: list[Record]) -> list[tuple[int, dict[str, bytes], float | None]]:
     # NaN != NaN: compare the float32 bits of each value instead
-    return [
-        (r.step, {k: struct.pack("<f", v) for k, v in r.values.items()}, r.wall_time)
-        for r in records
-    ]
+    return [(r.step, {k: _bits(v) for k, v in r.values.items()}, r.wall_time) for r in records]
 
 
 @settings(max_examples=150, deadline=None)

@@ -192,7 +192,7 @@ def test_a_firing_critical_rule_makes_its_metrics_critical(
     assert kinds(c)["fingerprint"] == "ok"
     assert "sentinel" not in kinds(c)  # the registry's rule covers this pattern
     zh = card(reg, "shaped_reward", data, lang="zh")
-    assert zh.actions[0] == "检查塑形项。" and "状态：critical" in zh.reading
+    assert zh.actions[0] == "检查塑形项。" and "状态：严重" in zh.reading
 
 
 def test_without_a_rule_the_reward_hacking_sentinel_speaks(

@@ -1,0 +1,131 @@
+"""`rlvitals runs`: the runs in the embedded store, with their lifecycle status.
+
+Status is `Lifecycle().status(...)` (live / stalled / finished, see `lifecycle.py`): the one
+definition the datasource and the alert rules use too. `--json` prints the same rows as a JSON
+list for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .config import ExporterSettings
+from .errors import ExporterError
+from .lifecycle import Lifecycle
+from .outbox import Outbox
+
+__all__ = ["RunRow", "list_runs", "register"]
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One line of `rlvitals runs`."""
+
+    name: str
+    project: str | None
+    framework: str | None
+    status: str
+    last_step: int | None
+    started: float
+    finished: float | None
+    last_activity: float | None
+
+
+def list_runs(
+    outbox: Outbox, *, lifecycle: Lifecycle | None = None, now: float | None = None
+) -> list[RunRow]:
+    """Every run in the store, oldest first."""
+    policy = lifecycle or Lifecycle()
+    at = time.time() if now is None else now
+    return [
+        RunRow(
+            name=r.run,
+            project=r.project,
+            framework=r.framework,
+            status=str(
+                policy.status(finished_at=r.finished, last_activity=r.last_activity, now=at)
+            ),
+            last_step=_last_step(outbox, r.run),
+            started=r.created,
+            finished=r.finished,
+            last_activity=r.last_activity,
+        )
+        for r in outbox.runs()
+    ]
+
+
+def _last_step(outbox: Outbox, run: str) -> int | None:
+    step = outbox.last_step(run)
+    if step is not None:
+        return step
+    # logged with ranks: the furthest any rank got
+    steps = [s.last_step for s in outbox.stats(run) if s.measurement != "run_config"]
+    return max(steps) if steps else None
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "runs",
+        help="list the runs in the store (project, framework, status, last step, started)",
+        description="List the runs of the embedded store, oldest first. Status is live, stalled "
+        "(nothing new for 10 minutes) or finished.",
+    )
+    p.add_argument("--store", metavar="DIR", help="embedded store folder (default $RLVITALS_STORE)")
+    p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    p.set_defaults(handler=_runs)
+
+
+def _when(stamp: float | None) -> str:
+    if stamp is None:
+        return "-"
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _runs(args: argparse.Namespace) -> int:
+    try:
+        settings = ExporterSettings.from_env(os.environ)
+    except ExporterError as exc:
+        print(f"rlvitals: error: {exc}", file=sys.stderr)
+        return 2
+    store = Path(args.store) if args.store else settings.store
+    path = settings.replace(store=store).outbox_path
+    if store.exists() and not store.is_dir():
+        print(f"rlvitals: error: --store {store} is a file; pass the store folder", file=sys.stderr)
+        return 2
+    rows: list[RunRow] = []
+    if path.exists():
+        try:
+            with Outbox(path) as box:
+                rows = list_runs(box)
+        except ExporterError as exc:
+            print(f"rlvitals: error: {str(exc).splitlines()[0]}", file=sys.stderr)
+            return 2
+    if args.json:
+        print(json.dumps([asdict(r) for r in rows], indent=2))
+        return 0
+    if not rows:
+        print(f"no runs in {path}", file=sys.stderr)
+        return 0
+    table = [("RUN", "PROJECT", "FRAMEWORK", "STATUS", "LAST STEP", "STARTED (UTC)")]
+    table += [
+        (
+            r.name,
+            r.project or "-",
+            r.framework or "-",
+            r.status,
+            "-" if r.last_step is None else f"{r.last_step:,}",
+            _when(r.started),
+        )
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
