@@ -50,6 +50,10 @@ class LiveState:
     backlog: int
     queue_depth: int
     last_write_age: float | None
+    last_activity: float | None = None
+    """Wall time of the latest step logged (the training's clock when the source gives one)."""
+    finished: bool = False
+    """The run was finished (`Run.finish()`, or the sidecar ended it): see `Lifecycle`."""
 
 
 class RunCounters:
