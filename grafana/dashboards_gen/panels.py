@@ -139,12 +139,17 @@ def _series_style(
         own = [p for p in styles[kind] if not (by_run and p.id_val == "color")]
         # a name family's columns are named by InfluxQL (`mean_<id>/<name>`), so match those
         pattern = (
-            f"/^{re.escape(_FAMILY_PREFIX[kind] + m.id)}\\//"
+            f"/^{_literal(_FAMILY_PREFIX[kind] + m.id)}\\//"
             if m.pattern is not None
-            else f"/^{re.escape(series_alias(m.id, kind))}( |$)/"
+            else f"/^{_literal(series_alias(m.id, kind))}( |$)/"
         )
         out.append((pattern, extra + own))
     return out
+
+
+def _literal(text: str) -> str:
+    """`text` as a JavaScript regex literal's body (spaces need no escape there)."""
+    return re.escape(text).replace("\\ ", " ")
 
 
 _FAMILY_PREFIX = {

@@ -23,7 +23,10 @@ from prom_server import PromServer, scrape_config
 import exporter
 import registry
 from exporter import ExporterSettings, Lifecycle, MetricsEndpoint
+from exporter.ingest import Ingest
 from exporter.live_states import attach
+from exporter.sources import Record
+from exporter.sources.discover import LogFile
 from grafana.dashboards_gen.alerts import EXPORTER_JOB, Timing, alert_rule_groups
 from grafana.dashboards_gen.overview import health_exprs
 
@@ -85,6 +88,23 @@ def stack(
         endpoint.add(run)
         runs[scenario] = run
     runs["done"].finish(30)  # ended: its gauges say finished, so it must never read as stalled
+    # Followed logs (the sidecar's path): one went quiet longer than ended_after_s ago, so
+    # `finish_idle` ends it and it leaves /metrics; one went quiet 60 s ago: stalled, it fires.
+    ingest = Ingest(registry=builtin, settings=settings, framework="sb3", endpoint=endpoint)
+    now = time.time()
+    for name, quiet_for in (
+        ("followed-ended", 2 * TIMING.lifecycle.ended_after_s),
+        ("followed-stall", 60),
+    ):
+        (root / name).mkdir()
+        log = LogFile(root / name / "m.jsonl", "jsonl")
+        start = now - quiet_for - STEPS
+        ingest.feed(
+            log, [Record(s, {"policy_kl": 0.01}, wall_time=start + s) for s in range(STEPS)]
+        )
+    ingest.settle()
+    assert ingest.flush(30)
+    assert ingest.finish_idle(TIMING.lifecycle, time.time()) == ["followed-ended"]
     dead = ExporterSettings(
         store=root / "broken", influx_url=f"http://127.0.0.1:{free_port()}", policy="warn"
     )
@@ -119,6 +139,7 @@ def stack(
         endpoint.stop()
         for run in (*runs.values(), broken):
             run.finish(5)
+        ingest.finish(5)
 
 
 def _rules(reg: registry.Registry) -> list[dict[str, Any]]:
@@ -161,12 +182,13 @@ def test_injected_failures_fire_their_rules_and_a_healthy_run_fires_none(
         Fired("rlv-policy_kl-w-above", "klspike"),
         *(Fired(uid, "nan") for uid in nonfinite),
         Fired("rlv-training-stalled", "stall"),
+        Fired("rlv-training-stalled", "followed-stall"),
         Fired("rlv-exporter-unhealthy", "broken"),
     }
     assert nonfinite, "the registry's NaN alert has no rule"
     fired = _wait_for(stack["prom"], rules, expected)
     assert expected <= fired, f"missing: {expected - fired}"
-    for quiet in ("healthy", "lr0.001", "done"):
+    for quiet in ("healthy", "lr0.001", "done", "followed-ended"):
         assert not {f for f in fired if f.run == quiet}, f"run {quiet} fired {fired}"
     # no training job on the host: its target is down, yet the exporter is healthy
     assert not {f for f in fired if f.rule == "rlv-exporter-unhealthy" and f.run != "broken"}

@@ -232,3 +232,12 @@ def test_links_sit_above_the_dashboard(files: dict[str, Any]) -> None:
     other link above the panels (partitionLinks in public/app/features/dashboard-scene)."""
     for dash in files.values():
         assert dash["links"] and all("placement" not in link for link in dash["links"])
+
+
+def test_chart_legends_are_tables_with_last_mean_and_max(files: dict[str, Any]) -> None:
+    for path, dash in files.items():
+        for panel in _panels(dash):
+            if panel["type"] == "trend":
+                legend = panel["options"]["legend"]
+                assert legend["displayMode"] == "table", (path, panel["title"])
+                assert legend["calcs"] == ["lastNotNull", "mean", "max"], (path, panel["title"])
