@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from registry import Registry
@@ -165,13 +166,16 @@ class Ingest:
 
     def finish_idle(self, lifecycle: Lifecycle, now: float, timeout: float = 10.0) -> list[str]:
         """Finish every followed run whose logs have been quiet for `lifecycle.ended_after_s`
-        (the one definition of an ended run): its gauges leave /metrics and the outbox records
-        it finished, so "Training stalled" stops. New lines in its logs start it again."""
+        (the one definition of an ended run) or whose log files are all gone: its gauges leave
+        /metrics and the outbox records it finished, so "Training stalled" stops. New lines in
+        its logs start it again."""
         ended = []
         for name, state in self._runs.items():
             if state.run is None or state.last_activity is None:
                 continue
-            if now - state.last_activity >= lifecycle.ended_after_s:
+            files = state.summary.files
+            gone = bool(files) and not any(Path(f).exists() for f in files)
+            if gone or now - state.last_activity >= lifecycle.ended_after_s:
                 state.run.finish(timeout)
                 state.summary.stats = state.run.stats
                 state.run = None

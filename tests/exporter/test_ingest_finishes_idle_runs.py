@@ -1,4 +1,5 @@
-"""The sidecar ends a followed run once its logs have been quiet for `Lifecycle.ended_after_s`:
+"""The sidecar ends a followed run once its logs have been quiet for `Lifecycle.ended_after_s`
+(or are gone):
 the run is recorded finished and its gauges leave /metrics, so "Training stalled" stops for it;
 new lines start it again."""
 
@@ -31,6 +32,8 @@ def test_a_followed_run_quiet_past_ended_after_is_finished_and_leaves_metrics(
     (tmp_path / "new").mkdir()
     old = LogFile(tmp_path / "old" / "m.jsonl", "jsonl")
     new = LogFile(tmp_path / "new" / "m.jsonl", "jsonl")
+    for log in (old, new):
+        log.path.write_text("{}\n", encoding="utf-8")  # the logs are still there
     now = time.time()
     ingest.feed(old, _records(0, now - 3600))
     ingest.feed(new, _records(0, now - 20))
@@ -53,6 +56,22 @@ def test_a_followed_run_quiet_past_ended_after_is_finished_and_leaves_metrics(
     ingest.settle()
     assert ingest.flush(30)
     assert b'rlvitals_step{run="old"}' in endpoint.render()
+    ingest.finish(30)
+
+
+def test_a_followed_run_whose_logs_are_gone_is_finished_at_once(
+    tmp_path: Path, reg: registry.Registry
+) -> None:
+    settings = ExporterSettings(store=tmp_path / "store", prometheus_port=None, policy="warn")
+    ingest = Ingest(registry=reg, settings=settings, framework="sb3")
+    (tmp_path / "r").mkdir()
+    path = tmp_path / "r" / "m.jsonl"
+    path.write_text("{}\n", encoding="utf-8")
+    ingest.feed(LogFile(path, "jsonl"), _records(0, time.time()))
+    ingest.settle()
+    assert ingest.finish_idle(LIFE, time.time()) == []  # recent, and its file is there
+    path.unlink()
+    assert ingest.finish_idle(LIFE, time.time()) == ["r"]
     ingest.finish(30)
 
 

@@ -98,6 +98,7 @@ def stack(
     ):
         (root / name).mkdir()
         log = LogFile(root / name / "m.jsonl", "jsonl")
+        log.path.write_text("{}\n", encoding="utf-8")
         start = now - quiet_for - STEPS
         ingest.feed(
             log, [Record(s, {"policy_kl": 0.01}, wall_time=start + s) for s in range(STEPS)]

@@ -228,8 +228,9 @@ def test_no_annotation_layer_that_no_panel_draws(files: dict[str, Any]) -> None:
 
 
 def test_links_sit_above_the_dashboard(files: dict[str, Any]) -> None:
-    """Grafana 13 puts a link with `placement: inControlsMenu` into the controls dropdown and every
-    other link above the panels (partitionLinks in public/app/features/dashboard-scene)."""
+    """Grafana 13 shows above the panels only links with no `placement`; `inControlsMenu` ones go
+    into the controls dropdown (public/app/features/dashboard-scene/scene/DashboardLinksControls.tsx
+    `excludeControlMenuLinks`)."""
     for dash in files.values():
         assert dash["links"] and all("placement" not in link for link in dash["links"])
 
