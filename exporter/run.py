@@ -279,7 +279,7 @@ class Run:
         return LiveState(
             run=self.name,
             step=step,
-            steps_per_second=c.steps_per_second(),
+            steps_per_second=c.steps_per_second(time.time()),
             latest=latest,
             stats=c.snapshot(),
             backlog=self._safe_backlog() if self._forwarder is not None else 0,

@@ -91,3 +91,20 @@ def test_metrics_say_finished_and_when_the_run_last_logged(
     assert 'rlvitals_run_finished{run="r"} 0.0' in text
     run.finish(30)
     assert 'rlvitals_run_finished{run="r"} 1.0' in endpoint.render().decode()
+
+
+def test_steps_per_second_decays_once_a_run_stops_logging(
+    tmp_path: Path, reg: registry.Registry
+) -> None:
+    import exporter
+
+    settings = ExporterSettings(store=tmp_path / "store", prometheus_port=None, policy="warn")
+    run = exporter.init("r", registry=reg, settings=settings)
+    now = time.time()
+    # 100 steps at 10 steps/s, the last one 100 s ago (an old log, or a job that stopped)
+    for step in range(100):
+        run.log(step, {"policy_kl": 0.01}, wall_time=now - 110 + step / 10)
+    assert run.flush(30)
+    rate = run.live().steps_per_second
+    assert rate is not None and rate < 1.0  # not the 10 steps/s it once ran at
+    run.finish(30)
