@@ -38,6 +38,7 @@ from . import live_states
 from .config import ExporterSettings
 from .errors import ExporterError
 from .ingest import Ingest, RunSummary
+from .lifecycle import Lifecycle
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import Outbox, SourcePosition
 from .sources import FORMATS, LogSet, Malformed, Record, compile_pattern
@@ -48,6 +49,8 @@ __all__ = ["register"]
 _SHOWN_PROBLEMS = 20
 _PROGRESS_EVERY = 1.0  # seconds between progress lines on stderr
 _FINISH_TIMEOUT = 600.0
+_LIFECYCLE = Lifecycle()
+"""When `tail --follow` ends a followed run whose logs went quiet (the same policy as the alert)."""
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -316,6 +319,8 @@ def _run_ingest(
                     saved[log.path] = position
                     ingest.save_position(log, position)
             ingest.settle()
+            if follow:
+                ingest.finish_idle(_LIFECYCLE, time.time())
             polls += 1
             if not follow or (max_polls is not None and polls >= max_polls) or stop.is_set():
                 break

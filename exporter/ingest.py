@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from registry import Registry
@@ -19,6 +20,7 @@ from registry import Registry
 from .config import ExporterSettings
 from .direct import DirectRun
 from .errors import ConfigError
+from .lifecycle import Lifecycle
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import SourcePosition
 from .run import init
@@ -75,6 +77,8 @@ class _RunState:
     run: _Sink | None = None
     pending: list[Record] = field(default_factory=list)
     positions: list[SourcePosition] = field(default_factory=list)
+    last_activity: float | None = None
+    """Wall time of the latest record (its own time when the log gives one, else when read)."""
 
 
 class Ingest:
@@ -131,6 +135,8 @@ class Ingest:
         count = 0
         for record in records:
             count += 1
+            wall = time.time() if record.wall_time is None else record.wall_time
+            state.last_activity = max(state.last_activity or wall, wall)
             summary.steps += 1
             summary.values += len(record.values)
             if state.run is None:
@@ -164,6 +170,24 @@ class Ingest:
         self.settle()
         deadline = time.monotonic() + timeout
         return all(run.flush(max(0.0, deadline - time.monotonic()), sent=sent) for run in self.runs)
+
+    def finish_idle(self, lifecycle: Lifecycle, now: float, timeout: float = 10.0) -> list[str]:
+        """Finish every followed run whose logs have been quiet for `lifecycle.ended_after_s`
+        (the one definition of an ended run) or whose log files are all gone: its gauges leave
+        /metrics and the outbox records it finished, so "Training stalled" stops. New lines in
+        its logs start it again."""
+        ended = []
+        for name, state in self._runs.items():
+            if state.run is None or state.last_activity is None:
+                continue
+            files = state.summary.files
+            gone = bool(files) and not any(Path(f).exists() for f in files)
+            if gone or now - state.last_activity >= lifecycle.ended_after_s:
+                state.run.finish(timeout)
+                state.summary.stats = state.run.stats
+                state.run = None
+                ended.append(name)
+        return ended
 
     def finish(self, timeout: float) -> None:
         self.settle()

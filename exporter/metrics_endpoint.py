@@ -4,7 +4,9 @@ Series (all labelled by `run`): `rlvitals_metric{run,metric,gpu}` (latest value 
 metric; `gpu` is empty for metrics without one), `rlvitals_step`, `rlvitals_steps_per_second`,
 `rlvitals_last_write_age_seconds`, `rlvitals_outbox_backlog`, `rlvitals_queue_depth`,
 `rlvitals_write_errors_total`, `rlvitals_rejected_samples_total`, `rlvitals_dropped_samples_total`,
-`rlvitals_refused_samples_total`, `rlvitals_nonfinite_samples_total{run,metric}` and
+`rlvitals_refused_samples_total`, `rlvitals_nonfinite_samples_total{run,metric}`,
+`rlvitals_last_activity_timestamp_seconds` and `rlvitals_run_finished` (what `Lifecycle` reads:
+the generated "Training stalled" rule is its `status()` written in PromQL), and
 `rlvitals_rule_active{run,rule,severity}` (1 while a diagnosis rule fires, from a pluggable callable).
 """
 
@@ -76,6 +78,14 @@ class _RunCollector(Collector):
             "Seconds since samples were last stored (InfluxDB when configured, else the outbox).",
             labels=["run"],
         )
+        activity = GaugeMetricFamily(
+            "rlvitals_last_activity_timestamp_seconds",
+            "Wall time (Unix seconds) of the latest step the run logged.",
+            labels=["run"],
+        )
+        finished = GaugeMetricFamily(
+            "rlvitals_run_finished", "1 once the run has been finished, else 0.", labels=["run"]
+        )
         backlog = GaugeMetricFamily(
             "rlvitals_outbox_backlog", "Outbox rows not yet sent to InfluxDB.", labels=["run"]
         )
@@ -133,6 +143,9 @@ class _RunCollector(Collector):
                 rate.add_metric([s.run], s.steps_per_second)
             if s.last_write_age is not None:
                 age.add_metric([s.run], s.last_write_age)
+            if s.last_activity is not None:
+                activity.add_metric([s.run], s.last_activity)
+            finished.add_metric([s.run], 1.0 if s.finished else 0.0)
             backlog.add_metric([s.run], float(s.backlog))
             queue.add_metric([s.run], float(s.queue_depth))
             for family, read in counters.values():
@@ -141,7 +154,7 @@ class _RunCollector(Collector):
                 nonfinite.add_metric([s.run, field], float(count))
         for rule in self._endpoint.rule_states():
             rules.add_metric([rule.run, rule.rule, rule.severity], 1.0 if rule.active else 0.0)
-        yield from (metric, step, rate, age, backlog, queue)
+        yield from (metric, step, rate, age, activity, finished, backlog, queue)
         yield from (family for family, _ in counters.values())
         yield from (nonfinite, rules)
 

@@ -295,15 +295,18 @@ class Run:
             latest = dict(c.latest)
             step = c.step
             last_write = c.last_write
+            last_activity = c.rate_window[-1][0] if c.rate_window else None
         return LiveState(
             run=self.name,
             step=step,
-            steps_per_second=c.steps_per_second(),
+            steps_per_second=c.steps_per_second(time.time()),
             latest=latest,
             stats=c.snapshot(),
             backlog=self._safe_backlog() if self._forwarder is not None else 0,
             queue_depth=len(self._queue),
             last_write_age=None if last_write is None else max(0.0, time.time() - last_write),
+            last_activity=last_activity,
+            finished=self._closed,
         )
 
     def __repr__(self) -> str:

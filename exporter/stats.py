@@ -50,6 +50,10 @@ class LiveState:
     backlog: int
     queue_depth: int
     last_write_age: float | None
+    last_activity: float | None = None
+    """Wall time of the latest step logged (the training's clock when the source gives one)."""
+    finished: bool = False
+    """The run was finished (`Run.finish()`, or the sidecar ended it): see `Lifecycle`."""
 
 
 class RunCounters:
@@ -85,11 +89,16 @@ class RunCounters:
                 sent=self.sent,
             )
 
-    def steps_per_second(self) -> float | None:
+    def steps_per_second(self, now: float | None = None) -> float | None:
+        """Steps per second over the last logged steps, measured up to `now` when given: a run
+        that stopped logging decays towards 0 instead of showing its last rate for ever, and a
+        log imported long after it was written (its steps carry the training's wall times)
+        reads as idle, not as the import's speed."""
         with self.lock:
             if len(self.rate_window) < 2:
                 return None
             (t0, s0), (t1, s1) = self.rate_window[0], self.rate_window[-1]
         if t1 <= t0 or s1 < s0:
             return None
-        return (s1 - s0) / (t1 - t0)
+        end = t1 if now is None else max(t1, now)
+        return (s1 - s0) / (end - t0)

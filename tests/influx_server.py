@@ -108,6 +108,13 @@ class InfluxServer:
         with urllib.request.urlopen(f"{self.url}/query", data=data, timeout=10) as r:
             r.read()
 
+    def raw_query(self, database: str, q: str, epoch: str = "ms") -> dict[str, Any]:
+        """The response body as InfluxDB sends it (Grafana's InfluxQL backend asks epoch=ms)."""
+        params = urllib.parse.urlencode({"db": database, "q": q, "epoch": epoch})
+        with urllib.request.urlopen(f"{self.url}/query?{params}", timeout=10) as r:
+            body: dict[str, Any] = json.loads(r.read())
+        return body
+
     def query(self, database: str, q: str) -> list[dict[str, Any]]:
         """Rows of an InfluxQL query (epoch=s), each a dict with the series tags merged in."""
         params = urllib.parse.urlencode({"db": database, "q": q, "epoch": "s"})
@@ -139,6 +146,9 @@ class InfluxDatabase:
 
     def query(self, q: str) -> list[dict[str, Any]]:
         return self.server.query(self.name, q)
+
+    def raw_query(self, q: str) -> dict[str, Any]:
+        return self.server.raw_query(self.name, q)
 
     def settings(self, store: Path, **changes: Any) -> Any:
         import exporter

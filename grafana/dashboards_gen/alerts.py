@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from exporter.lifecycle import Lifecycle
 from exporter.live_states import ALERT_GAUGE
 from registry import Alert, Metric, Registry, Rule
 
@@ -42,13 +43,14 @@ _CONTACT = "rlvitals-default"
 
 @dataclass(frozen=True)
 class Timing:
-    """Wall-clock settings: evaluation interval, look-back of queries, stall and health windows."""
+    """Wall-clock settings: evaluation interval, look-back of queries, health window, and the run
+    lifecycle (`exporter.Lifecycle`, the one definition of stalled and ended runs)."""
 
     interval: str = "1m"
     lookback_seconds: int = 600
-    stall: str = "10m"
     unhealthy: str = "10m"
     backlog_growth: int = 1000
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
 
 
 def _uid(*parts: str) -> str:
@@ -85,9 +87,20 @@ def _increase(series: str, window: str) -> str:
     return f"({series} - ({series} offset {window} or {series} * 0))"
 
 
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
 def stalled_expr(timing: Timing) -> str:
-    w = timing.stall
-    return f"max by (run) ((changes(rlvitals_step[{w}]) == bool 0) and (rlvitals_step offset {w}))"
+    """`Lifecycle.status() == stalled` in PromQL: idle at least `stall_after_s`, less than
+    `ended_after_s`, and not finished (a finished or ended run is quiet)."""
+    life = timing.lifecycle
+    idle = "(time() - rlvitals_last_activity_timestamp_seconds)"
+    return (
+        f"max by (run) (({idle} >= bool {_seconds(life.stall_after_s)}) "
+        f"* ({idle} < bool {_seconds(life.ended_after_s)}) "
+        "* on (run) (rlvitals_run_finished == bool 0))"
+    )
 
 
 def unhealthy_expr(timing: Timing) -> str:
@@ -259,11 +272,15 @@ def _pipeline_rules(reg: Registry, timing: Timing) -> list[dict[str, Any]]:
             timing,
             {"severity": "critical", "metric": "rlvitals_step", "layer": "health"},
             {
-                "summary": f"Run {{{{ .Labels.run }}}}: the training step has not advanced for {timing.stall}",
+                "summary": (
+                    f"Run {{{{ .Labels.run }}}}: nothing logged for {_seconds(timing.lifecycle.stall_after_s)} s"
+                ),
                 "description": (
-                    "The exporter is up but the run's latest step did not change during the whole "
-                    "window: the job may be hung (deadlock, NCCL wait, data loader), paused, or "
-                    "finished without calling finish(). Check the process and its last log lines."
+                    "The exporter is up but the run logged nothing for the whole stall "
+                    "window: the job may be hung (deadlock, NCCL wait, data loader) or paused. A "
+                    "run that called finish(), or that stays quiet for "
+                    f"{_seconds(timing.lifecycle.ended_after_s)} s, counts as ended and no longer "
+                    "fires. Check the process and its last log lines."
                 ),
                 "runbook_url": step_link,
             },

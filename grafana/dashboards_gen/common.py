@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from grafana_foundation_sdk.builders import dashboard as db
 from grafana_foundation_sdk.cog import builder
@@ -12,14 +11,12 @@ from grafana_foundation_sdk.models import dashboard as dm
 
 from . import queries
 from .i18n import LANGS, words
-from .sources import INFLUX
-from .targets import Target
+from .sources import DASHBOARD_SOURCES, INFLUX
 
 __all__ = ["PAGES", "SMOOTHING_CHOICES", "Grid", "Page", "dashboard_shell", "page_uid"]
 
 SMOOTHING_CHOICES: tuple[int, ...] = (1, 5, 10, 20, 50, 100)
 _DEFAULT_SMOOTHING = 10
-_DEFAULT_RANGE = 1_000_000
 _TAG = "rlvitals"
 
 
@@ -89,7 +86,7 @@ def _run_variable(name: str, label: str, multi: bool) -> db.QueryVariable:
     var = (
         db.QueryVariable(name)
         .label(label)
-        .datasource(dm.DataSourceRef(type_val=INFLUX.type, uid=INFLUX.uid))
+        .datasource(_influx_ref())
         .query(queries.run_matcher())
         .definition(queries.run_matcher())
         .refresh(dm.VariableRefresh.ON_DASHBOARD_LOAD)
@@ -113,10 +110,42 @@ def _custom(
     )
 
 
+def _influx_ref() -> dm.DataSourceRef:
+    ref = INFLUX.variable_ref()
+    return dm.DataSourceRef(type_val=ref["type"], uid=ref["uid"])
+
+
+def _datasource_variables() -> list[builder.Builder[dm.VariableModel]]:
+    """One `datasource` variable per datasource the panels use, defaulting to the provisioned one:
+    imported into another Grafana, the dashboard is re-pointed by picking from these lists."""
+    return [
+        db.DatasourceVariable(src.variable)
+        .label(src.name)
+        .type(src.type)
+        .current(_option(src.name, src.uid, True))
+        for src in DASHBOARD_SOURCES
+    ]
+
+
+def _bucket_variable(label: str) -> db.QueryVariable:
+    """Steps per drawn point, computed by InfluxDB from the selected runs' last step."""
+    return (
+        db.QueryVariable("bucket")
+        .label(label)
+        .datasource(_influx_ref())
+        .query(queries.bucket_query())
+        .definition(queries.bucket_query())
+        .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .sort(dm.VariableSort.NUMERICAL_DESC)
+        .multi(False)
+        .include_all(False)
+    )
+
+
 def _variables(lang: str, focus: bool) -> list[builder.Builder[dm.VariableModel]]:
     w = words(lang)
-    bucket = {r: str(max(1, r // queries.POINTS_PER_SERIES)) for r in queries.STEP_RANGES}
-    out: list[builder.Builder[dm.VariableModel]] = [_run_variable("run", w.run, True)]
+    out: list[builder.Builder[dm.VariableModel]] = _datasource_variables()
+    out.append(_run_variable("run", w.run, True))
     if focus:
         out.append(_run_variable("focus", w.focus, False))
     out += [
@@ -130,12 +159,7 @@ def _variables(lang: str, focus: bool) -> list[builder.Builder[dm.VariableModel]
         .label(w.step_from)
         .default_value("0")
         .current(_option("0", "0", True)),
-        _custom(
-            "step_range",
-            w.step_range,
-            [(str(r), bucket[r]) for r in queries.STEP_RANGES],
-            bucket[_DEFAULT_RANGE],
-        ),
+        _bucket_variable(w.bucket),
     ]
     return out
 
@@ -173,6 +197,9 @@ def _links(key: str, lang: str) -> list[builder.Builder[dm.DashboardLink]]:
 
 
 def _annotations() -> list[builder.Builder[dm.AnnotationQuery]]:
+    """Only Grafana's built-in layer: the step-axis `trend` panel draws no annotations (its
+    `setDataSupport({ annotations: true })` is commented out in
+    public/app/plugins/panel/trend/module.tsx), so run events are the events table's alone."""
     builtin = (
         db.AnnotationQuery()
         .name("Annotations & Alerts")
@@ -183,31 +210,7 @@ def _annotations() -> list[builder.Builder[dm.AnnotationQuery]]:
         .type("dashboard")
         .built_in(1)
     )
-    target: dict[str, Any] = {
-        "refId": "Anno",
-        "rawQuery": True,
-        "query": queries.event_annotation_query(),
-        "resultFormat": "table",
-    }
-    events = (
-        db.AnnotationQuery()
-        .name("rlvitals events")
-        .datasource(dm.DataSourceRef(type_val=INFLUX.type, uid=INFLUX.uid))
-        .enable(True)
-        .icon_color("rgba(255, 152, 48, 1)")
-        .target(Target({"limit": 500, "matchAny": False, "tags": [], "type": "tags", **target}))
-        .mappings(
-            {
-                "text": db.AnnotationEventFieldMapping()
-                .source(dm.AnnotationEventFieldSource.FIELD)
-                .value("text"),
-                "tags": db.AnnotationEventFieldMapping()
-                .source(dm.AnnotationEventFieldSource.FIELD)
-                .value("kind"),
-            }
-        )
-    )
-    return [builtin, events]
+    return [builtin]
 
 
 def dashboard_shell(key: str, title: str, lang: str, *, focus: bool = True) -> db.Dashboard:

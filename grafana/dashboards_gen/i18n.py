@@ -32,7 +32,7 @@ class Words:
     focus: str
     smoothing: str
     step_from: str
-    step_range: str
+    bucket: str
     card: str
     events: str
     step: str
@@ -78,7 +78,7 @@ _EN = Words(
     focus="diagnosis run",
     smoothing="smoothing (EMA buckets)",
     step_from="from step",
-    step_range="up to step",
+    bucket="steps per point",
     card="Diagnosis",
     events="Events (checkpoints, resumes, alerts)",
     step="Current step",
@@ -124,7 +124,7 @@ _ZH = Words(
     focus="诊断运行",
     smoothing="平滑（EMA 桶数）",
     step_from="起始步",
-    step_range="截止步",
+    bucket="每点步数",
     card="诊断",
     events="事件（检查点、恢复、告警）",
     step="当前步数",

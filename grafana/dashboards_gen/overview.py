@@ -16,14 +16,21 @@ from .panels import Chart, card_panel, chart_panel, events_panel, stat_panel
 __all__ = ["LAYERS", "health_exprs", "overview_dashboard"]
 
 LAYERS: tuple[str, ...] = ("health", "trend", "resource")
-_RUN = 'run=~"${run:regex}"'
+# `$run`, not `${run:regex}`: Grafana's Prometheus datasource escapes each value of a multi-value
+# variable for a regex inside a PromQL string (`.` -> `\\.`, prometheusSpecialRegexEscape in
+# packages/grafana-prometheus/src/escaping.ts); the generic regex format writes `\.`, an escape
+# sequence PromQL's string parser rejects (run names like `lr0.001`).
+_RUN = 'run=~"$run"'
 
 
 def health_exprs() -> dict[str, str]:
     """PromQL of the Health row's live numbers (the exporter's own series)."""
     return {
         "step": f"max by (run) (rlvitals_step{{{_RUN}}})",
-        "steps_per_second": f"max by (run) (rlvitals_steps_per_second{{{_RUN}}})",
+        # The step's own progress in wall time as Prometheus saw it: the training's rate for a
+        # live run (followed logs included, where the exporter's gauge measures the import), 0
+        # once it stops.
+        "steps_per_second": f"max by (run) (clamp_min(deriv(rlvitals_step{{{_RUN}}}[2m]), 0))",
         "nonfinite": f"sum by (run) (rlvitals_nonfinite_samples_total{{{_RUN}}})",
         "active_alerts": (
             f'sum by (run) ({{__name__=~"rlvitals_alert_active|rlvitals_rule_active", {_RUN}}})'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,10 +23,20 @@ from .sources import INFINITY, INFLUX, PROMETHEUS
 from .targets import Target
 from .units import grafana_unit
 
-__all__ = ["Chart", "card_panel", "chart_panel", "events_panel", "glossary_panel", "stat_panel"]
+__all__ = [
+    "CHART_TRANSFORMATIONS",
+    "LEGEND_CALCS",
+    "Chart",
+    "card_panel",
+    "chart_panel",
+    "events_panel",
+    "glossary_panel",
+    "stat_panel",
+]
 
 _HUES = ("blue", "orange", "green", "purple", "red", "yellow")
-_WIDTH = {"primary": 3.0, "secondary": 2.0, "thin": 1.0}
+# smoothed line widths by emphasis; raw is always 1 (thinner than any smoothed line)
+_WIDTH = {"primary": 3, "secondary": 2, "thin": 2}
 _STATUS_COLORS = {
     "ok": "green",
     "watch": "yellow",
@@ -45,13 +56,17 @@ class Chart:
     """Run comparison: leave colours to the palette so each run gets its own."""
 
 
+LEGEND_CALCS: tuple[str, ...] = ("lastNotNull", "mean", "max")
+
+
 def _legend() -> cb.VizLegendOptions:
+    """A table legend: one row per drawn series (metric, kind and run) with last, mean and max."""
     return (
         cb.VizLegendOptions()
         .show_legend(True)
-        .display_mode(cm.LegendDisplayMode.LIST)
+        .display_mode(cm.LegendDisplayMode.TABLE)
         .placement(cm.LegendPlacement.BOTTOM)
-        .calcs([])
+        .calcs(list(LEGEND_CALCS))
     )
 
 
@@ -63,6 +78,10 @@ def _prop(prop_id: str, value: object) -> dm.DynamicConfigValue:
     return dm.DynamicConfigValue(id_val=prop_id, value=value)
 
 
+def _ref(ref: dict[str, str]) -> dm.DataSourceRef:
+    return dm.DataSourceRef(type_val=ref["type"], uid=ref["uid"])
+
+
 def _fixed(color: str) -> dict[str, str]:
     return {"mode": "fixed", "fixedColor": color}
 
@@ -70,10 +89,20 @@ def _fixed(color: str) -> dict[str, str]:
 def _series_style(
     s: Series, hue: str, right: bool, by_run: bool
 ) -> list[tuple[str, list[dm.DynamicConfigValue]]]:
-    """Overrides for one metric's columns: raw thin and light, smoothed thick and dark."""
+    """Overrides for one metric's columns: raw thin and light, smoothed thick in its run's colour.
+
+    Colours: the smoothed, max and slope series keep the panel's classic palette, which Grafana
+    picks by series index (packages/grafana-data/src/field/fieldColor.ts, FieldColorSchemeMode;
+    index set per field in fieldOverrides.ts `applyFieldOverrides`), so each run gets its own
+    colour. Grafana has no colour mode keyed on a label, so a run's raw line cannot be a lighter
+    tint of that run's colour; raw lines are the metric's lightest named tint, 1 px, behind them.
+
+    After `partitionByValues` a column's display name is `<column> <run>`; Grafana's `byRegexp`
+    matcher anchors a pattern given without slashes (`^...$`, `stringToJsRegex` in
+    packages/grafana-data/src/text/string.ts), so the patterns are written `/^<column>( |$)/`."""
     m = s.metric
     color = m.display.color or hue
-    width = _WIDTH.get(m.display.emphasis, 2.0)
+    width = _WIDTH.get(m.display.emphasis, 2)
     common: list[dm.DynamicConfigValue] = []
     if right:
         common += [
@@ -90,13 +119,11 @@ def _series_style(
         ],
         "smoothed": [
             _prop("custom.lineWidth", width),
-            _prop("color", _fixed(f"dark-{color}")),
         ],
         "max": [
             _prop("custom.lineWidth", 0),
             _prop("custom.drawStyle", "points"),
             _prop("custom.pointSize", 4),
-            _prop("color", _fixed(f"light-{color}")),
         ],
         "slope": [
             _prop("custom.lineWidth", 1),
@@ -104,7 +131,6 @@ def _series_style(
             _prop("custom.axisPlacement", "right"),
             _prop("unit", "none"),
             _prop("custom.thresholdsStyle", {"mode": "off"}),
-            _prop("color", _fixed(f"semi-dark-{color}")),
         ],
     }
     out = []
@@ -113,12 +139,17 @@ def _series_style(
         own = [p for p in styles[kind] if not (by_run and p.id_val == "color")]
         # a name family's columns are named by InfluxQL (`mean_<id>/<name>`), so match those
         pattern = (
-            f"^{_FAMILY_PREFIX[kind]}{m.id}/"
+            f"/^{_literal(_FAMILY_PREFIX[kind] + m.id)}\\//"
             if m.pattern is not None
-            else f"^{series_alias(m.id, kind)}"
+            else f"/^{_literal(series_alias(m.id, kind))}( |$)/"
         )
         out.append((pattern, extra + own))
     return out
+
+
+def _literal(text: str) -> str:
+    """`text` as a JavaScript regex literal's body (spaces need no escape there)."""
+    return re.escape(text).replace("\\ ", " ")
 
 
 _FAMILY_PREFIX = {
@@ -137,6 +168,17 @@ def _thresholds(steps: Sequence[tuple[float | None, str]]) -> db.ThresholdsConfi
     )
 
 
+CHART_TRANSFORMATIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("merge", {}),
+    ("partitionByValues", {"fields": ["run"], "keepFields": False, "naming": {"asLabels": True}}),
+    ("joinByField", {"byField": "step", "mode": "outer"}),
+)
+"""The chain every chart runs (see docs/grafana.md): `merge` makes one table of the per-query
+frames (rows of one run and step become one row); `partitionByValues`, which reads only the first
+frame, splits it into one frame per run, the run as a label; `joinByField` outer-joins those on
+`step` into the single frame, ascending in step, that the trend panel needs."""
+
+
 def chart_panel(chart: Chart, lang: str) -> trend.Panel:
     """A trend panel over the `step` field with one InfluxQL query per metric."""
     first = chart.series[0].metric
@@ -145,7 +187,7 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         trend.Panel()
         .title(title)
         .description(description([s.metric for s in chart.series], lang))
-        .datasource(dm.DataSourceRef(type_val=INFLUX.type, uid=INFLUX.uid))
+        .datasource(_ref(INFLUX.variable_ref()))
         .x_field("step")
         .unit(grafana_unit(first))
         .legend(_legend())
@@ -171,15 +213,8 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         right = i > 0 and s.metric.display.axis == "right"
         for pattern, props in _series_style(s, _HUES[i % len(_HUES)], right, chart.colour_by_run):
             panel = panel.override_by_regexp(pattern, props)
-    # one frame per run, then one frame joined on step: the trend panel's x must be ascending
-    panel = panel.with_transformation(
-        dm.DataTransformerConfig(
-            id_val="partitionByValues",
-            options={"fields": ["run"], "keepFields": False, "naming": {"asLabels": True}},
-        )
-    ).with_transformation(
-        dm.DataTransformerConfig(id_val="joinByField", options={"byField": "step", "mode": "outer"})
-    )
+    for tid, options in CHART_TRANSFORMATIONS:
+        panel = panel.with_transformation(dm.DataTransformerConfig(id_val=tid, options=options))
     return panel
 
 
@@ -207,7 +242,7 @@ def card_panel(metric_id: str, title: str, lang: str) -> table.Panel:
         table.Panel()
         .title(f"{w.card} · {title}")
         .description(f"[{w.term_page}]({term_url(metric_id, lang)})")
-        .datasource(dm.DataSourceRef(type_val=INFINITY.type, uid=INFINITY.uid))
+        .datasource(_ref(INFINITY.variable_ref()))
         .with_target(Target(queries.cards_target(metric_id, lang, _card_columns(lang))))
         .show_header(True)
         .frame_index(0)
@@ -236,7 +271,7 @@ def stat_panel(
         stat.Panel()
         .title(title)
         .description(desc)
-        .datasource(dm.DataSourceRef(type_val=PROMETHEUS.type, uid=PROMETHEUS.uid))
+        .datasource(_ref(PROMETHEUS.variable_ref()))
         .with_target(Target(queries.prom_target("A", expr)))
         .unit(unit)
         .thresholds(_thresholds(thresholds))
@@ -258,7 +293,7 @@ def events_panel(lang: str) -> table.Panel:
     return (
         table.Panel()
         .title(w.events)
-        .datasource(dm.DataSourceRef(type_val=INFLUX.type, uid=INFLUX.uid))
+        .datasource(_ref(INFLUX.variable_ref()))
         .with_target(Target(queries.influx_target("A", queries.events_query())))
         .show_header(True)
         .frame_index(0)
@@ -290,7 +325,7 @@ def glossary_panel(lang: str) -> table.Panel:
     return (
         table.Panel()
         .title(w.glossary)
-        .datasource(dm.DataSourceRef(type_val=INFINITY.type, uid=INFINITY.uid))
+        .datasource(_ref(INFINITY.variable_ref()))
         .with_target(Target(queries.terms_target(lang, _glossary_columns(lang))))
         .show_header(True)
         .frame_index(0)

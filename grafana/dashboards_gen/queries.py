@@ -23,10 +23,9 @@ from .sources import INFINITY, INFLUX, PROMETHEUS
 __all__ = [
     "EVENTS_MEASUREMENT",
     "POINTS_PER_SERIES",
-    "STEP_RANGES",
     "Series",
+    "bucket_query",
     "cards_target",
-    "event_annotation_query",
     "events_query",
     "influx_target",
     "metric_query",
@@ -37,13 +36,11 @@ __all__ = [
 ]
 
 POINTS_PER_SERIES = 1000
-STEP_RANGES: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000)
-"""Choices of the `step_range` variable: the last step shown (bucket = range / POINTS_PER_SERIES)."""
 EVENTS_MEASUREMENT = "events"
 
 _RUN = '"run" =~ /^${run:regex}$/'
-_STEPS = "time >= ${step_from}s AND time <= ${step_range:text}s"
-_BUCKET = "${step_range}s"
+_STEPS = "time >= ${step_from}s"
+_BUCKET = "${bucket}s"
 _KINDS = ("raw", "smoothed", "max", "slope")
 
 
@@ -109,11 +106,16 @@ def events_query() -> str:
     )
 
 
-def event_annotation_query() -> str:
-    """Events as Grafana annotations (time-axis panels; their time is the step)."""
+def bucket_query() -> str:
+    """The `bucket` variable: steps per drawn point for the selected runs from `step_from` on.
+
+    One value per measurement (Grafana's InfluxQL variable support takes each frame's first
+    non-time field [public/app/plugins/datasource/influxdb/datasource.ts `toMetricFindValue`]);
+    sorted numerically descending, the largest, the one that fits every run, comes first.
+    """
     return (
-        f'SELECT "text", "kind", "step" FROM {_ident(EVENTS_MEASUREMENT)} '
-        f"WHERE {_RUN} AND $timeFilter"
+        f'SELECT ceil((max("step") - ${{step_from}} + 1) / {POINTS_PER_SERIES}) FROM /.*/ '
+        f"WHERE {_RUN} AND {_STEPS}"
     )
 
 
@@ -125,7 +127,7 @@ def run_matcher() -> str:
 def influx_target(ref_id: str, query: str) -> dict[str, Any]:
     return {
         "refId": ref_id,
-        "datasource": INFLUX.ref(),
+        "datasource": INFLUX.variable_ref(),
         "rawQuery": True,
         "query": query,
         "resultFormat": "table",
@@ -135,7 +137,7 @@ def influx_target(ref_id: str, query: str) -> dict[str, Any]:
 def prom_target(ref_id: str, expr: str, legend: str = "{{run}}") -> dict[str, Any]:
     return {
         "refId": ref_id,
-        "datasource": PROMETHEUS.ref(),
+        "datasource": PROMETHEUS.variable_ref(),
         "expr": expr,
         "instant": True,
         "range": False,
@@ -152,7 +154,7 @@ def _infinity(
 ) -> dict[str, Any]:
     return {
         "refId": ref_id,
-        "datasource": INFINITY.ref(),
+        "datasource": INFINITY.variable_ref(),
         "type": "json",
         "source": "url",
         "parser": "backend",

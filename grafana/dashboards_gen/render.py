@@ -24,6 +24,11 @@ def encode(dash: db.Dashboard) -> str:
     """Stable JSON text of a built dashboard (sorted keys, two-space indent, final newline)."""
     data = json.loads(JSONEncoder(sort_keys=True).encode(dash.build()))
     data["id"] = None  # provisioning keys dashboards by uid
+    for link in data.get("links", []):
+        # The SDK (0.0.21) gives every link `placement: inControlsMenu`; Grafana 13 shows above the
+        # panels only links whose placement is undefined, the rest inside the controls dropdown
+        # (public/app/features/dashboard-scene/scene/DashboardLinksControls.tsx).
+        link.pop("placement", None)
     return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
 

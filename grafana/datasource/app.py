@@ -27,7 +27,15 @@ from .services import Services, attach, services
 __all__ = ["create_app"]
 
 _log = logging.getLogger(__name__)
-_OPEN_PATHS = frozenset({"/api/health"})
+_OPEN_PATHS = frozenset({"/api/health", "/terms", "/terms/", "/api/terms"})
+_OPEN_PREFIXES = ("/terms/", "/api/terms/")
+"""Registry text is public: the term pages, glossary and runbook links that dashboards, alert
+notifications and the report open in a plain browser tab (which sends no bearer token). Run data
+(runs, cards, series, events, the report, the simpod protocol) stays behind the token."""
+
+
+def _is_open(path: str) -> bool:
+    return path in _OPEN_PATHS or path.startswith(_OPEN_PREFIXES)
 
 
 def _error(status: int, message: str) -> tuple[Response, int]:
@@ -36,7 +44,7 @@ def _error(status: int, message: str) -> tuple[Response, int]:
 
 def _check_auth() -> tuple[Response, int] | None:
     token = services().config.token
-    if token is None or request.path in _OPEN_PATHS:
+    if token is None or _is_open(request.path):
         return None
     sent = request.headers.get("Authorization", "")
     if hmac.compare_digest(sent.encode("utf-8", "replace"), f"Bearer {token}".encode()):

@@ -64,7 +64,17 @@ def test_two_runs_share_one_port_and_carry_alert_states(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
     )
     try:
-        text = _scrape_until(port, time.monotonic() + 60, lambda t: len(_critical_kl(t)) == 2)
+        # wait for the runs' own gauges too: the alert states (read from the outbox) can show
+        # before a busy machine has scheduled the scrape that carries the step gauges
+        text = _scrape_until(
+            port,
+            time.monotonic() + 60,
+            lambda t: (
+                len(_critical_kl(t)) == 2
+                and 'rlvitals_step{run="a"}' in t
+                and 'rlvitals_step{run="b"}' in t
+            ),
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)

@@ -4,13 +4,14 @@ learns (reward up, entropy slowly down, everything inside its band) and injected
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 import registry
 
-__all__ = ["healthy_value", "logged_metrics", "steps_of"]
+__all__ = ["healthy_value", "log_runs", "logged_metrics", "steps_of"]
 
 
 def logged_metrics(reg: registry.Registry) -> list[registry.Metric]:
@@ -59,3 +60,29 @@ def healthy_value(m: registry.Metric, step: int, rng: np.random.Generator) -> fl
 
 def steps_of(n: int, start: int = 0) -> Iterator[int]:
     return iter(range(start, start + n))
+
+
+def log_runs(
+    reg: registry.Registry,
+    settings: Callable[[], Any],
+    runs: Sequence[str],
+    steps: int,
+    family_members: Sequence[str] = ("format", "length"),
+) -> None:
+    """Log healthy runs through the real exporter: every stored metric at every step, each name
+    family with a few members, a checkpoint event at step 100."""
+    import exporter
+
+    families = [m for m in reg.metrics if m.pattern is not None]
+    for i, name in enumerate(runs):
+        run = exporter.init(name, registry=reg, settings=settings())
+        rng = np.random.default_rng(i)
+        for step in range(steps):
+            values = {m.id: healthy_value(m, step, rng) for m in logged_metrics(reg)}
+            for family in families:
+                values.update(
+                    {f"{family.id}/{n}": 0.5 + 0.1 * j for j, n in enumerate(family_members)}
+                )
+            run.log(step, values)
+        run.event(100, "checkpoint", "saved ckpt-100")
+        run.finish(60)

@@ -6,7 +6,7 @@ import json
 import subprocess
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,16 +16,22 @@ from influx_server import free_port, spawn_until_ready, stop_process
 __all__ = ["PromServer", "scrape_config"]
 
 
-def scrape_config(job: str, targets: Sequence[str], interval: str = "1s") -> str:
-    quoted = ", ".join(f'"{t}"' for t in targets)
-    return (
+def scrape_config(
+    job: str,
+    targets: Sequence[str],
+    interval: str = "1s",
+    more_jobs: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    text = (
         "global:\n"
         f"  scrape_interval: {interval}\n"
         f"  evaluation_interval: {interval}\n"
         "scrape_configs:\n"
-        f"  - job_name: {job}\n"
-        f"    static_configs:\n      - targets: [{quoted}]\n"
     )
+    for name, addrs in {job: targets, **(more_jobs or {})}.items():
+        quoted = ", ".join(f'"{t}"' for t in addrs)
+        text += f"  - job_name: {name}\n    static_configs:\n      - targets: [{quoted}]\n"
+    return text
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Every generated alert rule's PromQL, run by a real Prometheus scraping the real exporter:
-failures fire the rules they should, a healthy learning run fires none."""
+failures fire the rules they should, a healthy learning run fires none; the default setup (no
+training job on the host, finished runs, dotted run names) stays quiet."""
 
 from __future__ import annotations
 
@@ -15,24 +16,32 @@ from typing import Any
 import numpy as np
 import pytest
 from bundle_data import healthy_value, logged_metrics
+from grafana_interp import prometheus_run_matcher
 from influx_server import free_port
 from prom_server import PromServer, scrape_config
 
 import exporter
 import registry
-from exporter import ExporterSettings, MetricsEndpoint
+from exporter import ExporterSettings, Lifecycle, MetricsEndpoint
+from exporter.ingest import Ingest
 from exporter.live_states import attach
+from exporter.sources import Record
+from exporter.sources.discover import LogFile
 from grafana.dashboards_gen.alerts import EXPORTER_JOB, Timing, alert_rule_groups
+from grafana.dashboards_gen.overview import health_exprs
 
 pytestmark = pytest.mark.skipif(
     shutil.which("prometheus") is None, reason="prometheus not installed"
 )
 
-# Short wall-clock windows so a stall and an unhealthy exporter show within seconds; every other
-# part of the expressions is exactly what `rlvitals build` writes.
-TIMING = Timing(stall="8s", unhealthy="30s", lookback_seconds=600)
+# Short wall-clock windows (through the one Lifecycle definition) so a stall and an unhealthy
+# exporter show within seconds; every other part of the expressions is what `rlvitals build` writes.
+TIMING = Timing(
+    unhealthy="30s", lookback_seconds=600, lifecycle=Lifecycle(stall_after_s=8, ended_after_s=600)
+)
 STEPS = 400
-SCENARIOS = ("healthy", "collapse", "klspike", "nan", "stall")
+SCENARIOS = ("healthy", "collapse", "klspike", "nan", "stall", "done", "lr0.001")
+HOST_JOB = "rlvitals-training-job"  # provisioning/prometheus/prometheus.yml: nothing listens there
 
 
 @dataclass(frozen=True)
@@ -78,13 +87,35 @@ def stack(
         assert run.flush(30)
         endpoint.add(run)
         runs[scenario] = run
+    runs["done"].finish(30)  # ended: its gauges say finished, so it must never read as stalled
+    # Followed logs (the sidecar's path): one went quiet longer than ended_after_s ago, so
+    # `finish_idle` ends it and it leaves /metrics; one went quiet 60 s ago: stalled, it fires.
+    ingest = Ingest(registry=builtin, settings=settings, framework="sb3", endpoint=endpoint)
+    now = time.time()
+    for name, quiet_for in (
+        ("followed-ended", 2 * TIMING.lifecycle.ended_after_s),
+        ("followed-stall", 60),
+    ):
+        (root / name).mkdir()
+        log = LogFile(root / name / "m.jsonl", "jsonl")
+        log.path.write_text("{}\n", encoding="utf-8")
+        start = now - quiet_for - STEPS
+        ingest.feed(
+            log, [Record(s, {"policy_kl": 0.01}, wall_time=start + s) for s in range(STEPS)]
+        )
+    ingest.settle()
+    assert ingest.flush(30)
+    assert ingest.finish_idle(TIMING.lifecycle, time.time()) == ["followed-ended"]
     dead = ExporterSettings(
         store=root / "broken", influx_url=f"http://127.0.0.1:{free_port()}", policy="warn"
     )
     broken = exporter.init("broken", registry=builtin, settings=dead, config={})
     endpoint.add(broken)
     port = endpoint.start()
-    prom = PromServer(root / "prom", scrape_config(EXPORTER_JOB, [f"127.0.0.1:{port}"]))
+    config = scrape_config(
+        EXPORTER_JOB, [f"127.0.0.1:{port}"], more_jobs={HOST_JOB: [f"127.0.0.1:{free_port()}"]}
+    )
+    prom = PromServer(root / "prom", config)
     (root / "prom").mkdir()
     prom.start()
     stop = threading.Event()
@@ -94,6 +125,7 @@ def stack(
         step = STEPS
         while not stop.wait(0.2):
             runs["healthy"].log(step, _values(builtin, "healthy", step, rng))
+            runs["lr0.001"].log(step, _values(builtin, "healthy", step, rng))
             broken.log(step, {"policy_kl": 0.01})
             step += 1
 
@@ -108,6 +140,7 @@ def stack(
         endpoint.stop()
         for run in (*runs.values(), broken):
             run.finish(5)
+        ingest.finish(5)
 
 
 def _rules(reg: registry.Registry) -> list[dict[str, Any]]:
@@ -150,12 +183,37 @@ def test_injected_failures_fire_their_rules_and_a_healthy_run_fires_none(
         Fired("rlv-policy_kl-w-above", "klspike"),
         *(Fired(uid, "nan") for uid in nonfinite),
         Fired("rlv-training-stalled", "stall"),
+        Fired("rlv-training-stalled", "followed-stall"),
         Fired("rlv-exporter-unhealthy", "broken"),
     }
     assert nonfinite, "the registry's NaN alert has no rule"
     fired = _wait_for(stack["prom"], rules, expected)
     assert expected <= fired, f"missing: {expected - fired}"
-    assert not {f for f in fired if f.run == "healthy"}, "a healthy learning run fired alerts"
+    for quiet in ("healthy", "lr0.001", "done", "followed-ended"):
+        assert not {f for f in fired if f.run == quiet}, f"run {quiet} fired {fired}"
+    # no training job on the host: its target is down, yet the exporter is healthy
+    assert not {f for f in fired if f.rule == "rlv-exporter-unhealthy" and f.run != "broken"}
+    down = stack["prom"].query(f'up{{job="{HOST_JOB}"}} == 0')
+    assert down, "the host job's target should be down in this setup"
+
+
+def test_health_stats_find_a_dotted_run_as_grafana_interpolates_it(stack: dict[str, Any]) -> None:
+    matcher = prometheus_run_matcher(["lr0.001", "healthy"])
+    deadline = time.monotonic() + 30
+    while True:
+        results = {
+            key: {
+                r["metric"].get("run") for r in stack["prom"].query(expr.replace("$run", matcher))
+            }
+            for key, expr in health_exprs().items()
+        }
+        if all("lr0.001" in runs for key, runs in results.items() if key != "nonfinite"):
+            break
+        assert time.monotonic() < deadline, results
+        time.sleep(1)
+    # the steps/s stat is the step's progress in wall time: positive while a run trains
+    rate = stack["prom"].query(health_exprs()["steps_per_second"].replace("$run", matcher))
+    assert all(float(r["value"][1]) > 0 for r in rate), rate
 
 
 def test_every_rule_expression_is_valid_promql(
@@ -177,4 +235,12 @@ def test_scrape_config_passes_promtool(tmp_path: Path) -> None:
         [promtool, "check", "config", str(config)], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"job_name: {EXPORTER_JOB}" in config.read_text()
+    import yaml
+
+    jobs = {
+        j["job_name"]: [t for c in j["static_configs"] for t in c["targets"]]
+        for j in yaml.safe_load(config.read_text())["scrape_configs"]
+    }
+    # the host's training job has its own job, so its absence never reads as the exporter down
+    assert jobs[EXPORTER_JOB] == ["exporter:9464"]
+    assert jobs[HOST_JOB] == ["host.docker.internal:9465"]

@@ -43,8 +43,13 @@ def test_services_images_and_volumes(compose: dict[str, Any]) -> None:
             assert source.startswith("./") or source in compose["volumes"], f"{name}: {vol}"
     assert services["influxdb"]["image"].startswith("influxdb:2.")
     grafana_env = services["grafana"]["environment"]
-    assert "yesoreyeram-infinity-datasource" in grafana_env["GF_PLUGINS_PREINSTALL"]
-    assert grafana_env["GF_PANELS_ENABLE_ALPHA"] == "true"
+    # current names from pkg/setting/setting_plugins.go: [plugins] preinstall_sync installs before
+    # provisioning; [plugins] enable_alpha (GF_PANELS_ENABLE_ALPHA is the legacy [panels] key)
+    assert "yesoreyeram-infinity-datasource" in grafana_env["GF_PLUGINS_PREINSTALL_SYNC"]
+    assert grafana_env["GF_PLUGINS_ENABLE_ALPHA"] == "true"
+    assert (
+        "GF_PANELS_ENABLE_ALPHA" not in grafana_env and "GF_PLUGINS_PREINSTALL" not in grafana_env
+    )
     assert (
         services["exporter"]["command"][:2] == ["tail", "/runs"]
         and "--follow" in services["exporter"]["command"]

@@ -18,7 +18,7 @@ from influx_server import InfluxDatabase
 import exporter
 import registry
 from grafana.dashboards_gen import dashboard_files
-from grafana.dashboards_gen.queries import POINTS_PER_SERIES, Series, metric_query
+from grafana.dashboards_gen.queries import POINTS_PER_SERIES, Series, bucket_query, metric_query
 from grafana.dashboards_gen.sources import INFLUX
 
 RUNS = ("ppo-a", "ppo.b")  # a dot: the run regex must be escaped like Grafana does
@@ -56,15 +56,13 @@ def loaded(
     yield db
 
 
-def _selection(
-    runs: tuple[str, ...] = RUNS, range_text: str = "1000", bucket: str = "1"
-) -> Selection:
+def _selection(runs: tuple[str, ...] = RUNS, bucket: str = "1") -> Selection:
     return Selection(
         runs=runs,
         single={
             "smoothing": ("10", "10"),
             "step_from": ("0", "0"),
-            "step_range": (range_text, bucket),
+            "bucket": (bucket, bucket),
         },
         time_from_ms=0,
         time_to_ms=1_000_000 * 1000,
@@ -74,12 +72,12 @@ def _selection(
 def _influx_queries(builtin: registry.Registry) -> Iterator[tuple[str, str, dict[str, Any]]]:
     for path, text in dashboard_files(builtin, ("en", "zh")).items():
         dash = json.loads(text)
-        for a in dash["annotations"]["list"]:
-            if a["datasource"]["uid"] == INFLUX.uid:
-                yield path, "annotation", a["target"]
+        for v in dash["templating"]["list"]:
+            if v["type"] == "query" and v["datasource"]["uid"] == INFLUX.variable_ref()["uid"]:
+                yield path, f"variable {v['name']}", {"query": v["query"]}
         for panel in dash["panels"]:
             for t in panel.get("targets", []):
-                if t["datasource"]["uid"] == INFLUX.uid:
+                if t["datasource"]["uid"] == INFLUX.variable_ref()["uid"]:
                     yield path, panel.get("title", ""), t
 
 
@@ -131,20 +129,30 @@ def test_a_million_step_run_draws_about_a_thousand_points(
     loaded: InfluxDatabase, builtin: registry.Registry
 ) -> None:
     kl = builtin.metric("policy_kl")
-    query = interpolate(
-        metric_query(Series(kl)),
-        _selection(("long",), "1000000", str(1_000_000 // POINTS_PER_SERIES)),
-    )
+    # the bucket as the dashboard's `bucket` variable computes it for this run
+    bucket_rows = loaded.query(interpolate(bucket_query(), _selection(("long",), "1")))
+    bucket = str(int(max(r["ceil"] for r in bucket_rows)))
+    assert bucket == str(1_000_000 // POINTS_PER_SERIES)
+    query = interpolate(metric_query(Series(kl)), _selection(("long",), bucket))
     rows = loaded.query(query)
     assert POINTS_PER_SERIES * 0.95 <= len(rows) <= POINTS_PER_SERIES + 1
     steps = [r["step"] for r in rows]
     assert steps == sorted(steps) and steps[-1] == 999_950
 
 
-def test_events_come_back_for_annotations(loaded: InfluxDatabase) -> None:
-    from grafana.dashboards_gen.queries import event_annotation_query
+def test_the_default_bucket_fits_a_short_run(loaded: InfluxDatabase) -> None:
+    """A 300-step run is drawn at every step (defect: a fixed 1,000,000-step default drew 2
+    points of a 2000-step run), and the largest bucket of the selected runs comes first."""
+    rows = loaded.query(interpolate(bucket_query(), _selection()))
+    assert {r["ceil"] for r in rows} == {1}
+    both = loaded.query(interpolate(bucket_query(), _selection(("ppo-a", "long"), "1")))
+    assert max(r["ceil"] for r in both) == 1000
 
-    rows = loaded.query(interpolate(event_annotation_query(), _selection()))
+
+def test_the_events_table_finds_step_keyed_events(loaded: InfluxDatabase) -> None:
+    from grafana.dashboards_gen.queries import events_query
+
+    rows = loaded.query(interpolate(events_query(), _selection()))
     assert {r["text"] for r in rows} >= {"saved ckpt-100"} and {r["kind"] for r in rows} >= {
         "checkpoint"
     }

@@ -19,7 +19,7 @@ from grafana.dashboards_gen import dashboard_files
 from grafana.dashboards_gen.common import PAGES, page_uid
 from grafana.dashboards_gen.details import DETAIL_GROUPS
 from grafana.dashboards_gen.overview import LAYERS
-from grafana.dashboards_gen.sources import INFINITY, INFLUX, PROMETHEUS
+from grafana.dashboards_gen.sources import DASHBOARD_SOURCES, INFINITY, INFLUX, PROMETHEUS
 from grafana.dashboards_gen.units import UNIT_IDS
 
 ROOT = Path(__file__).parents[2]
@@ -99,12 +99,12 @@ def test_uids_are_fixed_distinct_per_language_and_short(files: dict[str, Any]) -
     assert {page_uid("overview", "en"), page_uid("overview", "zh")} <= set(uids)
 
 
-def test_panels_use_only_the_provisioned_datasource_uids(files: dict[str, Any]) -> None:
-    provisioned = {INFLUX.uid, PROMETHEUS.uid, INFINITY.uid}
+def test_panels_use_only_the_datasource_variables(files: dict[str, Any]) -> None:
+    variables = {f"${{{s.variable}}}" for s in (INFLUX, PROMETHEUS, INFINITY)}
     for path, dash in files.items():
         for panel in _panels(dash):
             for target in panel.get("targets", []):
-                assert target["datasource"]["uid"] in provisioned, path
+                assert target["datasource"]["uid"] in variables, path
         ids = [p["id"] for p in _panels(dash)]
         assert len(ids) == len(set(ids)), f"{path}: duplicate panel ids"
 
@@ -148,22 +148,6 @@ def test_absolute_healthy_bands_are_drawn_as_threshold_areas(
     assert band is not None and band.high in steps
 
 
-def test_raw_is_thin_and_light_and_smoothed_thick_and_dark(files: dict[str, Any]) -> None:
-    panel = next(
-        p for p in _panels(files["grafana/dashboards/en/policy.json"]) if p["type"] == "trend"
-    )
-    props = {
-        o["matcher"]["options"]: {x["id"]: x["value"] for x in o["properties"]}
-        for o in panel["fieldConfig"]["overrides"]
-    }
-    raw = next(v for k, v in props.items() if k.endswith(" raw"))
-    smooth = next(v for k, v in props.items() if k.endswith(" smoothed"))
-    assert raw["custom.lineWidth"] < smooth["custom.lineWidth"]
-    assert raw["color"]["fixedColor"].startswith("super-light-") and smooth["color"][
-        "fixedColor"
-    ].startswith("dark-")
-
-
 def test_overview_has_the_three_layers_and_every_core_metric(
     files: dict[str, Any], builtin: registry.Registry
 ) -> None:
@@ -178,7 +162,7 @@ def test_overview_has_the_three_layers_and_every_core_metric(
     cards = [
         p
         for p in _panels(overview)
-        if p["type"] == "table" and p["datasource"]["uid"] == INFINITY.uid
+        if p["type"] == "table" and p["datasource"]["uid"] == INFINITY.variable_ref()["uid"]
     ]
     assert len(charts) <= 12 and len(cards) >= len(charts) - 3
 
@@ -209,11 +193,50 @@ def test_chinese_dashboards_carry_chinese_titles(
     assert builtin.metric("policy_entropy").title.zh in titles
 
 
-def test_variables_run_smoothing_and_step_range(files: dict[str, Any]) -> None:
+def test_variables_run_smoothing_bucket_and_datasources(files: dict[str, Any]) -> None:
     for dash in files.values():
-        names = {v["name"] for v in dash["templating"]["list"]}
-        assert {"run", "smoothing", "step_from", "step_range"} <= names
-        run = next(v for v in dash["templating"]["list"] if v["name"] == "run")
-        assert run["multi"] is True
-        events = [a for a in dash["annotations"]["list"] if a["datasource"]["uid"] == INFLUX.uid]
-        assert events and 'FROM "events"' in events[0]["target"]["query"]
+        variables = {v["name"]: v for v in dash["templating"]["list"]}
+        assert {"run", "smoothing", "step_from", "bucket"} <= set(variables)
+        assert variables["run"]["multi"] is True
+        assert 'max("step")' in variables["bucket"]["query"]
+        for src in DASHBOARD_SOURCES:
+            var = variables[src.variable]
+            assert var["type"] == "datasource" and var["query"] == src.type
+            assert var["current"]["value"] == src.uid  # the provisioned one by default
+
+
+def test_every_panel_and_query_points_at_a_datasource_variable(files: dict[str, Any]) -> None:
+    """Imported into an existing Grafana, picking the datasources re-points every query."""
+    wanted = {src.type: f"${{{src.variable}}}" for src in DASHBOARD_SOURCES}
+    for path, dash in files.items():
+        for panel in _panels(dash):
+            for ref in [panel.get("datasource")] + [
+                t["datasource"] for t in panel.get("targets", [])
+            ]:
+                if ref is not None:
+                    assert ref["uid"] == wanted[ref["type"]], (path, panel.get("title"), ref)
+
+
+def test_no_annotation_layer_that_no_panel_draws(files: dict[str, Any]) -> None:
+    """The trend panel draws no annotations (public/app/plugins/panel/trend/module.tsx leaves
+    `setDataSupport({ annotations: true })` commented out); events live in the events table."""
+    for dash in files.values():
+        assert [a.get("builtIn") for a in dash["annotations"]["list"]] == [1]
+        assert not any(p.get("type") == "timeseries" for p in _panels(dash))
+
+
+def test_links_sit_above_the_dashboard(files: dict[str, Any]) -> None:
+    """Grafana 13 shows above the panels only links with no `placement`; `inControlsMenu` ones go
+    into the controls dropdown (public/app/features/dashboard-scene/scene/DashboardLinksControls.tsx
+    `excludeControlMenuLinks`)."""
+    for dash in files.values():
+        assert dash["links"] and all("placement" not in link for link in dash["links"])
+
+
+def test_chart_legends_are_tables_with_last_mean_and_max(files: dict[str, Any]) -> None:
+    for path, dash in files.items():
+        for panel in _panels(dash):
+            if panel["type"] == "trend":
+                legend = panel["options"]["legend"]
+                assert legend["displayMode"] == "table", (path, panel["title"])
+                assert legend["calcs"] == ["lastNotNull", "mean", "max"], (path, panel["title"])

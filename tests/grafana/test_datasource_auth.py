@@ -1,4 +1,5 @@
-"""With RLVITALS_DATASOURCE_TOKEN set, every route but /api/health needs the bearer token."""
+"""With RLVITALS_DATASOURCE_TOKEN set, run data needs the bearer token; health and the registry's
+public text (term pages, glossary, runbook links opened from a browser) do not."""
 
 from __future__ import annotations
 
@@ -23,9 +24,7 @@ ROUTES = [
     ("GET", "/api/cards?run=healthy"),
     ("GET", "/api/series?run=healthy&metric=raw_reward"),
     ("GET", "/api/events?run=healthy"),
-    ("GET", "/api/terms"),
-    ("GET", "/api/terms/policy_entropy"),
-    ("GET", "/terms/policy_entropy"),
+    ("GET", "/report?run=healthy"),
     ("POST", "/metrics"),
     ("POST", "/query"),
     ("POST", "/variable"),
@@ -49,6 +48,40 @@ def test_requests_without_the_right_token_get_401(
 
 def test_health_stays_open(locked: Flask) -> None:
     assert locked.test_client().get("/api/health").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/terms/policy_entropy",
+        "/terms/policy_entropy?lang=zh",
+        "/terms/",
+        "/api/terms",
+        "/api/terms?lang=zh",
+        "/api/terms/policy_entropy",
+    ],
+)
+def test_term_glossary_and_runbook_pages_open_without_a_token(locked: Flask, path: str) -> None:
+    r = locked.test_client().get(path)
+    assert r.status_code == 200, (path, r.status_code)
+
+
+def test_every_runbook_link_of_the_alert_rules_opens_without_a_token(
+    locked: Flask, reg: registry.Registry
+) -> None:
+    from grafana.dashboards_gen.alerts import alert_rule_groups
+    from grafana.dashboards_gen.sources import PUBLIC_API_URL
+
+    links = [
+        r["annotations"]["runbook_url"]
+        for g in alert_rule_groups(reg)["groups"]
+        for r in g["rules"]
+        if r["annotations"].get("runbook_url")
+    ]
+    assert links
+    for url in links:
+        r = locked.test_client().get(url.removeprefix(PUBLIC_API_URL))
+        assert r.status_code == 200, url
 
 
 def test_the_right_token_is_let_in(locked: Flask) -> None:

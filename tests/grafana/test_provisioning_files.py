@@ -132,5 +132,18 @@ def test_dashboard_providers_point_at_the_generated_folders() -> None:
     assert "./grafana/dashboards:/var/lib/grafana/dashboards/rlvitals" in compose
 
 
+def test_alert_rules_and_english_dashboards_share_one_folder() -> None:
+    """Alert-rule groups name their folder by title only (rules_types.go `AlertRuleGroupV1`); a
+    dashboard provider with a folderUid looks its folder up by uid only and would make a second
+    folder of the same title (pkg/services/provisioning/dashboards/file_reader.go
+    `getOrCreateFolder`). So providers name folders by title, and the rules use the English one."""
+    providers = _yaml("provisioning/dashboards/rlvitals.yaml")["providers"]
+    assert all("folderUid" not in p for p in providers)
+    titles = {p["options"]["path"].rsplit("/", 1)[1]: p["folder"] for p in providers}
+    rules = _yaml("provisioning/alerting/rlvitals-rules.yaml")["groups"]
+    assert {g["folder"] for g in rules} == {titles["en"]}
+    assert len(set(titles.values())) == len(titles)
+
+
 def test_build_check_is_clean(builtin: registry.Registry) -> None:
     assert build_all(builtin, ROOT, check=True) == []

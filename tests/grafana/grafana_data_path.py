@@ -1,0 +1,46 @@
+"""Drive tests/grafana/node/data_path.cjs: Grafana's own @grafana/data code run with Node.
+
+`npm ci` in tests/grafana/node installs the pinned @grafana/data (.ci/run does it); a test that
+needs it is skipped, with the reason, only when `node` is not on PATH. Without `node_modules` the
+test fails, naming the command that installs it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["NODE_DIR", "require_node", "run_panels"]
+
+NODE_DIR = Path(__file__).parent / "node"
+
+
+def require_node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not on PATH: Grafana's @grafana/data cannot run (install Node 20)")
+    if not (NODE_DIR / "node_modules" / "@grafana" / "data").is_dir():
+        pytest.fail(f"@grafana/data is not installed: run `npm ci` in {NODE_DIR}")
+    return node
+
+
+def run_panels(panels: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each panel's frames after its transformations and field config, as Grafana computes them."""
+    node = require_node()
+    proc = subprocess.run(
+        [node, str(NODE_DIR / "data_path.cjs")],
+        input=json.dumps({"panels": list(panels)}).encode(),
+        capture_output=True,
+        cwd=NODE_DIR,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    out: list[dict[str, Any]] = json.loads(proc.stdout)["panels"]
+    return out

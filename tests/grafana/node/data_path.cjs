@@ -1,0 +1,240 @@
+// Grafana's panel data path, run with Grafana's own @grafana/data (pinned in package.json to the
+// compose image's 13.2.0) on the frames the InfluxQL backend builds from a real InfluxDB response.
+//
+// stdin:  {"panels": [{"key", "frames": [DataFrame DTO], "transformations": [...], "fieldConfig": {...}}]}
+// stdout: {"panels": [{"key", "error"?, "frames": [{"name", "fields": [{name, displayName, type,
+//          labels, color, lineWidth, hidden, nonNull, ascending}]}]}]}
+//
+// What runs where, as in Grafana's frontend:
+// - the transformation chain: `transformDataFrame` over `standardTransformersRegistry` (whose items
+//   load their transformer lazily in 13.x: `transformation()` returns it), into which
+//   Grafana's app registers @grafana/data's standard transformers plus its app-code transformers
+//   (public/app/features/transformers/standardTransformers.ts). The only app-code one the
+//   dashboards use is `partitionByValues`, written here from its source (below);
+// - field config: `applyFieldOverrides` (what PanelQueryRunner/getProcessedDataFrames hand a panel),
+//   then each field's colour from its colour mode's calculator, as the panel's series builder asks.
+// Loaded as CommonJS: the ESM entry of @grafana/data fails on Node 20 (moment-timezone).
+'use strict';
+
+const g = require('@grafana/data');
+
+// transformDataFrame reads `window.__grafanaSceneContext` at run time to know whether the
+// dashboard runs in Scenes (Grafana 13's dashboards do; Scenes interpolates transformation options
+// itself). Set only after loading: at load time a `window` makes bundled libraries expect a DOM.
+globalThis.window = globalThis.window || { __grafanaSceneContext: {} };
+// Value formats read the browser's locale (Node 20 has no `navigator`; Node 21+ does).
+globalThis.navigator = globalThis.navigator || { language: 'en-US', languages: ['en-US'] };
+const { lastValueFrom } = require('rxjs');
+
+// --- partitionByValues: Grafana app code, not in @grafana/data -------------------------------
+// Behaviour learnt from grafana/grafana public/app/features/transformers/partitionByValues/
+// partitionByValues.ts and partition.ts (our own code, not a copy):
+// - only the FIRST frame of the input is partitioned (`partitionByValues(data[0], ...)`); any
+//   further frames are dropped from the output;
+// - rows are grouped by the tuple of the key fields' values, groups in first-seen order;
+// - each group becomes a frame with the frame's name and meta; key fields are dropped unless
+//   keepFields; with naming.asLabels (the default) the key names and values become labels of every
+//   remaining field; otherwise the frame is named after the values;
+// - fields renamed by the datasource (config.displayNameFromDS) or the user (config.displayName)
+//   are given that name while the display names are computed across the new frames
+//   (cacheFieldDisplayNames), then their original names come back and the computed display name
+//   is written into config.displayName.
+function groupRows(keyValues) {
+  const groups = new Map();
+  const n = keyValues.length ? keyValues[0].length : 0;
+  for (let row = 0; row < n; row++) {
+    const key = JSON.stringify(keyValues.map((vals) => vals[row]));
+    if (!groups.has(key)) {
+      groups.set(key, []);
+    }
+    groups.get(key).push(row);
+  }
+  return [...groups.values()];
+}
+
+function partitionOne(frame, keyNames, options) {
+  const keyFields = frame.fields.filter((f) => keyNames.includes(f.name));
+  if (!keyFields.length) {
+    return [frame];
+  }
+  const naming = { asLabels: true, append: false, withNames: false, separator1: '=', separator2: ' ', ...(options.naming || {}) };
+  const keyValues = keyFields.map((f) => f.values);
+  const names = keyFields.map((f) => f.name);
+  return groupRows(keyValues).map((rows) => {
+    const first = keyFields.map((f) => f.values[rows[0]]);
+    let frameName = frame.name;
+    let labels = {};
+    if (naming.asLabels) {
+      names.forEach((name, i) => {
+        labels[name] = String(first[i]);
+      });
+    } else {
+      frameName = names
+        .map((name, i) => (naming.withNames ? `${name}${naming.separator1}${first[i]}` : first[i]))
+        .join(naming.separator2);
+      if (naming.append && frame.name) {
+        frameName = `${frame.name} ${frameName}`;
+      }
+    }
+    const kept = options.keepFields ? frame.fields : frame.fields.filter((f) => !names.includes(f.name));
+    return {
+      name: frameName,
+      meta: frame.meta,
+      length: rows.length,
+      fields: kept.map((f) => ({
+        name: f.name,
+        type: f.type,
+        config: JSON.parse(JSON.stringify(f.config || {})),
+        labels: { ...(f.labels || {}), ...labels },
+        values: rows.map((r) => f.values[r]),
+      })),
+    };
+  });
+}
+
+function partitionByValues(frame, options) {
+  const original = {};
+  const renamed = {
+    ...frame,
+    fields: frame.fields.map((f) => {
+      const to = (f.config || {}).displayNameFromDS ?? (f.config || {}).displayName;
+      if (!to) {
+        return f;
+      }
+      const config = { ...f.config };
+      delete config.displayName;
+      delete config.displayNameFromDS;
+      const state = { ...(f.state || {}) };
+      delete state.displayName;
+      original[to] = f.name;
+      return { ...f, name: to, config, state };
+    }),
+  };
+  const frames = partitionOne(renamed, options.fields || [], options);
+  g.cacheFieldDisplayNames(frames);
+  for (const fr of frames) {
+    for (const field of fr.fields) {
+      if (field.name in original) {
+        field.name = original[field.name];
+        field.config.displayName = field.state.displayName;
+      }
+    }
+  }
+  return frames;
+}
+
+const partitionByValuesInfo = {
+  id: g.DataTransformerID.partitionByValues,
+  name: 'Partition by values',
+  description: 'rlvitals test port of Grafana app code',
+  defaultOptions: { keepFields: false },
+  operator: (options) => (source) =>
+    source.pipe(require('rxjs').map((data) => (data.length ? partitionByValues(data[0], options) : data))),
+};
+
+// --- registry as Grafana's app sets it up ----------------------------------------------------
+// (joinByField is exported twice, once under its old name seriesToColumns: register it once)
+function transformerItems() {
+  const byId = new Map();
+  for (const t of [...Object.values(g.standardTransformers), partitionByValuesInfo]) {
+    if (!byId.has(t.id)) byId.set(t.id, { id: t.id, aliasIds: t.aliasIds, name: t.name, transformation: () => t });
+  }
+  return [...byId.values()];
+}
+g.standardTransformersRegistry.setInit(transformerItems);
+
+function toFrame(dto) {
+  const length = dto.fields.length ? dto.fields[0].values.length : 0;
+  return {
+    name: dto.name,
+    refId: dto.refId,
+    meta: dto.meta,
+    length,
+    fields: dto.fields.map((f) => ({
+      name: f.name,
+      type: f.type,
+      config: f.config || {},
+      labels: f.labels,
+      values: f.values,
+    })),
+  };
+}
+
+// Field-config properties as the panel's registry would declare them: a standard option or a
+// `custom.` option of the graph field config; values taken as given.
+function configRegistry(fieldConfig) {
+  const ids = new Set(['color', 'unit', 'displayName', 'custom.lineWidth', 'custom.hideFrom']);
+  for (const key of Object.keys(fieldConfig.defaults || {})) {
+    if (key !== 'custom') ids.add(key);
+  }
+  for (const key of Object.keys((fieldConfig.defaults || {}).custom || {})) ids.add('custom.' + key);
+  for (const o of fieldConfig.overrides || []) for (const p of o.properties || []) ids.add(p.id);
+  const reg = new g.FieldConfigOptionsRegistry();
+  for (const id of ids) {
+    const isCustom = id.startsWith('custom.');
+    reg.register({
+      id,
+      path: isCustom ? id.slice('custom.'.length) : id,
+      name: id,
+      isCustom,
+      process: (v) => v,
+      shouldApply: () => true,
+      override: () => null,
+      editor: () => null,
+    });
+  }
+  return reg;
+}
+
+async function runPanel(p, theme) {
+  const frames = p.frames.map(toFrame);
+  const out = await lastValueFrom(g.transformDataFrame(p.transformations || [], frames, { interpolate: (v) => v }));
+  const processed = g.applyFieldOverrides({
+    data: out,
+    fieldConfig: p.fieldConfig || { defaults: {}, overrides: [] },
+    theme,
+    replaceVariables: (v) => v,
+    fieldConfigRegistry: configRegistry(p.fieldConfig || {}),
+  });
+  return processed.map((frame) => ({
+    name: frame.name ?? null,
+    fields: frame.fields.map((field) => {
+      const colour = field.type === g.FieldType.number
+        ? g.getFieldColorModeForField(field).getCalculator(field, theme)(0, 0)
+        : null;
+      return {
+        name: field.name,
+        displayName: g.getFieldDisplayName(field, frame, processed),
+        type: field.type,
+        labels: field.labels || {},
+        color: colour,
+        lineWidth: (field.config.custom || {}).lineWidth ?? null,
+        hidden: (field.config.custom || {}).hideFrom || null,
+        nonNull: field.values.filter((v) => v !== null && v !== undefined).length,
+        ascending: field.type === g.FieldType.number ? g.isLikelyAscendingVector(field.values) : null,
+        values: p.withValues ? field.values : undefined,
+      };
+    }),
+  }));
+}
+
+async function main() {
+  const chunks = [];
+  for await (const c of process.stdin) chunks.push(c);
+  const input = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  const theme = g.createTheme();
+  const panels = [];
+  for (const p of input.panels) {
+    try {
+      panels.push({ key: p.key, frames: await runPanel(p, theme) });
+    } catch (e) {
+      panels.push({ key: p.key, error: String((e && e.stack) || e) });
+    }
+  }
+  process.stdout.write(JSON.stringify({ panels }));
+}
+
+main().catch((e) => {
+  process.stderr.write(String((e && e.stack) || e));
+  process.exit(1);
+});
