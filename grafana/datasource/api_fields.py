@@ -72,6 +72,8 @@ def fields() -> Response:
     run = _run(svc)
     from grafana.report import tooltip_html
 
+    # Transforms of the run's own framework when it is known (else every framework's).
+    framework = svc.store.run_info(run).framework
     out: list[dict[str, Any]] = []
     for entry in ordered_fields(svc.registry, svc.store.logged_fields(run)):
         m = entry.metric
@@ -89,7 +91,7 @@ def fields() -> Response:
                 {"framework": a.framework, "key": a.key, "kind": a.transform.kind}
                 | ({"factor": a.transform.factor} if a.transform.kind == "scale" else {})
                 for a in m.aliases
-                if a.transform.kind != "identity"
+                if a.transform.kind != "identity" and framework in (None, a.framework)
             ],
             "tooltip": None if m is None else tooltip_html(m, lang),
         }

@@ -36,6 +36,7 @@ _PAGE = """<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/live/report.css">
 <link rel="stylesheet" href="/live/static/vendor/uplot/uPlot.min.css">
 <link rel="stylesheet" href="/live/static/live.css">
