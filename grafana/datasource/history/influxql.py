@@ -316,13 +316,18 @@ class InfluxHistory:
         if first is None or last is None:
             return empty_points()
         size = max(1, -(-(int(last) - int(first) + 1) // max(1, samples)))
-        (rows,) = self.http.query(
+        # The first point of each bucket (the store's clock starts at the series' first step, as
+        # the embedded store's does) and the series' last point.
+        rows, tail = self.http.query(
             [
-                f'SELECT last("step") AS "step", last("wall_time") AS "wall" FROM {source} '
+                f'SELECT first("step") AS "step", first("wall_time") AS "wall" FROM {source} '
                 f"WHERE {where} AND {self._time(int(first), int(last))} "
-                f"GROUP BY time({size}s, {int(first) % size}s) fill(none)"
+                f"GROUP BY time({size}s, {int(first) % size}s) fill(none)",
+                f'SELECT last("step") AS "step", last("wall_time") AS "wall" FROM {source} '
+                f"WHERE {where}",
             ]
         )
+        rows = rows + tail
         steps: list[int] = []
         walls: list[float] = []
         for s in rows:
