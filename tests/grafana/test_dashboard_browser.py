@@ -329,10 +329,11 @@ def test_smoothing_slider_and_raw_smoothed_toggles(tab: Page) -> None:
     raw = tab.chart("value_loss", "u.data[1]")
     assert tab.chart("value_loss", "u.data[2]") == pytest.approx(_ema(raw, 0.6))
     page.locator("#smoothing").fill("0.95")
-    page.wait_for_function("() => rlvitalsDash.state.smoothing === 0.95")
+    page.wait_for_function("() => document.body.dataset.smoothingDrawn === '0.95'")
     assert page.locator("#smoothing-value").inner_text() == "0.950"
     assert tab.chart("value_loss", "u.data[2]") == pytest.approx(_ema(raw, 0.95))
     page.locator("#smoothing").fill("0")
+    page.wait_for_function("() => document.body.dataset.smoothingDrawn === '0'")
     assert tab.chart("value_loss", "u.data[2]") == raw
     page.uncheck("#show-raw")
     assert tab.chart("value_loss", "u.series.map(s => s.show)") == [True, False, True]

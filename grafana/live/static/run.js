@@ -152,6 +152,7 @@
       requestAnimationFrame(() => {
         pending = false;
         redrawAll();
+        document.body.dataset.smoothingDrawn = String(state.smoothing);
       });
     });
     raw.addEventListener("change", () => {
