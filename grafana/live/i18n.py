@@ -55,7 +55,9 @@ UI: dict[str, dict[str, str]] = {
         "no_data": "no points in this range",
         "points_note": "at most {n} points per series (bucket means over the step range)",
         "transform": "stored after a transform",
-        "seconds": "s",
+        "t_negate": "sign flipped",
+        "t_reciprocal": "reciprocal",
+        "step_n": "step {n}",
         "load_error": "could not load",
     },
     "zh": {
@@ -106,7 +108,9 @@ UI: dict[str, dict[str, str]] = {
         "no_data": "此范围内没有数据点",
         "points_note": "每条序列最多 {n} 个点（步数范围内的分桶均值）",
         "transform": "存储前做过变换",
-        "seconds": "秒",
+        "t_negate": "取相反数",
+        "t_reciprocal": "取倒数",
+        "step_n": "第 {n} 步",
         "load_error": "无法加载",
     },
 }

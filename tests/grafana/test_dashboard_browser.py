@@ -434,6 +434,18 @@ def test_chinese_view(tab: Page, builtin: registry.Registry) -> None:
     assert kl.definition.zh[:20] in panel.locator(".tip").inner_text()
     assert page.locator("#search").get_attribute("placeholder") == zh["search"]
     assert zh["config"] in page.locator("h2").all_inner_texts()
+    note = page.locator('.panel[data-field="policy_entropy"] .note').inner_text()
+    assert zh["transform"] in note and zh["t_negate"] in note
+    assert page.locator(".run-chip .hint").inner_text() == f"第 {STEPS - 1} 步"
+    # None of the page's own English words is left in the Chinese view (cards are the report's).
+    chrome = " ".join(page.locator(sel).inner_text() for sel in ("header", "#toolbar"))
+    chrome += " ".join(
+        t
+        for sel in ("#config thead th", ".group h2", ".panel .head .note", ".panel .head .downloads")
+        for t in page.locator(sel).all_inner_texts()
+    )
+    english = [v for k, v in UI["en"].items() if "{" not in v and k != "other_lang" and len(v) > 3]
+    assert [w for w in english if w in chrome] == []
     page.fill("#search", "策略")  # Chinese titles are searchable too
     assert page.locator('.panel[data-field="policy_kl"]').is_visible()
     tab.shot("dashboard-zh.png")

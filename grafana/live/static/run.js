@@ -109,7 +109,7 @@
           document.createTextNode(" "),
           el("span", { class: "run-status rs-" + st, "data-status": st, text: T[st] || st }),
           document.createTextNode(" "),
-          el("span", { class: "hint", text: info[run] && info[run].last_step !== null ? "step " + Number(info[run].last_step).toLocaleString("en-US") : "" }),
+          el("span", { class: "hint", text: info[run] && info[run].last_step !== null ? fmt(T.step_n, { n: Number(info[run].last_step).toLocaleString("en-US") }) : "" }),
           document.createTextNode(" "),
           el("a", { href: href, text: T.report }),
         ])
@@ -239,7 +239,7 @@
       ? el("span", { class: "info", tabindex: "0" }, [document.createTextNode(meta.title + " "), el("sup", { text: "?" })])
       : el("span", { text: meta.title });
     if (meta.tooltip) title.insertAdjacentHTML("beforeend", meta.tooltip);
-    const transforms = (meta.transforms || []).map((t) => t.framework + " " + t.key + (t.kind === "scale" ? " × " + t.factor : " (" + t.kind + ")"));
+    const transforms = (meta.transforms || []).map((t) => t.framework + " " + t.key + (t.kind === "scale" ? " × " + t.factor : " (" + (T["t_" + t.kind] || t.kind) + ")"));
     const head = el("div", { class: "head" }, [
       title,
       el("code", { text: meta.field }),
