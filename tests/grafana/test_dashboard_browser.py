@@ -393,8 +393,12 @@ def test_csv_and_json_downloads_of_a_series(tab: Page, tmp_path: Path) -> None:
 
 
 def test_live_run_refreshes_without_reload_and_stops_when_finished(
-    tab: Page, live_run: exporter.Run
+    tab: Page, live_run: exporter.Run, browser: Any, base_url: str
 ) -> None:
+    listing = Page(browser, base_url)  # the run list, open meanwhile, refreshes its rows too
+    listing.page.goto(base_url + "/")
+    live_row = listing.page.locator('tr[data-run="ppo-live"]')
+    assert live_row.locator(".last-step").inner_text() == "99"
     page = tab.open_run("run=ppo-live&refresh=1")
     assert page.locator("#live-state").get_attribute("data-live") == "1"
     assert page.locator('.panel[data-field="policy_kl"]').get_attribute("data-last-step") == "99"
@@ -408,6 +412,10 @@ def test_live_run_refreshes_without_reload_and_stops_when_finished(
     assert tab.chart("policy_kl", "u.data[0].length") == 250
     assert page.evaluate("window.__notReloaded") is True
     tab.shot("dashboard-live.png")
+    listing.page.wait_for_function(
+        "() => document.querySelector('tr[data-run=\"ppo-live\"] .last-step').textContent === '249'",
+        timeout=20_000,
+    )
     live_run.finish()
     page.wait_for_function(
         "() => document.getElementById('live-state').dataset.live === '0'", timeout=20_000
@@ -416,6 +424,12 @@ def test_live_run_refreshes_without_reload_and_stops_when_finished(
     refreshes = page.evaluate("document.body.dataset.refreshes")
     page.wait_for_timeout(2500)
     assert page.evaluate("document.body.dataset.refreshes") == refreshes  # stopped
+    listing.page.wait_for_function(
+        "() => document.querySelector('tr[data-run=\"ppo-live\"] .run-status').dataset.status"
+        " === 'finished'",
+        timeout=20_000,
+    )
+    listing.close()
 
 
 def test_chinese_view(tab: Page, builtin: registry.Registry) -> None:
@@ -441,7 +455,12 @@ def test_chinese_view(tab: Page, builtin: registry.Registry) -> None:
     chrome = " ".join(page.locator(sel).inner_text() for sel in ("header", "#toolbar"))
     chrome += " ".join(
         t
-        for sel in ("#config thead th", ".group h2", ".panel .head .note", ".panel .head .downloads")
+        for sel in (
+            "#config thead th",
+            ".group h2",
+            ".panel .head .note",
+            ".panel .head .downloads",
+        )
         for t in page.locator(sel).all_inner_texts()
     )
     english = [v for k, v in UI["en"].items() if "{" not in v and k != "other_lang" and len(v) > 3]
