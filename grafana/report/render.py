@@ -224,9 +224,32 @@ def tooltip_html(metric: Metric, lang: str) -> str:
     return _tooltip(metric, _Writer((lang,)))
 
 
-def _status(status: str) -> str:
+# The card's own words (status, trend direction, stage) in each language.
+_WORDS: dict[str, dict[str, str]] = {
+    "en": {},
+    "zh": {
+        "ok": "正常",
+        "watch": "关注",
+        "warning": "警告",
+        "critical": "严重",
+        "no_data": "无数据",
+        "up": "上升",
+        "down": "下降",
+        "flat": "持平",
+        "early": "早期",
+        "mid": "中期",
+        "late": "后期",
+    },
+}
+
+
+def _word(word: str, lang: str) -> str:
+    return _WORDS.get(lang, {}).get(word, word.replace("_", " "))
+
+
+def _status(status: str, lang: str = "en") -> str:
     s = escape(status, quote=True)
-    return f'<span class="status st-{s}">{escape(status.replace("_", " "))}</span>'
+    return f'<span class="status st-{s}">{escape(_word(status, lang))}</span>'
 
 
 def _card_one(card: Mapping[str, Any], lang: str) -> str:
@@ -234,14 +257,15 @@ def _card_one(card: Mapping[str, Any], lang: str) -> str:
     band = card.get("band") or {}
     band_txt = "–"
     if band.get("low") is not None or band.get("high") is not None:
-        band_txt = f"{band.get('stage', '')} [{_num(band.get('low'))}, {_num(band.get('high'))}]"
+        stage = _word(str(band.get("stage", "")), lang)
+        band_txt = f"{stage} [{_num(band.get('low'))}, {_num(band.get('high'))}]"
     trend = card.get("trend") or {}
     dev = card.get("deviation_pct")
     dev_txt = "" if not isinstance(dev, int | float) else f" ({dev:+.1f}%)"
     facts = (
         f"<dl><dt>{ui['value']}</dt><dd>{_num(card.get('value'))} @ {ui['step']} "
         f"{_num(card.get('step'))}</dd><dt>{ui['mean']}</dt><dd>{_num(card.get('mean'))}{dev_txt}</dd>"
-        f"<dt>{ui['trend']}</dt><dd>{_num(trend.get('slope_per_1k'))} {escape(str(trend.get('direction', '')))}</dd>"
+        f"<dt>{ui['trend']}</dt><dd>{_num(trend.get('slope_per_1k'))} {escape(_word(str(trend.get('direction', '')), lang))}</dd>"
         f"<dt>{ui['band']}</dt><dd>{escape(band_txt)}</dd></dl>"
     )
     actions = [escape(str(a)) for a in card.get("actions", [])][:_ACTIONS_SHOWN]
@@ -251,7 +275,7 @@ def _card_one(card: Mapping[str, Any], lang: str) -> str:
         else ""
     )
     evidence = [
-        f"<li>{_status(str(e.get('severity', 'ok')))} {escape(str(e.get('text', '')))}</li>"
+        f"<li>{_status(str(e.get('severity', 'ok')), lang)} {escape(str(e.get('text', '')))}</li>"
         for e in card.get("evidence", [])
     ]
     ev = (
@@ -260,7 +284,7 @@ def _card_one(card: Mapping[str, Any], lang: str) -> str:
         else ""
     )
     return (
-        f'<div class="card-body l-{lang}" lang="{lang}"><div class="card-head">{_status(str(card.get("status", "no_data")))}'
+        f'<div class="card-body l-{lang}" lang="{lang}"><div class="card-head">{_status(str(card.get("status", "no_data")), lang)}'
         f" <b>{escape(str(card.get('title', card.get('metric', ''))))}</b></div>{facts}"
         f'<p class="reading">{escape(str(card.get("reading", "")))}</p>{acts}{ev}</div>'
     )
@@ -335,7 +359,9 @@ def _overview(data: ReportData, w: _Writer) -> str:
             card = next((data.cards[k].get(s.metric.id) for k in w.langs if k in data.cards), None)
             status = str(card.get("status", "no_data")) if card else "no_data"
             cells.append(
-                f'<a class="ov" href="#chart-{escape(chart.id, quote=True)}">{_status(status)} '
+                f'<a class="ov" href="#chart-{escape(chart.id, quote=True)}">'
+                f'<span class="status st-{escape(status, quote=True)}">'
+                f"{w.both({k: _word(status, k) for k in w.langs})}</span> "
                 f"{w.text(s.metric.title)}</a>"
             )
     return "".join(cells)

@@ -228,7 +228,12 @@ def test_card_html_is_the_reports_card_for_each_registered_metric(loaded: Loaded
     body = loaded.embedded_app.test_client().get("/api/card_html?run=sb3-run&lang=zh").get_json()
     assert {"policy_kl", "entropy_coef"} <= set(body["cards"])
     assert not set(CUSTOM) & set(body["cards"])
-    assert body["cards"]["policy_kl"].startswith('<article class="card')
+    html = body["cards"]["policy_kl"]
+    assert html.startswith('<article class="card')
+    # The card's own words are Chinese too: status badge, trend direction.
+    assert re.search(r'class="status st-\w+">(正常|关注|警告|严重|无数据)<', html)
+    assert re.search(r"<dd>[^<]*(上升|下降|持平)</dd>", html)
+    assert not re.search(r"<dd>[^<]* (up|down|flat)</dd>", html)
 
 
 def test_run_page_is_a_shell_with_its_boot_data(loaded: Loaded) -> None:
