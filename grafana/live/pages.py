@@ -147,6 +147,7 @@ def render_run(
         '<div id="toolbar"></div><div id="error" role="alert" hidden></div>'
         f'<h2>{escape(ui["config"])}</h2><div id="config"></div>'
         '<div id="panels"></div>'
+        f'<h2>{escape(ui["events"])}</h2><div id="events"></div>'
         f'<script type="application/json" id="boot">{_json(boot)}</script>'
     )
     return _PAGE.format(

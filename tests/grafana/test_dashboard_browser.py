@@ -78,6 +78,7 @@ def store(tmp_path_factory: pytest.TempPathFactory, builtin: registry.Registry) 
             settings=settings,
         ) as run:
             _log_run(run, 0, STEPS, float(i))
+            run.event(200, "checkpoint", text=f"saved ckpt-200 of {name}")
     return root
 
 
@@ -313,6 +314,23 @@ def test_drag_zoom_and_step_range_refetch_that_range(tab: Page) -> None:
     assert "from=100" in href and "to=149" in href
     page.click("#zoom-reset")
     page.wait_for_function(f"() => rlvitalsDash.charts.get('policy_kl').data[0].length === {STEPS}")
+
+
+def test_events_are_listed_and_marked_on_the_charts(tab: Page) -> None:
+    page = tab.open_run("run=ppo-a&run=ppo-b")
+    rows = page.locator('#events-table tbody tr[data-step="200"]')
+    assert rows.count() == 2
+    assert "saved ckpt-200 of ppo-a" in rows.first.inner_text()
+    panel = page.locator('.panel[data-field="policy_kl"]')
+    assert panel.get_attribute("data-events") == "2"  # one dashed line per run
+    page.select_option("#x-mode", "wall")
+    assert panel.get_attribute("data-events") == "2"  # placed by wall time too
+    page.select_option("#x-mode", "step")
+    page.fill("#range-from", "0")
+    page.fill("#range-to", "99")
+    page.click("#range-apply")
+    page.wait_for_function("() => rlvitalsDash.charts.get('policy_kl').data[0].length === 100")
+    assert panel.get_attribute("data-events") == "0"  # outside the range: not drawn
 
 
 def _ema(values: list[float], weight: float) -> list[float]:

@@ -23,6 +23,7 @@
     query: "",
   };
   const info = {}; // run -> /api/run answer
+  const events = {}; // run -> [{step, kind, text}]
   const fields = new Map(); // field -> {meta, runs: Set}
   const panels = new Map(); // field -> {el, data: {run: series}}
   const charts = new Map(); // field -> uPlot
@@ -348,6 +349,74 @@
     }
   }
 
+  async function loadEvents() {
+    for (const run of RUNS) events[run] = (await getJSON("/api/events?" + q({ run: run }))).events;
+    const rows = [];
+    for (const run of RUNS) {
+      for (const ev of events[run]) {
+        rows.push(
+          el("tr", { "data-run": run, "data-step": String(ev.step) }, [
+            el("td", { text: run, style: "color:" + colorOf(run) }),
+            el("td", { text: Number(ev.step).toLocaleString("en-US") }),
+            el("td", { text: ev.kind }),
+            el("td", { text: ev.text }),
+          ])
+        );
+      }
+    }
+    const box = $("#events");
+    box.textContent = "";
+    if (!rows.length) {
+      box.appendChild(el("p", { class: "hint", text: T.no_events }));
+      return;
+    }
+    const head = el("tr", {}, [T.run, T.x_step, T.kind, T.what].map((t) => el("th", { text: t })));
+    box.appendChild(el("table", { class: "config", id: "events-table" }, [el("thead", {}, [head]), el("tbody", {}, rows)]));
+  }
+
+  // Where an event sits on the current x axis: its step, or the wall time of the nearest point.
+  function eventX(run, s, step) {
+    if (state.xmode === "step") return step;
+    const xs = xsOf(run, s);
+    if (!xs || !s.steps.length) return null;
+    let lo = 0;
+    let hi = s.steps.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (s.steps[mid] < step) lo = mid + 1;
+      else hi = mid;
+    }
+    return xs[lo];
+  }
+
+  // Events as dashed vertical lines in the run's colour (as the report's markers).
+  function eventHook(panel, runs) {
+    return (u) => {
+      const ctx = u.ctx;
+      const [x0, x1] = [u.scales.x.min, u.scales.x.max];
+      let drawn = 0;
+      ctx.save();
+      ctx.setLineDash([4, 4]);
+      ctx.lineWidth = 1;
+      for (const run of runs) {
+        const s = panel.data[run];
+        for (const ev of events[run] || []) {
+          const x = eventX(run, s, ev.step);
+          if (x === null || x < x0 || x > x1) continue;
+          const px = Math.round(u.valToPos(x, "x", true)) + 0.5;
+          ctx.strokeStyle = colorOf(run);
+          ctx.beginPath();
+          ctx.moveTo(px, u.bbox.top);
+          ctx.lineTo(px, u.bbox.top + u.bbox.height);
+          ctx.stroke();
+          drawn += 1;
+        }
+      }
+      ctx.restore();
+      panel.el.dataset.events = String(drawn);
+    };
+  }
+
   // ---- charts ----------------------------------------------------------------------------
 
   function xsOf(run, s) {
@@ -424,6 +493,7 @@
       cursor: { drag: { x: true, y: false, setScale: !stepMode } },
       legend: { live: true },
       hooks: {
+        draw: [eventHook(panel, runs)],
         setSelect: [
           (u) => {
             if (!stepMode || u.select.width < 3) return;
@@ -466,6 +536,7 @@
     try {
       await loadInfo();
       await loadFields();
+      await loadEvents();
       await loadAllSeries();
       redrawAll();
       await loadCards();
@@ -484,6 +555,7 @@
       await loadInfo();
       renderConfig();
       await loadFields();
+      await loadEvents();
       await loadAllSeries();
       redrawAll();
       await loadCards();
