@@ -106,7 +106,7 @@ def _wall_times(svc: Services, run: str, field: str, p: Points) -> list[float | 
     if not len(clock) or not len(p):
         return [None] * len(p)
     walls = np.interp(p.steps.astype(np.float64), clock.steps.astype(np.float64), clock.values)
-    return [round(float(w), 3) for w in walls.tolist()]
+    return [round(float(w), 6) for w in walls.tolist()]
 
 
 @blueprint.get("/api/field_series")
@@ -133,7 +133,7 @@ def field_series() -> Response:
         writer.writerow(["step", "wall_time", "value"])
         for s, w, v in zip(steps, walls, values, strict=True):
             fv = finite(v)
-            writer.writerow([s, "" if w is None else f"{w:.3f}", "" if fv is None else repr(fv)])
+            writer.writerow([s, "" if w is None else f"{w:.6f}", "" if fv is None else repr(fv)])
         response = Response(buf.getvalue(), mimetype="text/csv")
     else:
         response = jsonify(

@@ -376,6 +376,19 @@ def test_x_axis_step_wall_time_and_relative_time(tab: Page, store: Path) -> None
     tab.shot("dashboard-relative-time.png")
 
 
+def test_the_view_is_kept_in_the_address(tab: Page) -> None:
+    page = tab.open_run("run=ppo-a&smoothing=0.9&x=relative&from=10&to=59&q=kl")
+    assert page.locator("#smoothing-value").inner_text() == "0.900"
+    assert page.input_value("#x-mode") == "relative"
+    assert tab.chart("policy_kl", "u.data[0].length") == 50
+    assert page.locator('.panel[data-field="episodic_return"]').is_hidden()
+    page.select_option("#x-mode", "wall")
+    page.fill("#search", "")
+    query = page.evaluate("() => window.location.search")
+    assert "x=wall" in query and "from=10" in query and "q=" not in query
+    assert "x=wall" in page.locator(".lang-switch").get_attribute("href")
+
+
 def test_config_table_lists_each_runs_hyperparameters(tab: Page) -> None:
     page = tab.open_run("run=ppo-a&run=ppo-b")
     table = page.locator("#config-table")

@@ -22,6 +22,42 @@
     to: null,
     query: "",
   };
+  // The view is kept in the address (smoothing, x, from, to, q), so a link reopens it as it was.
+  (function fromAddress() {
+    const p = new URLSearchParams(window.location.search);
+    const num = (k, lo, hi) => {
+      const v = p.get(k);
+      if (v === null || v === "" || !Number.isFinite(Number(v))) return null;
+      return Math.min(hi, Math.max(lo, Number(v)));
+    };
+    const sm = num("smoothing", 0, 0.999);
+    if (sm !== null) state.smoothing = sm;
+    if (["step", "wall", "relative"].includes(p.get("x"))) state.xmode = p.get("x");
+    const a = num("from", 0, Number.MAX_SAFE_INTEGER);
+    const b = num("to", 0, Number.MAX_SAFE_INTEGER);
+    if (a !== null && (b === null || a <= b)) state.from = Math.floor(a);
+    if (b !== null && (a === null || a <= b)) state.to = Math.ceil(b);
+    state.query = (p.get("q") || "").trim().toLowerCase();
+  })();
+
+  function toAddress() {
+    const p = new URLSearchParams(window.location.search);
+    const set = (k, v, dflt) => (v === null || v === dflt ? p.delete(k) : p.set(k, String(v)));
+    set("smoothing", state.smoothing, 0.6);
+    set("x", state.xmode, "step");
+    set("from", state.from, null);
+    set("to", state.to, null);
+    set("q", state.query, "");
+    const search = "?" + p.toString();
+    window.history.replaceState(null, "", window.location.pathname + search);
+    const other = document.querySelector(".lang-switch");
+    if (other) {
+      const o = new URLSearchParams(search);
+      o.set("lang", LANG === "en" ? "zh" : "en");
+      other.setAttribute("href", window.location.pathname + "?" + o.toString());
+    }
+  }
+
   const info = {}; // run -> /api/run answer
   const events = {}; // run -> [{step, kind, text}]
   const fields = new Map(); // field -> {meta, runs: Set}
@@ -127,13 +163,16 @@
     ]);
     const slider = el("input", { id: "smoothing", type: "range", min: "0", max: "0.999", step: "0.001", value: String(state.smoothing) });
     const sval = el("output", { id: "smoothing-value", text: state.smoothing.toFixed(3) });
+    xsel.value = state.xmode;
     const raw = el("input", { id: "show-raw", type: "checkbox", checked: true });
     const smooth = el("input", { id: "show-smooth", type: "checkbox", checked: true });
     const from = el("input", { id: "range-from", type: "number", min: "0", step: "1", placeholder: T.from });
     const to = el("input", { id: "range-to", type: "number", min: "0", step: "1", placeholder: T.to });
     const apply = el("button", { id: "range-apply", type: "button", text: T.apply });
     const reset = el("button", { id: "zoom-reset", type: "button", text: T.reset });
-    const search = el("input", { id: "search", type: "search", placeholder: T.search, "aria-label": T.search });
+    const search = el("input", { id: "search", type: "search", placeholder: T.search, "aria-label": T.search, value: state.query });
+    if (state.from !== null) from.value = String(state.from);
+    if (state.to !== null) to.value = String(state.to);
     bar.append(
       search,
       el("label", {}, [document.createTextNode(T.smoothing + " "), slider, document.createTextNode(" "), sval]),
@@ -153,6 +192,7 @@
       requestAnimationFrame(() => {
         pending = false;
         redrawAll();
+        toAddress();
         document.body.dataset.smoothingDrawn = String(state.smoothing);
       });
     });
@@ -167,6 +207,7 @@
     xsel.addEventListener("change", () => {
       state.xmode = xsel.value;
       redrawAll();
+      toAddress();
     });
     apply.addEventListener("click", () => {
       const a = from.value === "" ? null : Math.max(0, Math.floor(Number(from.value)));
@@ -181,6 +222,7 @@
     search.addEventListener("input", () => {
       state.query = search.value.trim().toLowerCase();
       applySearch();
+      toAddress();
     });
   }
 
@@ -189,6 +231,7 @@
     state.to = b;
     $("#range-from").value = a === null ? "" : String(a);
     $("#range-to").value = b === null ? "" : String(b);
+    toAddress();
     loadAllSeries().then(redrawAll);
   }
 
@@ -435,9 +478,11 @@
     const y = [];
     let last = -Infinity;
     for (let i = 0; i < xs.length; i++) {
-      if (!(xs[i] > last)) continue; // uPlot needs strictly increasing x
-      last = xs[i];
-      x.push(xs[i]);
+      // Steps logged within the clock's resolution share a wall time: nudge them a microsecond
+      // apart so each point keeps its place (uPlot needs increasing x).
+      const xi = xs[i] > last ? xs[i] : last + 1e-6;
+      last = xi;
+      x.push(xi);
       y.push(s.values[i]);
     }
     return [x, y, ema(y, state.smoothing)];
