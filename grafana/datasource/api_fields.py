@@ -5,7 +5,8 @@
   (`run_fields`), with the registry's title, unit, framework spellings and tooltip.
 - `GET /api/field_series?run=R&field=F[&points=N][&from=STEP&to=STEP][&format=json|csv]
   [&download=1]`: one field's steps, values (bucket means past `points`, from the store's
-  rollups) and the wall time of each point; `download=1` sends it as a file.
+  rollups), the wall time of each point and the registry's healthy band there (`band_low`,
+  `band_high`; None without one); `download=1` sends it as a file.
 - `GET /api/card_html?run=R[&lang=en|zh]`: the report's diagnosis card of each registry metric
   the run logged, as HTML.
 """
@@ -24,10 +25,11 @@ from . import params
 from .api_series import MAX_STEP
 from .cards import cards_for
 from .errors import BadRequest, NotFound
-from .history import Points
+from .history import Points, metric_of_field
 from .jsonio import finite
 from .run_fields import ordered_fields
 from .run_summary import run_summary
+from .series import band_edges, early_value
 from .services import Services, services
 
 __all__ = ["CLOCK_SAMPLES", "blueprint"]
@@ -126,6 +128,7 @@ def field_series() -> Response:
     p = svc.store.series(run, field, start, end, points)
     steps, values = p.steps.tolist(), p.values.tolist()
     walls = _wall_times(svc, run, field, p)
+    band_low, band_high = _band(svc, run, field, p)
     filename = _filename(run, field, fmt)
     if fmt == "csv":
         buf = io.StringIO()
@@ -146,11 +149,32 @@ def field_series() -> Response:
                 "steps": steps,
                 "values": [finite(v) for v in values],
                 "wall_times": walls,
+                "band_low": band_low,
+                "band_high": band_high,
             }
         )
     if download:
         response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
+
+
+def _band(
+    svc: Services, run: str, field: str, p: Points
+) -> tuple[list[float | None] | None, list[float | None] | None]:
+    """The registry's healthy band at each point, scaled to the run (as the report shades it);
+    None for a field without a declared band."""
+    metric = metric_of_field(svc.registry, field)
+    if metric is None or metric.bands is None or not len(p):
+        return None, None
+    config = svc.store.run_config(run)
+    stages = svc.registry.stages_for(config)
+    early = None
+    if metric.bands.basis == "early_value":
+        early = early_value(svc.store, run, field, stages)
+    low, high = band_edges(metric, p.steps, stages, config, early)
+    if all(v is None for v in low) and all(v is None for v in high):
+        return None, None
+    return low, high
 
 
 def _filename(run: str, field: str, fmt: str) -> str:

@@ -191,7 +191,13 @@ def test_every_logged_field_is_listed_core_then_registered_then_unknown_by_name(
         assert custom["measurement"] == UNREGISTERED and custom["tooltip"] is None
 
 
-def test_unregistered_series_are_served_with_wall_times(loaded: Loaded) -> None:
+def test_unregistered_series_are_served_with_wall_times(
+    loaded: Loaded, builtin: registry.Registry
+) -> None:
+    bands = builtin.metric("policy_kl").bands
+    assert bands is not None
+    early = bands.for_stage("early")
+    assert early is not None
     for app in (loaded.embedded_app, loaded.influx_app):
         client = app.test_client()
         body = client.get(f"/api/field_series?run=sb3-run&field={CUSTOM[0]}").get_json()
@@ -202,6 +208,9 @@ def test_unregistered_series_are_served_with_wall_times(loaded: Loaded) -> None:
             f"/api/field_series?run=sb3-run&field={CUSTOM[1]}&from=10&to=19"
         ).get_json()
         assert part["steps"] == list(range(10, 20)) and part["values"][0] == -10.0
+        assert body["band_low"] is None and body["band_high"] is None
+        kl = client.get("/api/field_series?run=sb3-run&field=policy_kl&to=9").get_json()
+        assert kl["band_high"] == [early.high] * 10  # the registry's early-stage band
         few = client.get("/api/field_series?run=sb3-run&field=policy_kl&points=10").get_json()
         assert few["points"] <= 10 and few["bucket_steps"] > 1 and few["source_points"] == N
 

@@ -225,6 +225,11 @@ def test_run_page_shows_every_logged_field_grouped_by_the_registry(
     for field in logged:
         assert tab.chart(field, "u.data[0].length") == STEPS, field
         assert page.locator(f'.panel[data-field="{field}"] canvas').count() >= 1
+    # The registry's healthy band is shaded where one is declared, and nowhere else.
+    assert int(page.locator('.panel[data-field="policy_kl"]').get_attribute("data-bands")) > 100
+    assert (
+        page.locator(f'.panel[data-field="{UNREGISTERED_KEY}"]').get_attribute("data-bands") == "0"
+    )
     # The unregistered series holds what was logged.
     assert tab.chart(UNREGISTERED_KEY, "u.data[1].slice(0, 8)") == [0, 1, 2, 3, 4, 5, 6, 0]
     # Registry tooltips on hover, and the report's diagnosis cards beside each metric.

@@ -460,6 +460,41 @@
     };
   }
 
+  // The registry's healthy band of the first run drawn, shaded under the lines (as on the report):
+  // one quad per pair of neighbouring points that both have a band; an open edge runs to the
+  // plot's edge.
+  function bandHook(panel, run) {
+    return (u) => {
+      const s = panel.data[run];
+      let drawn = 0;
+      if (s && s.band_low) {
+        const xs = tableOf(run, s);
+        const ctx = u.ctx;
+        const top = u.bbox.top;
+        const bottom = u.bbox.top + u.bbox.height;
+        const y = (v, open) => (v === null ? open : Math.min(bottom, Math.max(top, u.valToPos(v, "y", true))));
+        ctx.save();
+        ctx.fillStyle = "rgba(46, 125, 50, 0.10)";
+        ctx.beginPath();
+        for (let i = 0; xs && i + 1 < xs[0].length; i++) {
+          const lo0 = s.band_low[i], hi0 = s.band_high[i], lo1 = s.band_low[i + 1], hi1 = s.band_high[i + 1];
+          if ((lo0 === null && hi0 === null) || (lo1 === null && hi1 === null)) continue;
+          const xa = u.valToPos(xs[0][i], "x", true);
+          const xb = u.valToPos(xs[0][i + 1], "x", true);
+          ctx.moveTo(xa, y(hi0, top));
+          ctx.lineTo(xb, y(hi1, top));
+          ctx.lineTo(xb, y(lo1, bottom));
+          ctx.lineTo(xa, y(lo0, bottom));
+          ctx.closePath();
+          drawn += 1;
+        }
+        ctx.fill();
+        ctx.restore();
+      }
+      panel.el.dataset.bands = String(drawn);
+    };
+  }
+
   // ---- charts ----------------------------------------------------------------------------
 
   function xsOf(run, s) {
@@ -538,6 +573,7 @@
       cursor: { drag: { x: true, y: false, setScale: !stepMode } },
       legend: { live: true },
       hooks: {
+        drawClear: [bandHook(panel, runs[0])],
         draw: [eventHook(panel, runs)],
         setSelect: [
           (u) => {
