@@ -15,8 +15,9 @@ DEFAULT_PORT = 8686
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve",
-        help="the Grafana JSON datasource (default 127.0.0.1:8686)",
-        description="Serve runs, diagnosis cards, series, events and term pages over HTTP for Grafana "
+        help="the live dashboard and the Grafana JSON datasource (default 127.0.0.1:8686)",
+        description="Serve the live dashboard (open / in a browser: every run, every metric it "
+        "logged) and runs, diagnosis cards, series, events and term pages over HTTP for Grafana "
         "(Infinity or simpod JSON datasource). Reads InfluxDB when RLVITALS_INFLUX_URL is set, "
         "else the embedded store under RLVITALS_STORE. Set RLVITALS_DATASOURCE_TOKEN to require a "
         "bearer token.",
@@ -47,7 +48,8 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     source = config.influx_url or str(config.outbox_path)
     print(
-        f"rlvitals datasource on http://{args.host}:{args.port} reading {source}", file=sys.stderr
+        f"rlvitals dashboard and datasource on http://{args.host}:{args.port}/ reading {source}",
+        file=sys.stderr,
     )
     waitress.serve(app, host=args.host, port=args.port, threads=max(1, args.threads))
     return 0

@@ -1,12 +1,16 @@
-"""`GET /api/health` and `GET /api/runs`."""
+"""`GET /api/health` and `GET /api/runs` (each run's project, framework, lifecycle status
+(live / stalled / finished), last step and wall time, start)."""
 
 from __future__ import annotations
+
+import time
 
 from flask import Blueprint, Response, jsonify
 
 from rlvitals import __version__
 
 from .history import HistoryError
+from .run_summary import run_summary
 from .services import services
 
 __all__ = ["blueprint"]
@@ -38,8 +42,6 @@ def health() -> Response:
 @blueprint.get("/api/runs")
 def runs() -> Response:
     svc = services()
-    out = []
-    for name in svc.store.runs():
-        latest = svc.store.latest(name)
-        out.append({"run": name, "last_step": latest.step, "last_wall_time": latest.wall_time})
+    now = time.time()
+    out = [run_summary(svc.store, svc.lifecycle, name, now) for name in svc.store.runs()]
     return jsonify({"runs": out})

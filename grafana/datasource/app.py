@@ -10,7 +10,18 @@ from werkzeug.exceptions import HTTPException
 
 import registry as registry_pkg
 
-from . import api_cards, api_events, api_runs, api_series, api_terms, pages, report_page, simpod
+from . import (
+    api_cards,
+    api_events,
+    api_fields,
+    api_runs,
+    api_series,
+    api_terms,
+    dashboard_page,
+    pages,
+    report_page,
+    simpod,
+)
 from .config import DatasourceConfig
 from .errors import ApiError
 from .history import (
@@ -121,6 +132,8 @@ def create_app(
         pages,
         simpod,
         report_page,
+        api_fields,
+        dashboard_page,
     ):
         app.register_blueprint(module.blueprint)
     _register_errors(app)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flask import Flask, current_app
 
 import registry
+from exporter.lifecycle import Lifecycle
 
 from .config import DatasourceConfig
 from .history import HistoryStore
@@ -21,6 +22,7 @@ class Services:
     config: DatasourceConfig
     registry: registry.Registry
     store: HistoryStore
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
 
 
 def attach(app: Flask, svc: Services) -> None:

@@ -13,13 +13,14 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response, jsonify, request
 
 from registry.diagnosis.stats import EMA_MAX_WEIGHT
 
 from . import params
 from .api_series import MAX_STEP
 from .cards import cards_for
+from .dashboard_page import index_page, wants_html
 from .errors import BadRequest
 from .glossary import glossary
 from .jsonio import json_body
@@ -217,6 +218,9 @@ _HANDLERS: dict[str, Callable[[Services, str, Mapping[str, Any], int | None], li
 
 @blueprint.get("/")
 def root() -> Response:
+    # A browser gets the live dashboard's run list; Grafana's health check, JSON.
+    if wants_html(request):
+        return index_page()
     return jsonify({"status": "ok", "protocol": "simpod-json-datasource", "targets": list(TARGETS)})
 
 

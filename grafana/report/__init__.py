@@ -8,16 +8,18 @@ The datasource serves the same page at `GET /report?run=R` (`grafana/datasource/
 
 from .build import langs_for, render_report, write_report
 from .data import ChartData, ReportData, SeriesData, chart_groups, gather
-from .render import render_html
+from .render import card_html, render_html, tooltip_html
 
 __all__ = [
     "ChartData",
     "ReportData",
     "SeriesData",
+    "card_html",
     "chart_groups",
     "gather",
     "langs_for",
     "render_html",
     "render_report",
+    "tooltip_html",
     "write_report",
 ]

@@ -15,13 +15,13 @@ from typing import Any
 import registry
 from registry.model import STAGES, Metric, Text
 
-from ..datasource.card_words import word
+from ..datasource.card_words import labelled, word
 from ..datasource.history.base import Event
 from .data import ChartData, ReportData
 from .svg import EventMark, chart_data_json, chart_svg, fmt, series_color
 from .template import PAGE, SCRIPT, STYLE
 
-__all__ = ["LANGS", "event_marks", "render_html"]
+__all__ = ["LANGS", "card_html", "event_marks", "render_html", "tooltip_html"]
 
 LANGS = ("en", "zh")
 _MERGE_FRACTION = 1 / 300
@@ -220,6 +220,11 @@ def _tooltip(metric: Metric, w: _Writer) -> str:
     )
 
 
+def tooltip_html(metric: Metric, lang: str) -> str:
+    """The report's tooltip of a metric in one language (the live dashboard shows the same)."""
+    return _tooltip(metric, _Writer((lang,)))
+
+
 def _status(status: str, w: _Writer | str) -> str:
     """A status badge in the page's language(s) (`w` a writer, or one language)."""
     s = escape(status, quote=True)
@@ -264,6 +269,17 @@ def _card_one(card: Mapping[str, Any], lang: str) -> str:
         f'<div class="card-body l-{lang}" lang="{lang}"><div class="card-head">{_status(str(card.get("status", "no_data")), lang)}'
         f" <b>{escape(str(card.get('title', card.get('metric', ''))))}</b></div>{facts}"
         f'<p class="reading">{escape(str(card.get("reading", "")))}</p>{acts}{ev}</div>'
+    )
+
+
+def card_html(card: Mapping[str, Any], lang: str) -> str:
+    """The report's diagnosis card (`build_card(...).to_dict()`) in one language."""
+    card = labelled(card, lang)  # the words and numbers every view shows (card_words)
+    status = escape(str(card.get("status", "no_data")), quote=True)
+    metric = escape(str(card.get("metric", "")), quote=True)
+    return (
+        f'<article class="card st-border-{status}" data-metric="{metric}">'
+        f"{_card_one(card, lang)}</article>"
     )
 
 

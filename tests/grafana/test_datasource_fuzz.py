@@ -21,6 +21,12 @@ GET_PATHS = [
     "/api/terms/policy_entropy",
     "/terms/policy_entropy",
     "/terms/",
+    "/run",
+    "/api/run",
+    "/api/fields",
+    "/api/field_series",
+    "/api/card_html",
+    "/live/static/run.js",
 ]
 POST_PATHS = [
     "/metrics",
@@ -42,6 +48,9 @@ KEYS = [
     "name",
     "key",
     "target",
+    "field",
+    "refresh",
+    "download",
 ]
 NASTY = [
     "healthy",

@@ -2,6 +2,7 @@
 
 from .base import (
     BUCKET_LEVELS,
+    UNREGISTERED,
     BucketPlan,
     Event,
     FieldStats,
@@ -10,6 +11,7 @@ from .base import (
     HistoryUnavailable,
     Latest,
     Points,
+    RunInfo,
     bucket_plan,
     bucket_size,
     empty_points,
@@ -26,6 +28,7 @@ from .quoting import UnsafeName, quote_ident, quote_string
 __all__ = [
     "BUCKET_LEVELS",
     "FAMILY_MEMBER",
+    "UNREGISTERED",
     "BucketPlan",
     "EmbeddedHistory",
     "Event",
@@ -38,6 +41,7 @@ __all__ = [
     "Latest",
     "MemoryHistory",
     "Points",
+    "RunInfo",
     "UnknownField",
     "UnknownRun",
     "UnsafeName",

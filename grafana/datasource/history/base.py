@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 __all__ = [
     "BUCKET_LEVELS",
+    "UNREGISTERED",
     "BucketPlan",
     "Event",
     "FieldStats",
@@ -29,6 +30,7 @@ __all__ = [
     "HistoryUnavailable",
     "Latest",
     "Points",
+    "RunInfo",
     "bucket_plan",
     "bucket_size",
     "empty_points",
@@ -103,6 +105,23 @@ class Latest:
 
     step: int | None
     wall_time: float | None = None
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What the run list shows about a run: who logged it and its wall-clock activity (seconds
+    since the epoch; None where the store does not know). `finished` is when the run said it
+    ended; `last_activity` the wall time of the newest step it logged."""
+
+    project: str | None = None
+    framework: str | None = None
+    created: float | None = None
+    finished: float | None = None
+    last_activity: float | None = None
+
+
+UNREGISTERED = "unregistered"
+"""The measurement the exporter stores names the registry does not know under."""
 
 
 def bucket_size(first: int, last: int, max_points: int) -> int:
@@ -182,3 +201,15 @@ class HistoryStore(Protocol):
     def events(self, run: str, limit: int) -> tuple[Event, ...]: ...
 
     def latest(self, run: str) -> Latest: ...
+
+    def run_info(self, run: str) -> RunInfo: ...
+
+    def logged_fields(self, run: str) -> Mapping[str, str]:
+        """Every metric field the run logged (not its hyperparameters), with the measurement it is
+        stored under: a registry group, or `UNREGISTERED` for a name the registry does not know."""
+        ...
+
+    def clock(self, run: str, field: str, samples: int) -> Points:
+        """About `samples` (step, wall time) pairs of one field, spread over its steps, for
+        placing a series on a wall-clock axis; `values` are seconds since the epoch."""
+        ...

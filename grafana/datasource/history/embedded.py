@@ -31,6 +31,7 @@ from .base import (
     HistoryUnavailable,
     Latest,
     Points,
+    RunInfo,
     bucket_plan,
     empty_points,
     points_from,
@@ -107,6 +108,11 @@ _LAST_STEP = (
     "AND measurement != 'unregistered' ORDER BY step DESC LIMIT 1"
 )
 _MAX_STEP = 2**62
+_MEASUREMENT = f"SELECT measurement FROM samples WHERE {_SERIES_WHERE} LIMIT 1"
+_CLOCK = (
+    f"SELECT step, wall_time FROM samples WHERE {_SERIES_WHERE} AND step >= ? ORDER BY step LIMIT 1"
+)
+_RUN_INFO = ("project", "framework", "created", "finished", "last_activity")
 
 
 @dataclass(frozen=True)
@@ -191,6 +197,58 @@ class EmbeddedHistory:
                 rows = db.execute(_BUCKETED, args).fetchall()
         total = sum(int(r[2]) for r in rows)
         return points_from([r[0] for r in rows], [r[1] for r in rows], plan.size, total)
+
+    def logged_fields(self, run: str) -> Mapping[str, str]:
+        # One index seek per field: a field holding only the hyperparameter point (`run_config`,
+        # all at step 0) has no row past it and is left out.
+        out: dict[str, str] = {}
+        with self._db() as db:
+            if db is None:
+                return out
+            for (name,) in db.execute(_FIELDS, (run, run)).fetchall():
+                row = db.execute(_MEASUREMENT, (run, name)).fetchone()
+                if row is not None:
+                    out[str(name)] = str(row[0])
+        return out
+
+    def clock(self, run: str, field: str, samples: int) -> Points:
+        with self._db() as db:
+            if db is None:
+                return empty_points()
+            first_row = db.execute(_FIRST, (run, field, 0, _MAX_STEP)).fetchone()
+            if first_row is None:
+                return empty_points()
+            first = int(first_row[0])
+            last = int(db.execute(_LAST, (run, field, 0, _MAX_STEP)).fetchone()[0])
+            n = max(2, samples)
+            targets = sorted({first + (last - first) * k // (n - 1) for k in range(n)})
+            pairs: dict[int, float] = {}
+            for target in targets:
+                row = db.execute(_CLOCK, (run, field, target)).fetchone()
+                if row is not None:
+                    pairs[int(row[0])] = float(row[1])
+        return points_from(list(pairs), list(pairs.values()))
+
+    def run_info(self, run: str) -> RunInfo:
+        with self._db() as db:
+            if db is None:
+                return RunInfo()
+            have = {str(r[1]) for r in db.execute("PRAGMA table_info(runs)").fetchall()}
+            # A file from before the lifecycle columns: what it lacks is unknown (NULL).
+            columns = ", ".join(c if c in have else "NULL" for c in _RUN_INFO)
+            row = db.execute(f"SELECT {columns} FROM runs WHERE run = ?", (run,)).fetchone()
+        if row is None:
+            return RunInfo()
+        project, framework, created, finished, activity = row
+        if activity is None:
+            activity = self.latest(run).wall_time
+        return RunInfo(
+            None if project is None else str(project),
+            None if framework is None else str(framework),
+            None if created is None else float(created),
+            None if finished is None else float(finished),
+            None if activity is None else float(activity),
+        )
 
     def window(self, run: str, field: str, last_n: int) -> Points:
         with self._db() as db:

@@ -20,11 +20,13 @@ import numpy as np
 import registry
 
 from .base import (
+    UNREGISTERED,
     Event,
     FieldStats,
     HistoryError,
     Latest,
     Points,
+    RunInfo,
     bucket_plan,
     empty_points,
     points_from,
@@ -95,7 +97,19 @@ class InfluxHistory:
     # -- quoting helpers: every query text goes through these ----------------------------------
 
     def _from(self, field: str) -> str:
+        if metric_of_field(self.registry, field) is None and field in self._unregistered():
+            return quote_ident(UNREGISTERED)
         return quote_ident(measurement_of(self.registry, field))
+
+    def _unregistered(self) -> frozenset[str]:
+        """Field keys InfluxDB holds under `unregistered` (names the registry does not know)."""
+        (result,) = self.http.query([f"SHOW FIELD KEYS FROM {quote_ident(UNREGISTERED)}"])
+        names = {str(row[0]) for s in result for row in s.values if row}
+        return frozenset(names - {"step", "wall_time"})
+
+    def _sources(self) -> str:
+        groups = sorted({m.group for m in self.registry.metrics})
+        return ", ".join(quote_ident(g) for g in groups)
 
     def _run_filter(self, run: str) -> str:
         if run not in self.runs():
@@ -249,6 +263,82 @@ class InfluxHistory:
                 )
         events.sort(key=lambda e: e.step)
         return tuple(events)
+
+    def logged_fields(self, run: str) -> Mapping[str, str]:
+        # InfluxDB keeps field keys per measurement, not per run: a field another run logged is
+        # listed too and its series here is empty.
+        self._run_filter(run)
+        groups = {m.group for m in self.registry.metrics} | {UNREGISTERED}
+        (result,) = self.http.query(["SHOW FIELD KEYS"])
+        out: dict[str, str] = {}
+        for s in result:
+            if s.name not in groups:
+                continue
+            for row in s.values:
+                name = str(row[0])
+                if name not in ("step", "wall_time") and (
+                    s.name != UNREGISTERED or name not in out
+                ):
+                    out[name] = s.name
+        return dict(sorted(out.items()))
+
+    def run_info(self, run: str) -> RunInfo:
+        # InfluxDB holds points, not the outbox's run record: activity is the wall time of the
+        # run's newest point, its start that of its oldest.
+        where = self._run_filter(run)
+        sources = self._sources()
+        first_r, last_r, project_r = self.http.query(
+            [
+                f'SELECT first("wall_time") FROM {sources} WHERE {where}',
+                f'SELECT last("wall_time") FROM {sources} WHERE {where}',
+                f'SHOW TAG VALUES WITH KEY = "project" WHERE {where}',
+            ]
+        )
+        firsts = [float(r[1]) for s in first_r for r in s.values if len(r) > 1 and r[1] is not None]
+        lasts = [float(r[1]) for s in last_r for r in s.values if len(r) > 1 and r[1] is not None]
+        projects = sorted({str(r[1]) for s in project_r for r in s.values if len(r) > 1})
+        return RunInfo(
+            project=projects[0] if projects else None,
+            created=min(firsts) if firsts else None,
+            last_activity=max(lasts) if lasts else None,
+        )
+
+    def clock(self, run: str, field: str, samples: int) -> Points:
+        source, where = self._from(field), self._run_filter(run)
+        col = quote_ident(field)
+        first_r, last_r = self.http.query(
+            [
+                f"SELECT first({col}) FROM {source} WHERE {where}",
+                f"SELECT last({col}) FROM {source} WHERE {where}",
+            ]
+        )
+        first, last = _first_value(first_r, "time"), _first_value(last_r, "time")
+        if first is None or last is None:
+            return empty_points()
+        size = max(1, -(-(int(last) - int(first) + 1) // max(1, samples)))
+        # The first point of each bucket (the store's clock starts at the series' first step, as
+        # the embedded store's does) and the series' last point.
+        rows, tail = self.http.query(
+            [
+                f'SELECT first("step") AS "step", first("wall_time") AS "wall" FROM {source} '
+                f"WHERE {where} AND {self._time(int(first), int(last))} "
+                f"GROUP BY time({size}s, {int(first) % size}s) fill(none)",
+                f'SELECT last("step") AS "step", last("wall_time") AS "wall" FROM {source} '
+                f"WHERE {where}",
+            ]
+        )
+        rows = rows + tail
+        steps: list[int] = []
+        walls: list[float] = []
+        for s in rows:
+            ist, iw = s.column("step"), s.column("wall")
+            if ist is None or iw is None:
+                continue
+            for row in s.values:
+                if row[ist] is not None and row[iw] is not None:
+                    steps.append(int(row[ist]))
+                    walls.append(float(row[iw]))
+        return points_from(steps, walls)
 
     def latest(self, run: str) -> Latest:
         where = self._run_filter(run)

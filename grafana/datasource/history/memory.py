@@ -8,7 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from .base import Event, FieldStats, Latest, Points, bucket_plan, empty_points, points_from
+from .base import (
+    Event,
+    FieldStats,
+    Latest,
+    Points,
+    RunInfo,
+    bucket_plan,
+    empty_points,
+    points_from,
+)
 
 __all__ = ["MemoryHistory", "downsample"]
 
@@ -47,6 +56,8 @@ class MemoryHistory:
     data: Mapping[str, Mapping[str, tuple[Sequence[int], Sequence[float]]]]
     configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     event_log: Mapping[str, Sequence[Event]] = field(default_factory=dict)
+    info: Mapping[str, RunInfo] = field(default_factory=dict)
+    clocks: Mapping[str, tuple[Sequence[int], Sequence[float]]] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
@@ -93,3 +104,15 @@ class MemoryHistory:
     def latest(self, run: str) -> Latest:
         steps = [int(max(pair[0])) for pair in self.data.get(run, {}).values() if len(pair[0])]
         return Latest(max(steps) if steps else None)
+
+    def run_info(self, run: str) -> RunInfo:
+        return self.info.get(run, RunInfo())
+
+    def logged_fields(self, run: str) -> Mapping[str, str]:
+        # No measurements here: every field is held the same way.
+        return dict.fromkeys(self.fields(run), "memory")
+
+    def clock(self, run: str, field: str, samples: int) -> Points:
+        del field, samples  # one clock per run is all a test needs
+        pair = self.clocks.get(run)
+        return empty_points() if pair is None else points_from(pair[0], pair[1])

@@ -1,0 +1,664 @@
+// The run page: every field of one or several runs, drawn with uPlot from the JSON API.
+// Raw values (thin, light) and TensorBoard's debiased EMA (thick, dark) per run, one colour per
+// run; x = step, wall time or time since the run started; drag across a chart to zoom into those
+// steps (the series are fetched again for that range, so zooming shows more detail); refreshed
+// while any run is live.
+(function () {
+  "use strict";
+  const boot = JSON.parse(document.getElementById("boot").textContent);
+  const T = boot.strings;
+  const LANG = boot.lang;
+  const RUNS = boot.runs;
+  const COLORS = boot.colors;
+  const GROUPS = ["core", "registered", "unregistered"];
+  const GROUP_TITLE = { core: T.group_core, registered: T.group_registered, unregistered: T.group_unregistered };
+
+  const state = {
+    smoothing: 0.6,
+    showRaw: true,
+    showSmooth: true,
+    xmode: "step",
+    from: null,
+    to: null,
+    query: "",
+  };
+  // The view is kept in the address (smoothing, x, from, to, q), so a link reopens it as it was.
+  (function fromAddress() {
+    const p = new URLSearchParams(window.location.search);
+    const num = (k, lo, hi) => {
+      const v = p.get(k);
+      if (v === null || v === "" || !Number.isFinite(Number(v))) return null;
+      return Math.min(hi, Math.max(lo, Number(v)));
+    };
+    const sm = num("smoothing", 0, 0.999);
+    if (sm !== null) state.smoothing = sm;
+    if (["step", "wall", "relative"].includes(p.get("x"))) state.xmode = p.get("x");
+    const a = num("from", 0, Number.MAX_SAFE_INTEGER);
+    const b = num("to", 0, Number.MAX_SAFE_INTEGER);
+    if (a !== null && (b === null || a <= b)) state.from = Math.floor(a);
+    if (b !== null && (a === null || a <= b)) state.to = Math.ceil(b);
+    state.query = (p.get("q") || "").trim().toLowerCase();
+  })();
+
+  function toAddress() {
+    const p = new URLSearchParams(window.location.search);
+    const set = (k, v, dflt) => (v === null || v === dflt ? p.delete(k) : p.set(k, String(v)));
+    set("smoothing", state.smoothing, 0.6);
+    set("x", state.xmode, "step");
+    set("from", state.from, null);
+    set("to", state.to, null);
+    set("q", state.query, "");
+    const search = "?" + p.toString();
+    window.history.replaceState(null, "", window.location.pathname + search);
+    const other = document.querySelector(".lang-switch");
+    if (other) {
+      const o = new URLSearchParams(search);
+      o.set("lang", LANG === "en" ? "zh" : "en");
+      other.setAttribute("href", window.location.pathname + "?" + o.toString());
+    }
+  }
+
+  const info = {}; // run -> /api/run answer
+  const events = {}; // run -> [{step, kind, text}]
+  const fields = new Map(); // field -> {meta, runs: Set}
+  const panels = new Map(); // field -> {el, data: {run: series}}
+  const charts = new Map(); // field -> uPlot
+  let timer = null;
+  let ticking = false;
+
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const el = (tag, attrs, children) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "text") e.textContent = v;
+      else if (k === "html") e.innerHTML = v; // only server-rendered, escaped registry HTML
+      else if (v !== null && v !== undefined && v !== false) e.setAttribute(k, v === true ? "" : v);
+    }
+    for (const c of children || []) if (c) e.appendChild(c);
+    return e;
+  };
+  const fmt = (t, vars) => t.replace(/\{(\w+)\}/g, (_, k) => String(vars[k]));
+  const colorOf = (run) => COLORS[RUNS.indexOf(run)];
+
+  function showError(message) {
+    const box = $("#error");
+    box.hidden = false;
+    box.textContent = message;
+  }
+
+  async function getJSON(url) {
+    const r = await fetch(url, { headers: { Accept: "application/json" } });
+    let body = null;
+    try {
+      body = await r.json();
+    } catch (e) {
+      body = null;
+    }
+    if (!r.ok) throw new Error((body && body.error) || r.status + " " + r.statusText);
+    return body;
+  }
+  const q = (obj) => {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(obj)) if (v !== null && v !== undefined && v !== "") p.set(k, v);
+    return p.toString();
+  };
+
+  // TensorBoard's debiased EMA (as registry.diagnosis.stats.ema): non-finite points pass through
+  // and neither update the average nor count; a constant series is returned unchanged.
+  function ema(values, weight) {
+    const out = values.slice();
+    if (!values.length || weight <= 0) return out;
+    const first = values[0];
+    if (values.every((v) => v === first)) return out;
+    const s = Math.min(Math.max(weight, 0), 0.999);
+    let acc = 0;
+    let n = 0;
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i];
+      if (v === null || !Number.isFinite(v)) continue;
+      n += 1;
+      acc = s * acc + (1 - s) * v;
+      out[i] = acc / (1 - Math.pow(s, n));
+    }
+    return out;
+  }
+
+  function duration(sec) {
+    const s = Math.round(Math.abs(sec));
+    const sign = sec < 0 ? "-" : "";
+    if (s < 60) return sign + s + "s";
+    if (s < 3600) return sign + Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s";
+    return sign + Math.floor(s / 3600) + "h" + String(Math.floor((s % 3600) / 60)).padStart(2, "0") + "m";
+  }
+
+  // ---- page furniture --------------------------------------------------------------------
+
+  function renderChips() {
+    const box = $("#run-chips");
+    box.textContent = "";
+    for (const run of RUNS) {
+      const st = info[run] ? info[run].status : "";
+      const href = "/report?" + q({ run: run, lang: LANG });
+      box.appendChild(
+        el("span", { class: "run-chip", "data-run": run, "data-color": colorOf(run) }, [
+          el("i", { style: "background:" + colorOf(run) }),
+          el("b", { text: run }),
+          document.createTextNode(" "),
+          el("span", { class: "run-status rs-" + st, "data-status": st, text: T[st] || st }),
+          document.createTextNode(" "),
+          el("span", { class: "hint", text: info[run] && info[run].last_step !== null ? fmt(T.step_n, { n: Number(info[run].last_step).toLocaleString("en-US") }) : "" }),
+          document.createTextNode(" "),
+          el("a", { href: href, text: T.report }),
+        ])
+      );
+    }
+  }
+
+  function renderToolbar() {
+    const bar = $("#toolbar");
+    const xsel = el("select", { id: "x-mode", "aria-label": T.x_axis }, [
+      el("option", { value: "step", text: T.x_step }),
+      el("option", { value: "wall", text: T.x_wall }),
+      el("option", { value: "relative", text: T.x_relative }),
+    ]);
+    const slider = el("input", { id: "smoothing", type: "range", min: "0", max: "0.999", step: "0.001", value: String(state.smoothing) });
+    const sval = el("output", { id: "smoothing-value", text: state.smoothing.toFixed(3) });
+    xsel.value = state.xmode;
+    const raw = el("input", { id: "show-raw", type: "checkbox", checked: true });
+    const smooth = el("input", { id: "show-smooth", type: "checkbox", checked: true });
+    const from = el("input", { id: "range-from", type: "number", min: "0", step: "1", placeholder: T.from });
+    const to = el("input", { id: "range-to", type: "number", min: "0", step: "1", placeholder: T.to });
+    const apply = el("button", { id: "range-apply", type: "button", text: T.apply });
+    const reset = el("button", { id: "zoom-reset", type: "button", text: T.reset });
+    const search = el("input", { id: "search", type: "search", placeholder: T.search, "aria-label": T.search, value: state.query });
+    if (state.from !== null) from.value = String(state.from);
+    if (state.to !== null) to.value = String(state.to);
+    bar.append(
+      search,
+      el("label", {}, [document.createTextNode(T.smoothing + " "), slider, document.createTextNode(" "), sval]),
+      el("label", {}, [raw, document.createTextNode(" " + T.raw)]),
+      el("label", {}, [smooth, document.createTextNode(" " + T.smoothed)]),
+      el("label", {}, [document.createTextNode(T.x_axis + " "), xsel]),
+      el("span", {}, [document.createTextNode(T.range + " "), from, document.createTextNode(" – "), to, document.createTextNode(" "), apply, document.createTextNode(" "), reset]),
+      el("span", { id: "shown", class: "hint" }),
+      el("span", { class: "hint", text: T.zoom_hint + "; " + fmt(T.points_note, { n: boot.points }) })
+    );
+    let pending = false;
+    slider.addEventListener("input", () => {
+      state.smoothing = Number(slider.value);
+      sval.textContent = state.smoothing.toFixed(3);
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(() => {
+        pending = false;
+        redrawAll();
+        toAddress();
+        document.body.dataset.smoothingDrawn = String(state.smoothing);
+      });
+    });
+    raw.addEventListener("change", () => {
+      state.showRaw = raw.checked;
+      redrawAll();
+    });
+    smooth.addEventListener("change", () => {
+      state.showSmooth = smooth.checked;
+      redrawAll();
+    });
+    xsel.addEventListener("change", () => {
+      state.xmode = xsel.value;
+      redrawAll();
+      toAddress();
+    });
+    apply.addEventListener("click", () => {
+      const a = from.value === "" ? null : Math.max(0, Math.floor(Number(from.value)));
+      const b = to.value === "" ? null : Math.max(0, Math.ceil(Number(to.value)));
+      if (a !== null && b !== null && a > b) {
+        showError(T.range + ": " + a + " > " + b);
+        return;
+      }
+      setRange(a, b);
+    });
+    reset.addEventListener("click", () => setRange(null, null));
+    search.addEventListener("input", () => {
+      state.query = search.value.trim().toLowerCase();
+      applySearch();
+      toAddress();
+    });
+  }
+
+  function setRange(a, b) {
+    state.from = a;
+    state.to = b;
+    $("#range-from").value = a === null ? "" : String(a);
+    $("#range-to").value = b === null ? "" : String(b);
+    toAddress();
+    loadAllSeries().then(redrawAll);
+  }
+
+  function renderConfig() {
+    const keys = new Set();
+    for (const run of RUNS) for (const k of Object.keys((info[run] && info[run].config) || {})) keys.add(k);
+    const box = $("#config");
+    box.textContent = "";
+    if (!keys.size) {
+      box.appendChild(el("p", { class: "hint", text: T.no_config }));
+      return;
+    }
+    const head = el("tr", {}, [el("th", { text: T.key })].concat(RUNS.map((r) => el("th", { text: r, style: "color:" + colorOf(r) }))));
+    const rows = Array.from(keys)
+      .sort()
+      .map((k) =>
+        el(
+          "tr",
+          { "data-key": k },
+          [el("th", {}, [el("code", { text: k })])].concat(
+            RUNS.map((r) => {
+              const cfg = (info[r] && info[r].config) || {};
+              const v = cfg[k];
+              return el("td", { text: v === undefined ? "–" : typeof v === "object" ? JSON.stringify(v) : String(v) });
+            })
+          )
+        )
+      );
+    box.appendChild(el("table", { class: "config", id: "config-table" }, [el("thead", {}, [head]), el("tbody", {}, rows)]));
+  }
+
+  // ---- panels ----------------------------------------------------------------------------
+
+  function groupBox(group) {
+    let box = $('.group[data-group="' + group + '"]');
+    if (!box) {
+      box = el("section", { class: "group", "data-group": group }, [el("h2", { text: GROUP_TITLE[group] }), el("div", { class: "group-panels" })]);
+      const boxes = $("#panels");
+      // Keep core, registered, unregistered order whatever arrives first.
+      const after = GROUPS.slice(GROUPS.indexOf(group) + 1).map((g) => $('.group[data-group="' + g + '"]')).find(Boolean);
+      boxes.insertBefore(box, after || null);
+    }
+    return $(".group-panels", box);
+  }
+
+  function ensurePanel(meta) {
+    if (panels.has(meta.field)) return panels.get(meta.field);
+    const title = meta.tooltip
+      ? el("span", { class: "info", tabindex: "0" }, [document.createTextNode(meta.title + " "), el("sup", { text: "?" })])
+      : el("span", { text: meta.title });
+    if (meta.tooltip) title.insertAdjacentHTML("beforeend", meta.tooltip);
+    const transforms = (meta.transforms || []).map((t) => t.framework + " " + t.key + (t.kind === "scale" ? " × " + t.factor : " (" + (T["t_" + t.kind] || t.kind) + ")"));
+    const head = el("div", { class: "head" }, [
+      title,
+      el("code", { text: meta.field }),
+      el("span", { class: "unit", text: meta.unit || "" }),
+      transforms.length ? el("span", { class: "note", text: T.transform + ": " + transforms.join("; ") }) : null,
+      el("span", { class: "downloads" }),
+    ]);
+    const haystack = [meta.field, meta.title, meta.metric || ""].concat(meta.aliases || []).join(" ").toLowerCase();
+    const node = el("article", { class: "panel", "data-field": meta.field, "data-group": meta.group, "data-search": haystack }, [
+      el("figure", { class: "chart-box" }, [head, el("div", { class: "chart" }, [el("div", { class: "empty", text: T.loading })])]),
+      el("div", { class: "cards" }),
+    ]);
+    groupBox(meta.group).appendChild(node);
+    const panel = { el: node, meta: meta, data: {} };
+    panels.set(meta.field, panel);
+    return panel;
+  }
+
+  function downloadLinks(panel) {
+    const box = $(".downloads", panel.el);
+    box.textContent = T.download + ": ";
+    for (const run of fields.get(panel.meta.field).runs) {
+      for (const format of ["csv", "json"]) {
+        const href = "/api/field_series?" + q({ run: run, field: panel.meta.field, format: format, download: "1", from: state.from, to: state.to, points: boot.max_points });
+        box.appendChild(
+          el("a", { class: "dl", href: href, download: "", "data-run": run, "data-format": format, style: "color:" + colorOf(run), text: (RUNS.length > 1 ? run + " " : "") + format.toUpperCase() })
+        );
+      }
+    }
+  }
+
+  function applySearch() {
+    const terms = state.query.split(/\s+/).filter(Boolean);
+    let shown = 0;
+    for (const panel of panels.values()) {
+      const hay = panel.el.dataset.search;
+      const ok = terms.every((t) => hay.includes(t));
+      panel.el.hidden = !ok;
+      if (ok) shown += 1;
+    }
+    for (const g of document.querySelectorAll(".group")) {
+      g.hidden = !Array.from(g.querySelectorAll(".panel")).some((p) => !p.hidden);
+    }
+    $("#shown").textContent = fmt(T.shown, { n: shown, total: panels.size }) + (shown === 0 && panels.size ? " — " + T.no_match : "");
+  }
+
+  // ---- data ------------------------------------------------------------------------------
+
+  async function loadInfo() {
+    for (const run of RUNS) info[run] = await getJSON("/api/run?" + q({ run: run }));
+    renderChips();
+  }
+
+  async function loadFields() {
+    for (const run of RUNS) {
+      const body = await getJSON("/api/fields?" + q({ run: run, lang: LANG }));
+      for (const meta of body.fields) {
+        if (!fields.has(meta.field)) fields.set(meta.field, { meta: meta, runs: new Set() });
+        fields.get(meta.field).runs.add(run);
+      }
+    }
+    // Panels in the order the API gives (core, registered, unregistered), first run first.
+    for (const { meta } of fields.values()) downloadLinks(ensurePanel(meta));
+    applySearch();
+  }
+
+  async function pool(tasks, width) {
+    let next = 0;
+    async function worker() {
+      while (next < tasks.length) {
+        const i = next++;
+        await tasks[i]();
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(width, tasks.length) }, worker));
+  }
+
+  async function loadAllSeries() {
+    const tasks = [];
+    for (const [field, entry] of fields) {
+      const panel = panels.get(field);
+      for (const run of entry.runs) {
+        tasks.push(async () => {
+          panel.data[run] = await getJSON("/api/field_series?" + q({ run: run, field: field, points: boot.points, from: state.from, to: state.to }));
+        });
+      }
+      downloadLinks(panel);
+    }
+    await pool(tasks, 4);
+  }
+
+  async function loadCards() {
+    for (const run of RUNS) {
+      const body = await getJSON("/api/card_html?" + q({ run: run, lang: LANG }));
+      for (const panel of panels.values()) {
+        const html = panel.meta.metric && panel.meta.metric === panel.meta.field ? body.cards[panel.meta.field] : null;
+        const box = $(".cards", panel.el);
+        const old = Array.from(box.children).find((c) => c.dataset.run === run);
+        if (old) old.remove();
+        if (!html) continue;
+        const wrap = el("div", { "data-run": run });
+        if (RUNS.length > 1) wrap.appendChild(el("p", { class: "run-name", text: run, style: "color:" + colorOf(run) }));
+        wrap.insertAdjacentHTML("beforeend", html);
+        box.appendChild(wrap);
+      }
+    }
+  }
+
+  async function loadEvents() {
+    for (const run of RUNS) events[run] = (await getJSON("/api/events?" + q({ run: run }))).events;
+    const rows = [];
+    for (const run of RUNS) {
+      for (const ev of events[run]) {
+        rows.push(
+          el("tr", { "data-run": run, "data-step": String(ev.step) }, [
+            el("td", { text: run, style: "color:" + colorOf(run) }),
+            el("td", { text: Number(ev.step).toLocaleString("en-US") }),
+            el("td", { text: ev.kind }),
+            el("td", { text: ev.text }),
+          ])
+        );
+      }
+    }
+    const box = $("#events");
+    box.textContent = "";
+    if (!rows.length) {
+      box.appendChild(el("p", { class: "hint", text: T.no_events }));
+      return;
+    }
+    const head = el("tr", {}, [T.run, T.x_step, T.kind, T.what].map((t) => el("th", { text: t })));
+    box.appendChild(el("table", { class: "config", id: "events-table" }, [el("thead", {}, [head]), el("tbody", {}, rows)]));
+  }
+
+  // Where an event sits on the current x axis: its step, or the wall time of the nearest point.
+  function eventX(run, s, step) {
+    if (state.xmode === "step") return step;
+    const xs = xsOf(run, s);
+    if (!xs || !s.steps.length) return null;
+    let lo = 0;
+    let hi = s.steps.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (s.steps[mid] < step) lo = mid + 1;
+      else hi = mid;
+    }
+    return xs[lo];
+  }
+
+  // Events as dashed vertical lines in the run's colour (as the report's markers).
+  function eventHook(panel, runs) {
+    return (u) => {
+      const ctx = u.ctx;
+      const [x0, x1] = [u.scales.x.min, u.scales.x.max];
+      let drawn = 0;
+      ctx.save();
+      ctx.setLineDash([4, 4]);
+      ctx.lineWidth = 1;
+      for (const run of runs) {
+        const s = panel.data[run];
+        for (const ev of events[run] || []) {
+          const x = eventX(run, s, ev.step);
+          if (x === null || x < x0 || x > x1) continue;
+          const px = Math.round(u.valToPos(x, "x", true)) + 0.5;
+          ctx.strokeStyle = colorOf(run);
+          ctx.beginPath();
+          ctx.moveTo(px, u.bbox.top);
+          ctx.lineTo(px, u.bbox.top + u.bbox.height);
+          ctx.stroke();
+          drawn += 1;
+        }
+      }
+      ctx.restore();
+      panel.el.dataset.events = String(drawn);
+    };
+  }
+
+  // The registry's healthy band of the first run drawn, shaded under the lines (as on the report):
+  // one quad per pair of neighbouring points that both have a band; an open edge runs to the
+  // plot's edge.
+  function bandHook(panel, run) {
+    return (u) => {
+      const s = panel.data[run];
+      let drawn = 0;
+      if (s && s.band_low) {
+        const xs = tableOf(run, s);
+        const ctx = u.ctx;
+        const top = u.bbox.top;
+        const bottom = u.bbox.top + u.bbox.height;
+        const y = (v, open) => (v === null ? open : Math.min(bottom, Math.max(top, u.valToPos(v, "y", true))));
+        ctx.save();
+        ctx.fillStyle = "rgba(46, 125, 50, 0.10)";
+        ctx.beginPath();
+        for (let i = 0; xs && i + 1 < xs[0].length; i++) {
+          const lo0 = s.band_low[i], hi0 = s.band_high[i], lo1 = s.band_low[i + 1], hi1 = s.band_high[i + 1];
+          if ((lo0 === null && hi0 === null) || (lo1 === null && hi1 === null)) continue;
+          const xa = u.valToPos(xs[0][i], "x", true);
+          const xb = u.valToPos(xs[0][i + 1], "x", true);
+          ctx.moveTo(xa, y(hi0, top));
+          ctx.lineTo(xb, y(hi1, top));
+          ctx.lineTo(xb, y(lo1, bottom));
+          ctx.lineTo(xa, y(lo0, bottom));
+          ctx.closePath();
+          drawn += 1;
+        }
+        ctx.fill();
+        ctx.restore();
+      }
+      panel.el.dataset.bands = String(drawn);
+    };
+  }
+
+  // ---- charts ----------------------------------------------------------------------------
+
+  function xsOf(run, s) {
+    if (state.xmode === "step") return s.steps;
+    if (s.wall_times.some((w) => w === null)) return null;
+    if (state.xmode === "wall") return s.wall_times;
+    const started = info[run] && info[run].started;
+    const t0 = started !== null && started !== undefined && started <= s.wall_times[0] ? started : s.wall_times[0];
+    return s.wall_times.map((w) => w - t0);
+  }
+
+  function tableOf(run, s) {
+    const xs = xsOf(run, s);
+    if (!xs || !xs.length) return null;
+    const x = [];
+    const y = [];
+    let last = -Infinity;
+    for (let i = 0; i < xs.length; i++) {
+      // Steps logged within the clock's resolution share a wall time: nudge them a microsecond
+      // apart so each point keeps its place (uPlot needs increasing x).
+      const xi = xs[i] > last ? xs[i] : last + 1e-6;
+      last = xi;
+      x.push(xi);
+      y.push(s.values[i]);
+    }
+    return [x, y, ema(y, state.smoothing)];
+  }
+
+  function draw(panel) {
+    const field = panel.meta.field;
+    const box = $(".chart", panel.el);
+    if (charts.has(field)) {
+      charts.get(field).destroy();
+      charts.delete(field);
+    }
+    box.textContent = "";
+    const runs = [];
+    const tables = [];
+    let points = 0;
+    let lastStep = null;
+    for (const run of RUNS) {
+      const s = panel.data[run];
+      if (!s) continue;
+      points += s.points;
+      if (s.steps.length) lastStep = Math.max(lastStep === null ? -Infinity : lastStep, s.steps[s.steps.length - 1]);
+      const t = tableOf(run, s);
+      if (t && t[0].length) {
+        runs.push(run);
+        tables.push(t);
+      }
+    }
+    panel.el.dataset.points = String(points);
+    panel.el.dataset.lastStep = lastStep === null ? "" : String(lastStep);
+    if (!tables.length) {
+      box.appendChild(el("div", { class: "empty", text: T.no_data }));
+      return;
+    }
+    const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
+    const series = [{ label: state.xmode === "step" ? T.x_step : state.xmode === "wall" ? T.x_wall : T.x_relative, value: state.xmode === "relative" ? (u, v) => (v === null ? "–" : duration(v)) : undefined }];
+    for (const run of runs) {
+      const c = colorOf(run);
+      const name = RUNS.length > 1 ? run + " " : "";
+      series.push({ label: name + T.raw, stroke: c + "59", width: 1, show: state.showRaw, spanGaps: true, points: { show: false } });
+      series.push({ label: name + T.smoothed, stroke: c, width: 2, show: state.showSmooth, spanGaps: true, points: { show: false } });
+    }
+    const stepMode = state.xmode === "step";
+    const opts = {
+      width: Math.max(300, box.clientWidth || 700),
+      height: 240,
+      series: series,
+      scales: { x: { time: state.xmode === "wall" } },
+      axes: [
+        { values: state.xmode === "relative" ? (u, splits) => splits.map(duration) : undefined },
+        { size: 70 },
+      ],
+      cursor: { drag: { x: true, y: false, setScale: !stepMode } },
+      legend: { live: true },
+      hooks: {
+        drawClear: [bandHook(panel, runs[0])],
+        draw: [eventHook(panel, runs)],
+        setSelect: [
+          (u) => {
+            if (!stepMode || u.select.width < 3) return;
+            const a = u.posToVal(u.select.left, "x");
+            const b = u.posToVal(u.select.left + u.select.width, "x");
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            setRange(Math.max(0, Math.floor(a)), Math.max(0, Math.ceil(b)));
+          },
+        ],
+      },
+    };
+    const chart = new uPlot(opts, data, box);
+    chart.root.dataset.runs = runs.join("\n");
+    charts.set(field, chart);
+  }
+
+  function redrawAll() {
+    for (const panel of panels.values()) draw(panel);
+  }
+
+  // ---- live refresh ----------------------------------------------------------------------
+
+  const anyLive = () => RUNS.some((r) => info[r] && info[r].status === "live");
+
+  function liveState() {
+    const live = anyLive();
+    const p = $("#live-state");
+    p.textContent = live ? fmt(T.refreshing, { s: boot.refresh_ms / 1000 }) : T.not_live;
+    p.dataset.live = live ? "1" : "0";
+    if (!live && timer !== null) {
+      clearInterval(timer);
+      timer = null;
+    }
+    if (live && timer === null) timer = setInterval(tick, boot.refresh_ms);
+  }
+
+  async function tick() {
+    if (ticking) return;
+    ticking = true;
+    try {
+      await loadInfo();
+      await loadFields();
+      await loadEvents();
+      await loadAllSeries();
+      redrawAll();
+      await loadCards();
+      liveState();
+      document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes || "0") + 1);
+    } catch (e) {
+      showError(T.load_error + ": " + e.message);
+    } finally {
+      ticking = false;
+    }
+  }
+
+  async function start() {
+    renderToolbar();
+    try {
+      await loadInfo();
+      renderConfig();
+      await loadFields();
+      await loadEvents();
+      await loadAllSeries();
+      redrawAll();
+      await loadCards();
+      liveState();
+      document.body.dataset.ready = "1";
+    } catch (e) {
+      showError(T.load_error + ": " + e.message);
+    }
+  }
+
+  let resizing = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(() => {
+      for (const [field, chart] of charts) {
+        const box = $(".chart", panels.get(field).el);
+        chart.setSize({ width: Math.max(300, box.clientWidth), height: 240 });
+      }
+    }, 150);
+  });
+
+  // For tests and the curious: the charts and the page state.
+  window.rlvitalsDash = { charts: charts, state: state, info: info };
+  start();
+})();
