@@ -36,7 +36,14 @@ class InvalidSample(ExporterError, ValueError):
 
 
 class OutboxError(ExporterError):
-    """The local outbox (sqlite file under RLVITALS_STORE) cannot be opened or written."""
+    """The local outbox (sqlite file under RLVITALS_STORE) cannot be opened or written.
+
+    `retryable` is True when the same write can succeed later (another process holds the lock).
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        self.retryable = retryable
+        super().__init__(message)
 
 
 class WriteError(ExporterError):

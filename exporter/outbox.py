@@ -280,7 +280,8 @@ class Outbox:
             )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            if not self._has_schema():
+                self._db.executescript(_SCHEMA)
             self._ensure_stats()
             running_stats.prepare(self._db)
         except (OSError, sqlite3.Error) as exc:
@@ -288,6 +289,15 @@ class Outbox:
                 f"cannot open the outbox at {self.path}: {exc}. Check RLVITALS_STORE points to a "
                 "writable folder on a local disk."
             ) from exc
+
+    def _has_schema(self) -> bool:
+        """Whether the file already has every table (then opening it writes nothing, so it
+        opens while another process holds the write lock)."""
+        names = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+        wanted = {"runs", "samples", "events", "sequence", "source_positions", "run_progress"}
+        if not wanted <= names:
+            return False
+        return self._db.execute("SELECT 1 FROM sequence WHERE id = 0").fetchone() is not None
 
     def _ensure_stats(self) -> None:
         """Give a file from before the running statistics their tables, triggers and a backfill
@@ -397,8 +407,17 @@ class Outbox:
                     )
                 if progress:
                     db.executemany(_UPSERT_PROGRESS, progress)
-        except sqlite3.Error as exc:
-            raise OutboxError(f"cannot write to the outbox at {self.path}: {exc}") from exc
+        except sqlite3.OperationalError as exc:
+            busy = "locked" in str(exc) or "busy" in str(exc)
+            raise OutboxError(
+                f"cannot write to the outbox at {self.path}: {exc}", retryable=busy
+            ) from exc
+        except (sqlite3.Error, OverflowError, UnicodeError, ValueError, TypeError) as exc:
+            # a value sqlite cannot bind (an integer beyond 64 bits, a lone surrogate): the
+            # transaction is rolled back and the caller isolates the row
+            raise OutboxError(
+                f"cannot write to the outbox at {self.path}: {type(exc).__name__}: {exc}"
+            ) from exc
         return True
 
     def source_positions(self) -> dict[str, SourcePosition]:

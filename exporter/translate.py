@@ -22,13 +22,16 @@ from .outbox import NO_RANK, EventRow, SampleRow
 from .stats import RunCounters
 
 __all__ = [
+    "MAX_STEP",
     "RESERVED_EVENT_FIELDS",
     "Translator",
     "config_rows",
     "event_field_problem",
+    "event_problem",
     "limits_problem",
     "sanitize_name",
     "step_problem",
+    "text_problem",
     "to_number",
     "value_problem",
 ]
@@ -46,6 +49,23 @@ _TARGET_CACHE = 10_000
 RESERVED_EVENT_FIELDS = frozenset({"text", "step", "wall_time", "run", "project", "kind", "rank"})
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]+")
 
+MAX_STEP = 2**63 - 1
+"""The highest step: InfluxDB timestamps, sqlite integers and numpy int64 all stop here."""
+
+
+def text_problem(what: str, text: str) -> str | None:
+    """Why `text` cannot be stored (a lone surrogate has no UTF-8 form), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.end]
+        return (
+            f"{what} {text!r} holds {bad!r} at index {exc.start}, which is not valid UTF-8 "
+            "(a lone surrogate, often from decoding bytes with errors='surrogateescape'); "
+            "decode it with errors='replace' or 'backslashreplace'"
+        )
+    return None
+
 
 def step_problem(step: object) -> str | None:
     """Why `step` cannot be a training step, or None."""
@@ -60,6 +80,11 @@ def step_problem(step: object) -> str | None:
         )
     if value < 0:
         return f"step {value} is negative; training steps count up from 0"
+    if value > MAX_STEP:
+        return (
+            f"step {value} is beyond the largest storable step {MAX_STEP} (2**63 - 1, a 64-bit "
+            "integer: InfluxDB timestamps and the outbox stop there)"
+        )
     return None
 
 
@@ -78,6 +103,9 @@ def to_number(value: object) -> float | None:
 def value_problem(name: object, value: object, step: int) -> str | None:
     if not isinstance(name, str) or not name:
         return f"metric name {name!r} at step {step} is not a non-empty string"
+    problem = text_problem("metric name", name)
+    if problem is not None:
+        return f"{problem} (at step {step})"
     if to_number(value) is None:
         return (
             f"value {value!r} ({type(value).__name__}) of {name!r} at step {step} is not a number; "
@@ -106,7 +134,23 @@ def event_field_problem(key: object, value: object) -> str | None:
         return f"event field {key!r} is reserved; use another name"
     if not isinstance(value, str | int | float | bool):
         return f"event field {key}={value!r} must be a str, int, float or bool"
-    return None
+    problem = text_problem("event field name", key)
+    if problem is None and isinstance(value, str):
+        problem = text_problem(f"event field {key!r} value", value)
+    return problem
+
+
+def event_problem(step: object, kind: object, text: object) -> str | None:
+    """Why an event's step, kind or text cannot be stored, or None (fields: `event_field_problem`)."""
+    problem = step_problem(step)
+    if problem is None and (not isinstance(kind, str) or not kind.strip()):
+        problem = f"event kind {kind!r} must be a non-empty string"
+    if problem is None:
+        assert isinstance(kind, str)
+        problem = text_problem("event kind", kind)
+    if problem is None:
+        problem = text_problem("event text", text if isinstance(text, str) else str(text))
+    return problem
 
 
 def sanitize_name(name: str) -> str:
@@ -155,8 +199,13 @@ class Translator:
         framework: str | None,
         last_step: int | None,
         config: Mapping[str, Any] | None = None,
+        defer_counts: bool = False,
     ) -> None:
         self._registry = registry
+        # With `defer_counts`, accepted / unregistered / event counts wait for `settle()`, so a
+        # run counts only what its store took.
+        self._defer = defer_counts
+        self._held = [0, 0, 0]
         self._deriver = StepDeriver(registry, config)
         self._counters = counters
         self._run = run
@@ -231,7 +280,7 @@ class Translator:
         wall_time: float,
         framework: str | None,
     ) -> tuple[list[SampleRow], list[EventRow]]:
-        if step.__class__ is not int or step < 0:
+        if step.__class__ is not int or step < 0 or step > MAX_STEP:
             problem = step_problem(step)
             if problem is not None:
                 with self._counters.lock:
@@ -273,6 +322,11 @@ class Translator:
             if isinstance(target, str):  # unknown name: the resolver's message
                 if self._policy == "drop":
                     rejected += 1
+                    continue
+                problem = text_problem("metric name", name)
+                if problem is not None:
+                    rejected += 1
+                    self._warn(f"value:{name!r}", f"{problem} (at step {istep}); rejected")
                     continue
                 field = sanitize_name(name)
                 self._warn(f"name:{name}", f"{target} Stored under measurement 'unregistered'.")
@@ -332,15 +386,37 @@ class Translator:
             self._last_step = istep
         with self._counters.lock:
             c = self._counters
-            c.accepted += accepted
             c.rejected += rejected
-            c.unregistered += unregistered
-            c.events += len(events)
+            if self._defer:
+                held = self._held
+                held[0] += accepted
+                held[1] += unregistered
+                held[2] += len(events)
+            else:
+                c.accepted += accepted
+                c.unregistered += unregistered
+                c.events += len(events)
             if rows:
                 c.step = istep
                 c.rate_window.append((wall_time, istep))
             c.latest.update(latest)
         return rows, events
+
+    def take_held(self) -> tuple[int, int, int]:
+        """With `defer_counts`: the (accepted, unregistered, events) counts of what was
+        translated since the last call; pass them to `count_stored` once the store took it."""
+        held = (self._held[0], self._held[1], self._held[2])
+        self._held = [0, 0, 0]
+        return held
+
+    def count_stored(self, held: tuple[int, int, int]) -> None:
+        accepted, unregistered, events = held
+        if accepted or unregistered or events:
+            with self._counters.lock:
+                c = self._counters
+                c.accepted += accepted
+                c.unregistered += unregistered
+                c.events += events
 
     def _count_nonfinite(self, field: str) -> None:
         with self._counters.lock:
@@ -349,13 +425,11 @@ class Translator:
     def event(
         self, step: object, kind: str, text: str, fields: Mapping[str, Any], wall_time: float
     ) -> list[EventRow]:
-        problem = step_problem(step)
-        if problem is None and (not isinstance(kind, str) or not kind.strip()):
-            problem = f"event kind {kind!r} must be a non-empty string"
+        problem = event_problem(step, kind, text)
         if problem is not None:
             with self._counters.lock:
                 self._counters.rejected += 1
-            self._warn(f"event:{kind}", f"event {kind!r}: {problem}; rejected")
+            self._warn(f"event:{kind!r}", f"event {kind!r}: {problem}; rejected")
             return []
         clean: dict[str, Any] = {}
         for key, value in fields.items():
@@ -368,8 +442,11 @@ class Translator:
             clean[key] = (
                 float(value) if isinstance(value, int) and not isinstance(value, bool) else value
             )
-        with self._counters.lock:
-            self._counters.events += 1
+        if self._defer:
+            self._held[2] += 1
+        else:
+            with self._counters.lock:
+                self._counters.events += 1
         istep = operator.index(step)  # type: ignore[arg-type]
         return [
             (self._run, self._rank, istep, kind.strip(), str(text), json.dumps(clean), wall_time)

@@ -1,0 +1,68 @@
+"""`rlvitals import` / `tail` under faults of the store: never a busy loop, SIGTERM honoured, a
+non-zero exit when what was read is not stored, and running it again completes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import exporter
+
+MINI = str(Path(__file__).parents[1] / "fixtures" / "mini_registry")
+
+
+def _env(store: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLVITALS_")}
+    env.update(RLVITALS_STORE=str(store), RLVITALS_POLICY="warn")
+    return env
+
+
+def _jsonl(path: Path, steps: range) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        for s in steps:
+            fh.write(f'{{"step": {s}, "losses/clipfrac": 0.25}}\n')
+
+
+def _steps(store: Path, run: str) -> list[int]:
+    with exporter.Outbox(store / "outbox.sqlite") as box:
+        steps, _ = box.series(run, "clip_fraction")
+    return [int(s) for s in steps]
+
+
+def test_import_blocked_by_a_locked_store_honours_sigterm_exits_non_zero_and_reruns_complete(
+    tmp_path: Path,
+) -> None:
+    store, logs = tmp_path / "store", tmp_path / "logs"
+    _jsonl(logs / "run1" / "m.jsonl", range(500))
+    exporter.Outbox(store / "outbox.sqlite").close()
+    # another process holds the outbox's write lock: every write of the import waits on it
+    holder = sqlite3.connect(store / "outbox.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    cmd = [sys.executable, "-m", "rlvitals", "import", str(logs), "--registry", MINI]
+    proc = subprocess.Popen(cmd, env=_env(store), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(4.0)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert took < 20, f"SIGTERM took {took:.1f} s to be honoured"
+    assert proc.returncode == 1, err.decode()
+    assert len(err) < 10_000  # a few lines, not a loop printing
+    assert b"Traceback" not in err
+    assert b"stored" in err
+    again = subprocess.run(cmd, env=_env(store), capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr.decode()
+    assert _steps(store, "run1") == list(range(500))
