@@ -8,8 +8,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 import exporter
 
@@ -66,3 +70,47 @@ def test_import_blocked_by_a_locked_store_honours_sigterm_exits_non_zero_and_rer
     again = subprocess.run(cmd, env=_env(store), capture_output=True, timeout=120)
     assert again.returncode == 0, again.stderr.decode()
     assert _steps(store, "run1") == list(range(500))
+
+
+def test_one_stuck_run_does_not_stall_the_other_runs_a_tail_follows(
+    tmp_path: Path, reg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from exporter.ingest import Ingest
+    from exporter.run import Run
+    from exporter.sources import LogFile, Record
+
+    release = threading.Event()
+    real = Run._process
+
+    def stuck_process(self: Run, outbox: Any, batch: Any) -> None:
+        if self.name == "stuck":
+            release.wait(120)  # its store hangs (a disk that stopped answering)
+        real(self, outbox, batch)
+
+    monkeypatch.setattr(Run, "_process", stuck_process)
+    settings = exporter.ExporterSettings(store=tmp_path / "store", queue_size=1000)
+    ingest = Ingest(registry=reg, settings=settings, framework="cleanrl")
+    (tmp_path / "stuck").mkdir()
+    (tmp_path / "ok").mkdir()
+    stuck_log = LogFile(tmp_path / "stuck" / "m.jsonl", "jsonl")
+    ok_log = LogFile(tmp_path / "ok" / "m.jsonl", "jsonl")
+    done = threading.Event()
+
+    def read() -> None:
+        ingest.feed(stuck_log, (Record(s, {"losses/clipfrac": 0.1}) for s in range(3000)))
+        ingest.feed(ok_log, (Record(s, {"losses/clipfrac": 0.1}) for s in range(300)))
+        done.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert done.wait(60), "the reader stalled behind the stuck run"
+        assert ingest.runs[1].flush(30)
+        assert _steps(tmp_path / "store", "ok") == list(range(300))
+    finally:
+        release.set()
+        ingest.finish(30)
+    stuck = ingest.summaries[0].stats
+    assert stuck is not None
+    assert stuck.accepted + stuck.dropped == 3000
+    assert stuck.dropped_by_reason.get("queue_full", 0) == stuck.dropped
