@@ -321,7 +321,8 @@ def _run_ingest(
     for summary in ingest.summaries:
         print(_summary_line(summary))
         if summary.stats is not None:
-            lost += summary.stats.dropped + summary.stats.refused_disk
+            stats = summary.stats
+            lost += stats.dropped + stats.refused_disk + stats.server_rejected
     problems.close()
     if status == 0 and not drained:
         status = 1
@@ -333,8 +334,7 @@ def _run_ingest(
     if status == 0 and lost:
         status = 1
         print(
-            f"rlvitals: error: {lost:,} value(s) read were not stored (see the 'dropped' and "
-            "'refused' counts above); fix the cause and run the same command again",
+            f"rlvitals: error: {lost:,} value(s) read were not stored (see the counts above); fix the cause and run the same command again",
             file=err,
         )
     return status
@@ -444,4 +444,10 @@ def _summary_line(summary: RunSummary) -> str:
         )
         if stats.sent:
             line += f", sent to InfluxDB {stats.sent:,}"
+        if stats.server_rejected:
+            line += f", refused by InfluxDB {stats.server_rejected:,} (see the outbox's `rejected`)"
+        if stats.dropped:
+            line += f", dropped {stats.dropped:,}"
+        if stats.refused_disk:
+            line += f", refused (disk budget) {stats.refused_disk:,}"
     return line

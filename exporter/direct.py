@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Mapping
@@ -32,7 +33,7 @@ from registry import Registry
 
 from .config import ExporterSettings, Policy
 from .errors import OutboxError, WriteError
-from .forwarder import Forwarder, LineRenderer
+from .forwarder import Forwarder, LineRenderer, isolate_refused, keyed_lines
 from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
 from .stats import RunCounters, RunStats
@@ -229,9 +230,7 @@ class DirectRun:
                 self._writer.write(body)
             except WriteError as exc:
                 if not exc.retryable:
-                    with self._counters.lock:
-                        self._counters.write_errors += 1
-                    _log.error("rlvitals: %s", exc)
+                    self._isolate(rows, pending, exc)
                     return
                 with self._counters.lock:
                     self._counters.write_errors += 1
@@ -240,18 +239,26 @@ class DirectRun:
                     "when InfluxDB answers again",
                     exc,
                 )
-                self._forwarder = Forwarder(
-                    self.settings.outbox_path,
-                    self._writer,
-                    self._counters,
-                    batch_size=self.settings.batch_size,
-                )
-                self._forwarder.start()
+                self._start_forwarder()
             else:
                 with self._counters.lock:
                     self._counters.sent += count
                     self._counters.last_write = time.time()
                 return
+        self._store(rows, events)
+
+    def _start_forwarder(self) -> None:
+        if self._forwarder is None:
+            self._forwarder = Forwarder(
+                self.settings.outbox_path,
+                self._writer,
+                self._counters,
+                batch_size=self.settings.batch_size,
+            )
+            self._forwarder.start()
+
+    def _store(self, rows: list[SampleRow], events: list[EventRow]) -> None:
+        count = len(rows) + len(events)
         try:
             stored = self._outbox.write(rows, events)
         except OutboxError as exc:
@@ -261,7 +268,51 @@ class DirectRun:
             with self._counters.lock:
                 self._counters.refused_disk += count
             return
+        assert self._forwarder is not None
         self._forwarder.wake()
+
+    def _isolate(self, rows: list[SampleRow], events: list[PendingEvent], exc: WriteError) -> None:
+        """InfluxDB refused the batch (HTTP 400): send it again in halves so only the refused
+        lines are left out; keep those with the server's message in the outbox (`rejected`)."""
+        with self._counters.lock:
+            self._counters.write_errors += 1
+        keyed = keyed_lines(self._renderer, rows, events, {self.name: self.project})
+        try:
+            refused = isolate_refused(self._writer, keyed)
+        except WriteError as again:  # the server went away meanwhile: the outbox takes it all
+            _log.warning("rlvitals: %s; this batch is stored in the outbox", again)
+            self._start_forwarder()
+            self._store(rows, [_event_row(e) for e in events])
+            return
+        lost = sum(1 if key[0] == "event" else _count_rows(key, rows) for key, _, _ in refused)
+        try:
+            self._outbox.reject(refused)
+        except (OutboxError, sqlite3.Error) as store_exc:
+            _log.error("rlvitals run %r: %s", self.name, store_exc)
+        _log.error(
+            "rlvitals: %s; %d line(s) of %d refused and kept in the outbox's `rejected` table with "
+            "the server's message, the rest written",
+            exc,
+            len(refused),
+            len(keyed),
+        )
+        with self._counters.lock:
+            self._counters.sent += len(rows) + len(events) - lost
+            self._counters.server_rejected += lost
+            self._counters.last_write = time.time()
+
+
+def _count_rows(key: tuple[str, str, int, int, str, str], rows: list[SampleRow]) -> int:
+    _, run, rank, step, measurement, gpu = key
+    return sum(
+        1 for r in rows if (r[0], r[1], r[2], r[3], r[4]) == (run, rank, step, measurement, gpu)
+    )
+
+
+def _event_row(event: PendingEvent) -> EventRow:
+    rank = NO_RANK if event.rank is None else event.rank
+    fields = json.dumps(dict(event.fields))
+    return (event.run, rank, event.step, event.kind, event.text, fields, event.wall_time)
 
 
 def _pending_event(row: EventRow, project: str | None) -> PendingEvent:

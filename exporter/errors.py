@@ -53,7 +53,15 @@ class WriteError(ExporterError):
     not yet set up) and False when the server refused the data itself (HTTP 400).
     """
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = True) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = True,
+        detail: str = "",
+    ) -> None:
         self.status = status
         self.retryable = retryable
+        self.detail = detail or message
         super().__init__(message)

@@ -5,7 +5,8 @@ metric; `gpu` is empty for metrics without one), `rlvitals_step`, `rlvitals_step
 `rlvitals_last_write_age_seconds`, `rlvitals_outbox_backlog`, `rlvitals_queue_depth`,
 `rlvitals_write_errors_total`, `rlvitals_rejected_samples_total`, `rlvitals_dropped_samples_total`,
 `rlvitals_refused_samples_total`, `rlvitals_dropped_total{run,reason}` (the dropped samples by
-reason: queue_full, finished, translate_error, store_error, worker_error),
+reason: queue_full, finished, translate_error, store_error, worker_error, unfinished,
+server_rejected),
 `rlvitals_nonfinite_samples_total{run,metric}` and
 `rlvitals_rule_active{run,rule,severity}` (1 while a diagnosis rule fires, from a pluggable callable).
 """
@@ -146,7 +147,10 @@ class _RunCollector(Collector):
                 family.add_metric([s.run], float(read(s)))
             for field, count in sorted(s.stats.nonfinite.items()):
                 nonfinite.add_metric([s.run, field], float(count))
-            for reason, count in sorted(s.stats.dropped_by_reason.items()):
+            reasons = dict(s.stats.dropped_by_reason)
+            if s.stats.server_rejected:
+                reasons["server_rejected"] = s.stats.server_rejected
+            for reason, count in sorted(reasons.items()):
                 dropped.add_metric([s.run, reason], float(count))
         for rule in self._endpoint.rule_states():
             rules.add_metric([rule.run, rule.rule, rule.severity], 1.0 if rule.active else 0.0)

@@ -48,6 +48,7 @@ __all__ = [
     "Outbox",
     "PendingEvent",
     "PendingSample",
+    "RejectKey",
     "RunRecord",
     "SampleRow",
     "SeriesStats",
@@ -63,6 +64,9 @@ NO_RANK = -1
 SampleRow = tuple[str, int, int, str, str, str, float | str, float]
 # (run, rank, step, kind, text, fields_json, wall_time)
 EventRow = tuple[str, int, int, str, str, str, float]
+# What a line InfluxDB refused came from: ("sample", run, rank, step, measurement, gpu) for a
+# point, ("event", run, rank, step, kind, "") for an event.
+RejectKey = tuple[str, str, int, int, str, str]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -110,6 +114,13 @@ CREATE TABLE IF NOT EXISTS source_positions (
     head BLOB NOT NULL,
     mark BLOB NOT NULL,
     updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS rejected (
+    id INTEGER PRIMARY KEY,
+    run TEXT NOT NULL,
+    line TEXT NOT NULL,
+    message TEXT NOT NULL,
+    at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS run_progress (
     run TEXT NOT NULL,
@@ -294,7 +305,15 @@ class Outbox:
         """Whether the file already has every table (then opening it writes nothing, so it
         opens while another process holds the write lock)."""
         names = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
-        wanted = {"runs", "samples", "events", "sequence", "source_positions", "run_progress"}
+        wanted = {
+            "runs",
+            "samples",
+            "events",
+            "sequence",
+            "source_positions",
+            "run_progress",
+            "rejected",
+        }
         if not wanted <= names:
             return False
         return self._db.execute("SELECT 1 FROM sequence WHERE id = 0").fetchone() is not None
@@ -554,6 +573,49 @@ class Outbox:
                         f"UPDATE {table} SET sent = ? WHERE sent = 0 AND seq BETWEEN ? AND ?",
                         (state, *seq_range),
                     )
+
+    def reject(
+        self,
+        refused: Sequence[tuple[RejectKey, str, str]],
+        samples: tuple[int, int] | None = None,
+        events: tuple[int, int] | None = None,
+    ) -> None:
+        """Record lines InfluxDB refused (HTTP 400) with the server's message, and mark the
+        rows they came from refused (2) when they are outbox rows of the given sequence ranges
+        (a direct import's rows are not in the outbox: only the line is kept)."""
+        if not refused:
+            return
+        now = time.time()
+        with self._transaction() as db:
+            for key, line, message in refused:
+                db.execute(
+                    "INSERT INTO rejected (run, line, message, at) VALUES (?, ?, ?, ?)",
+                    (key[1], line, message, now),
+                )
+                if key[0] == "sample" and samples is not None:
+                    _, run, rank, step, measurement, gpu = key
+                    db.execute(
+                        "UPDATE samples SET sent = 2 WHERE run = ? AND rank = ? AND step = ? "
+                        "AND measurement = ? AND gpu = ? AND seq BETWEEN ? AND ?",
+                        (run, rank, step, measurement, gpu, *samples),
+                    )
+                elif key[0] == "event" and events is not None:
+                    _, run, rank, step, kind, _ = key
+                    db.execute(
+                        "UPDATE events SET sent = 2 WHERE run = ? AND rank = ? AND step = ? "
+                        "AND kind = ? AND seq BETWEEN ? AND ?",
+                        (run, rank, step, kind, *events),
+                    )
+
+    def rejected(self, run: str | None = None) -> list[tuple[str, str, str]]:
+        """(run, line, server message) of every line InfluxDB refused, oldest first."""
+        sql = "SELECT run, line, message FROM rejected"
+        args: tuple[str, ...] = ()
+        if run is not None:
+            sql += " WHERE run = ?"
+            args = (run,)
+        with self._lock:
+            return [tuple(r) for r in self._db.execute(sql + " ORDER BY id", args).fetchall()]
 
     def backlog(self, run: str | None = None) -> int:
         """Samples and events not yet sent (all runs, or one)."""

@@ -21,7 +21,9 @@ class RunStats:
     them, by reason in `dropped_by_reason` (queue_full, finished, translate_error, store_error,
     worker_error); refused_disk: refused
     because the outbox reached its disk budget or could not be written; write_errors: failed
-    InfluxDB writes (retried unless the server refused the data); sent: rows written to InfluxDB.
+    InfluxDB writes (retried unless the server refused the data); sent: rows written to InfluxDB;
+    server_rejected: rows whose line InfluxDB refused (HTTP 400), kept in the outbox's `rejected`
+    table with the server's message while the rest of their batch was written.
     """
 
     accepted: int = 0
@@ -33,6 +35,7 @@ class RunStats:
     events: int = 0
     write_errors: int = 0
     sent: int = 0
+    server_rejected: int = 0
     dropped_by_reason: Mapping[str, int] = field(default_factory=dict)
 
     @property
@@ -70,6 +73,7 @@ class RunCounters:
         self.events = 0
         self.write_errors = 0
         self.sent = 0
+        self.server_rejected = 0
         self.step: int | None = None
         self.latest: dict[tuple[str, str], float] = {}
         self.rate_window: deque[tuple[float, int]] = deque(maxlen=64)
@@ -87,6 +91,7 @@ class RunCounters:
                 events=self.events,
                 write_errors=self.write_errors,
                 sent=self.sent,
+                server_rejected=self.server_rejected,
                 dropped_by_reason=dict(self.dropped_reasons),
             )
 

@@ -46,7 +46,11 @@ _Target = tuple[
 ]
 _TARGET_CACHE = 10_000
 
-RESERVED_EVENT_FIELDS = frozenset({"text", "step", "wall_time", "run", "project", "kind", "rank"})
+# `from_step` is the integer field of `resume` events: a user field of that name would give it
+# two types in one measurement, which InfluxDB refuses.
+RESERVED_EVENT_FIELDS = frozenset(
+    {"text", "step", "wall_time", "run", "project", "kind", "rank", "from_step"}
+)
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]+")
 
 MAX_STEP = 2**63 - 1

@@ -27,12 +27,13 @@ class Writer(Protocol):
 
 
 def _status_error(where: str, status: int, detail: str) -> WriteError:
-    detail = detail.strip()[:300]
+    detail = detail.strip()[:1000]
     if status == 400:
         return WriteError(
-            f"{where} refused the data (HTTP 400: {detail}); these rows are skipped",
+            f"{where} refused the data (HTTP 400: {detail})",
             status=status,
             retryable=False,
+            detail=detail,
         )
     if status in (401, 403):
         hint = "check RLVITALS_INFLUX_USERNAME/PASSWORD or RLVITALS_INFLUX_TOKEN"
