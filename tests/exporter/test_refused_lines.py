@@ -58,9 +58,11 @@ def test_a_user_event_field_named_from_step_is_refused_at_the_call_site(
     tmp_path: Path, reg: registry.Registry
 ) -> None:
     settings = exporter.ExporterSettings(store=tmp_path)
-    with exporter.init("r", registry=reg, settings=settings, policy="strict") as run:
-        with pytest.raises(exporter.InvalidSample, match="from_step"):
-            run.event(2, "note", from_step=1)
+    with (
+        exporter.init("r", registry=reg, settings=settings, policy="strict") as run,
+        pytest.raises(exporter.InvalidSample, match="from_step"),
+    ):
+        run.event(2, "note", from_step=1)
 
 
 def test_a_direct_import_writes_every_line_but_the_one_influxdb_refuses(
