@@ -33,6 +33,7 @@ __all__ = ["Forwarder", "LineRenderer", "isolate_refused", "keyed_lines", "rende
 _log = logging.getLogger(__name__)
 _BACKOFF_START = 0.25
 _BACKOFF_MAX = 30.0
+_ISOLATE_AT_MOST = 32  # refused lines isolated one by one per batch
 
 
 def _tags(run: str, project: str | None, rank: int | None, **extra: str) -> dict[str, str | None]:
@@ -202,9 +203,9 @@ def isolate_refused(
         except WriteError as exc:
             if exc.retryable:
                 raise
-            if hi - lo == 1:
-                key, line = lines[lo]
-                refused.append((key, line, exc.detail))
+            if hi - lo == 1 or len(refused) >= _ISOLATE_AT_MOST:
+                # past that many a server refusing everything would cost two requests a line
+                refused += [(key, line, exc.detail) for key, line in lines[lo:hi]]
                 continue
             mid = (lo + hi) // 2
             todo += [(mid, hi), (lo, mid)]
