@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,12 +12,54 @@ from typing import Literal, cast
 
 from .errors import ConfigError
 
-__all__ = ["POLICIES", "ExporterSettings", "Policy"]
+__all__ = ["POLICIES", "ExporterSettings", "Policy", "influx_url_problem", "redact_url"]
 
 Policy = Literal["strict", "warn", "drop"]
 POLICIES: tuple[Policy, ...] = ("strict", "warn", "drop")
 _APIS = ("v1", "v2")
 _SECRET = "***"
+
+
+_CREDENTIAL_PARAMS = frozenset({"u", "p", "password", "token", "access_token", "api_key"})
+
+
+def redact_url(url: str) -> str:
+    """The URL with any user:password and credential query parameters replaced by ***."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            netloc = f"{_SECRET}@{netloc.rsplit('@', 1)[1]}"
+        query = urllib.parse.urlencode(
+            [
+                (k, _SECRET if k.lower() in _CREDENTIAL_PARAMS else v)
+                for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+            ],
+            safe="*",
+        )
+        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    except ValueError:
+        return "<unparsable URL>"
+
+
+def influx_url_problem(url: str) -> str | None:
+    """Why an RLVITALS_INFLUX_URL cannot be used, or None; the message never shows a secret."""
+    if not url.startswith(("http://", "https://")):
+        return f"RLVITALS_INFLUX_URL={redact_url(url)!r} must start with http:// or https://"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises for a port that is not a number
+    except ValueError as exc:
+        return f"RLVITALS_INFLUX_URL={redact_url(url)!r} is not a URL ({exc})"
+    params = {k.lower() for k, _ in urllib.parse.parse_qsl(parts.query)}
+    if "@" in parts.netloc or params & _CREDENTIAL_PARAMS:
+        return (
+            f"RLVITALS_INFLUX_URL={redact_url(url)!r} holds credentials, which would be printed "
+            "wherever the URL is shown; remove them from the URL and set "
+            "RLVITALS_INFLUX_USERNAME / RLVITALS_INFLUX_PASSWORD (InfluxDB 1.x) or "
+            "RLVITALS_INFLUX_TOKEN (2.x/3.x)"
+        )
+    return None
 
 
 def _int(environ: Mapping[str, str], key: str, default: int | None) -> int | None:
@@ -77,10 +120,9 @@ class ExporterSettings:
             )
         if self.influx_api not in _APIS:
             raise ConfigError(f"RLVITALS_INFLUX_API={self.influx_api!r} must be v1 or v2")
-        if self.influx_url is not None and not self.influx_url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"RLVITALS_INFLUX_URL={self.influx_url!r} must start with http:// or https://"
-            )
+        problem = None if self.influx_url is None else influx_url_problem(self.influx_url)
+        if problem is not None:
+            raise ConfigError(problem)
         if self.influx_url and self.influx_api == "v2":
             missing = [
                 name

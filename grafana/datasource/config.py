@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from exporter.config import influx_url_problem
+
 __all__ = ["ConfigError", "DatasourceConfig", "InfluxApi"]
 
 InfluxApi = Literal["v1", "v2"]
@@ -73,10 +75,9 @@ class DatasourceConfig:
     def __post_init__(self) -> None:
         if self.influx_api not in ("v1", "v2"):
             raise ConfigError(f"RLVITALS_INFLUX_API={self.influx_api!r} must be v1 or v2")
-        if self.influx_url is not None and not self.influx_url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"RLVITALS_INFLUX_URL={self.influx_url!r} must start with http:// or https://"
-            )
+        problem = None if self.influx_url is None else influx_url_problem(self.influx_url)
+        if problem is not None:
+            raise ConfigError(problem)
         if self.influx_url and self.influx_api == "v2" and not self.influx_token:
             raise ConfigError("InfluxDB v2 needs RLVITALS_INFLUX_TOKEN to be set")
         if self.max_body_bytes < 1024:
