@@ -260,11 +260,17 @@ class Forwarder:
         self._writer.close()
 
     def _loop(self) -> None:
-        try:
-            outbox = Outbox(self._path)
-        except OutboxError as exc:
-            _log.error("rlvitals forwarder cannot start: %s", exc)
-            return
+        reported = False
+        while True:
+            try:
+                outbox = Outbox(self._path)
+                break
+            except OutboxError as exc:  # keep trying: the store may come back
+                if not reported:
+                    reported = True
+                    _log.error("rlvitals forwarder cannot open the outbox (retrying): %s", exc)
+                if self._stop.wait(2.0):
+                    return
         backoff = _BACKOFF_START
         try:
             while not self._stop.is_set():

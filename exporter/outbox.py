@@ -57,6 +57,10 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
+ROW_BYTES = 256
+"""Disk bytes a stored row costs at most, about (row, key, rollups, write-ahead log; ~130 once
+checkpointed): what the disk budget check counts a batch as."""
+
 NO_RANK = -1
 """Rank stored for samples logged without a rank (sqlite keys cannot hold NULL uniquely)."""
 
@@ -381,6 +385,16 @@ class Outbox:
             )
         return True
 
+    def room(self, *, quiet: bool = False) -> int:
+        """About how many more rows fit in the disk budget (each row costs about `ROW_BYTES`
+        on disk, in the file and its write-ahead log), so a batch never overshoots it."""
+        if self.budget_bytes is None:
+            return 2**62
+        free = self.budget_bytes - self.size_bytes()
+        if free <= 0 and not quiet:
+            self.over_budget()
+        return max(0, free // ROW_BYTES)
+
     def write(
         self,
         samples: Sequence[SampleRow],
@@ -396,7 +410,9 @@ class Outbox:
         """
         if not samples and not events and not positions and not progress:
             return True
-        if (samples or events) and self.over_budget():
+        if (samples or events) and (
+            self.over_budget() or len(samples) + len(events) > self.room(quiet=True)
+        ):
             return False
         count = len(samples) + len(events)
         try:

@@ -103,7 +103,13 @@ class Run:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._created = time.time()
-        self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
+        # An unusable store (a corrupt file, a read-only disk) must not stop the training:
+        # the worker keeps trying it, and until it opens nothing is stored (flush says False).
+        self._outbox: Outbox | None = None
+        try:
+            self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
+        except OutboxError as exc:
+            _log.error("rlvitals run %r: %s; samples wait in memory until it opens", name, exc)
         writer = make_writer(settings)
         self._forwarder = (
             Forwarder(settings.outbox_path, writer, self._counters, batch_size=settings.batch_size)
@@ -117,7 +123,7 @@ class Run:
             rank=rank,
             policy=policy,
             framework=framework,
-            last_step=self._outbox.last_step(name, rank),
+            last_step=_safe_last_step(self._outbox, name, rank),
             config=self._config,
             defer_counts=True,
         )
@@ -213,10 +219,13 @@ class Run:
         self._ensure_worker()
         if not self._worker.is_alive():
             return False
+        lost_before = self._lost()
         marker = threading.Event()
         self._queue.append(marker)
         self._wake.set()
         if not marker.wait(timeout):
+            return False
+        if self._lost() != lost_before:  # something logged since the last flush was not stored
             return False
         if self._forwarder is None or not sent:
             return True
@@ -258,7 +267,8 @@ class Run:
                 backlog,
                 self.settings.outbox_path,
             )
-        self._outbox.close()
+        if self._outbox is not None:
+            self._outbox.close()
 
     def __enter__(self) -> Run:
         return self
@@ -360,9 +370,14 @@ class Run:
                 "rlvitals run %r: samples dropped because %s; see run.stats.dropped", self.name, why
             )
 
+    def _lost(self) -> int:
+        c = self._counters
+        with c.lock:
+            return c.dropped + c.refused_disk
+
     def _safe_backlog(self) -> int:
         try:
-            return self._outbox.backlog()
+            return 0 if self._outbox is None else self._outbox.backlog()
         except Exception:
             return 0
 
@@ -411,7 +426,7 @@ class Run:
                     if isinstance(item, threading.Event):
                         item.set()
                 self._report("worker_error", exc)
-                if self._stop.is_set() and not self._queue:
+                if self._stop.is_set() and (self._closed or not self._queue):
                     return
                 time.sleep(0.05)
 
@@ -419,8 +434,9 @@ class Run:
         try:
             outbox = Outbox(self.settings.outbox_path, budget_bytes=self.settings.disk_budget_bytes)
         except OutboxError as exc:
-            _log.error("rlvitals run %r: %s", self.name, exc)
-            self._stop.wait(1.0)
+            self._report("store_error", exc)
+            if self._stop.wait(1.0) and not self._queue:
+                return
             raise
         try:
             if not self._run_recorded:
@@ -511,6 +527,20 @@ class Run:
         """Store the parts (one per log call) in one transaction; when the store refuses it for
         what one of them holds, halve the batch until that call is isolated, so it alone is
         dropped (counted, reported once) and its neighbours are stored."""
+        room = outbox.room() if outbox.budget_bytes is not None else None
+        if room is not None and sum(len(p.rows) + len(p.events) for p in parts) > room:
+            # the disk budget: store the calls that fit, refuse (and count) the rest
+            fits, used = 0, 0
+            for part in parts:
+                if used + len(part.rows) + len(part.events) > room:
+                    break
+                used += len(part.rows) + len(part.events)
+                fits += 1
+            refused = sum(len(p.rows) + len(p.events) for p in parts[fits:])
+            with self._counters.lock:
+                self._counters.refused_disk += refused
+            outbox.over_budget()
+            parts = parts[:fits]
         rows = [row for part in parts for row in part.rows]
         events = [event for part in parts for event in part.events]
         if not rows and not events and not positions and not progress:
@@ -579,6 +609,15 @@ class _Part:
     @property
     def size(self) -> int:
         return sum(self.held) or len(self.rows) + len(self.events)
+
+
+def _safe_last_step(outbox: Outbox | None, run: str, rank: int | None) -> int | None:
+    if outbox is None:
+        return None
+    try:
+        return outbox.last_step(run, rank)
+    except Exception:
+        return None
 
 
 def _is_sample(item: _Item) -> bool:

@@ -78,9 +78,7 @@ class InfluxV1Writer:
             token = base64.b64encode(f"{username}:{password or ''}".encode()).decode("ascii")
             self._headers["Authorization"] = f"Basic {token}"
         self._conn: http.client.HTTPConnection | None = None
-        self._where = (
-            f"InfluxDB at {redact_url(url)} (database {database!r})"
-        )
+        self._where = f"InfluxDB at {redact_url(url)} (database {database!r})"
 
     def describe(self) -> str:
         return self._where

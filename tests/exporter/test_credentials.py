@@ -67,7 +67,10 @@ def test_redacted_urls_keep_what_is_needed_to_find_the_server() -> None:
 
 def test_health_is_503_with_no_secret_when_the_store_is_down(reg: registry.Registry) -> None:
     config = DatasourceConfig(
-        influx_url="http://127.0.0.1:9", influx_password=SECRET, influx_username="u", influx_timeout=2
+        influx_url="http://127.0.0.1:9",
+        influx_password=SECRET,
+        influx_username="u",
+        influx_timeout=2,
     )
     response = create_app(config, reg).test_client().get("/api/health")
     assert response.status_code == 503
