@@ -317,12 +317,20 @@ def _run_ingest(
     ingest.finish(_FINISH_TIMEOUT if drained else 1.0)
     if endpoint is not None:
         endpoint.stop()
-    lost = 0
+    lost = over_budget = 0
     for summary in ingest.summaries:
         print(_summary_line(summary))
         if summary.stats is not None:
             stats = summary.stats
             lost += stats.dropped + stats.refused_disk + stats.server_rejected
+            over_budget += stats.refused_disk
+    if over_budget:
+        print(
+            f"rlvitals: error: {over_budget:,} row(s) were refused because the outbox reached "
+            f"its disk budget ({settings.disk_budget_mb:g} MB); raise RLVITALS_DISK_BUDGET_MB "
+            "or move the store away, then run the same command again",
+            file=err,
+        )
     problems.close()
     if status == 0 and not drained:
         status = 1

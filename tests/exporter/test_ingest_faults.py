@@ -114,3 +114,21 @@ def test_one_stuck_run_does_not_stall_the_other_runs_a_tail_follows(
     assert stuck is not None
     assert stuck.accepted + stuck.dropped == 3000
     assert stuck.dropped_by_reason.get("queue_full", 0) == stuck.dropped
+
+
+def test_an_import_truncated_by_the_disk_budget_exits_non_zero_and_counts_right(
+    tmp_path: Path,
+) -> None:
+    store, logs = tmp_path / "store", tmp_path / "logs"
+    _jsonl(logs / "run1" / "m.jsonl", range(20_000))
+    env = _env(store)
+    env["RLVITALS_DISK_BUDGET_MB"] = "1"
+    cmd = [sys.executable, "-m", "rlvitals", "import", str(logs), "--registry", MINI]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert "RLVITALS_DISK_BUDGET_MB" in done.stderr
+    stored = len(_steps(store, "run1"))
+    assert 0 < stored < 20_000
+    assert f"stored {stored:,}," in done.stdout
+    assert "refused (disk budget)" in done.stdout
+    assert "Traceback" not in done.stderr
