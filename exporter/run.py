@@ -34,8 +34,8 @@ from .translate import (
     event_field_problem,
     event_problem,
     limits_problem,
+    name_problem,
     step_problem,
-    text_problem,
     to_number,
     value_problem,
 )
@@ -73,7 +73,7 @@ class Run:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"run name {name!r} must be a non-empty string")
         for what, text in (("run name", name), ("project", project)):
-            problem = text_problem(what, text) if isinstance(text, str) else None
+            problem = name_problem(what, text) if isinstance(text, str) else None
             if problem is not None:
                 raise ConfigError(problem)
         if framework is not None and framework not in (*FRAMEWORKS, "generic"):

@@ -10,7 +10,6 @@ import json
 import logging
 import math
 import operator
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,7 +28,7 @@ __all__ = [
     "event_field_problem",
     "event_problem",
     "limits_problem",
-    "sanitize_name",
+    "name_problem",
     "step_problem",
     "text_problem",
     "to_number",
@@ -51,7 +50,6 @@ _TARGET_CACHE = 10_000
 RESERVED_EVENT_FIELDS = frozenset(
     {"text", "step", "wall_time", "run", "project", "kind", "rank", "from_step"}
 )
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f]+")
 
 MAX_STEP = 2**63 - 1
 """The highest step: InfluxDB timestamps, sqlite integers and numpy int64 all stop here."""
@@ -68,6 +66,30 @@ def text_problem(what: str, text: str) -> str | None:
             "(a lone surrogate, often from decoding bytes with errors='surrogateescape'); "
             "decode it with errors='replace' or 'backslashreplace'"
         )
+    return None
+
+
+_NAME_LIMIT = 256
+
+
+def name_problem(what: str, name: str) -> str | None:
+    """Why `name` (a tag value or field key: run, project, event kind, metric or event field
+    name) cannot be stored exactly, or None. InfluxDB's line protocol has no way to write a
+    newline or NUL in a name, nor a name ending in a backslash (the backslash would escape the
+    separator after it: InfluxDB 1.6 refuses every escaping of it); rather than store another
+    name, the name is refused."""
+    problem = text_problem(what, name)
+    if problem is not None:
+        return problem
+    if "\n" in name or "\x00" in name:
+        return f"{what} {name!r} holds a newline or NUL, which InfluxDB cannot store in a name"
+    if name.endswith("\\"):
+        return (
+            f"{what} {name!r} ends in a backslash, which InfluxDB cannot store at the end of a "
+            "name; drop or replace the trailing backslash"
+        )
+    if len(name) > _NAME_LIMIT:
+        return f"{what} {name[:40]!r}... is {len(name)} characters; names stop at {_NAME_LIMIT}"
     return None
 
 
@@ -138,7 +160,7 @@ def event_field_problem(key: object, value: object) -> str | None:
         return f"event field {key!r} is reserved; use another name"
     if not isinstance(value, str | int | float | bool):
         return f"event field {key}={value!r} must be a str, int, float or bool"
-    problem = text_problem("event field name", key)
+    problem = name_problem("event field name", key)
     if problem is None and isinstance(value, str):
         problem = text_problem(f"event field {key!r} value", value)
     return problem
@@ -151,15 +173,10 @@ def event_problem(step: object, kind: object, text: object) -> str | None:
         problem = f"event kind {kind!r} must be a non-empty string"
     if problem is None:
         assert isinstance(kind, str)
-        problem = text_problem("event kind", kind)
+        problem = name_problem("event kind", kind.strip())
     if problem is None:
         problem = text_problem("event text", text if isinstance(text, str) else str(text))
     return problem
-
-
-def sanitize_name(name: str) -> str:
-    """An unknown name as stored under `unregistered`: control characters replaced, length capped."""
-    return _UNSAFE.sub("_", name).strip()[:200] or "_"
 
 
 def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
@@ -327,12 +344,12 @@ class Translator:
                 if self._policy == "drop":
                     rejected += 1
                     continue
-                problem = text_problem("metric name", name)
+                problem = name_problem("metric name", name)
                 if problem is not None:
                     rejected += 1
                     self._warn(f"value:{name!r}", f"{problem} (at step {istep}); rejected")
                     continue
-                field = sanitize_name(name)
+                field = name
                 self._warn(f"name:{name}", f"{target} Stored under measurement 'unregistered'.")
                 if isfinite(value):
                     rows.append((run, rank, istep, "unregistered", "", field, value, wall_time))
