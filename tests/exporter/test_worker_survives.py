@@ -164,6 +164,6 @@ def test_dropped_samples_are_served_by_reason_on_metrics(
         assert run.flush()
         monkeypatch.setattr(exporter.Outbox, "write", refusing)
         run.log(1, {"losses/clipfrac": 0.1, "losses/value_loss": 0.2})
-        assert run.flush()
+        assert run.flush() is False
         text = endpoint.render().decode()
     assert 'rlvitals_dropped_total{reason="store_error",run="r"} 2.0' in text
