@@ -420,6 +420,10 @@ def _drain(ingest: Ingest, out: TextIO, stop: threading.Event) -> bool:
             return False
         if ingest.flush(timeout=min(_FLUSH_STEP, deadline - now)):
             return True
+        failure = ingest.failure()
+        if failure is not None:
+            print(f"rlvitals: error: {failure}", file=out)
+            return False
         # a flush that failed at once (a run that cannot take anything) must not spin
         stop.wait(max(0.0, _FLUSH_STEP - (time.monotonic() - now)))
         if time.monotonic() - last_said >= _SAY_EVERY:

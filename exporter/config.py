@@ -112,6 +112,9 @@ class ExporterSettings:
     batch_size: int = 5000
     flush_timeout: float = 10.0
     queue_size: int = 100_000
+    outage_wait: float = 30.0
+    """Seconds `rlvitals import` (direct to InfluxDB) retries an unreachable InfluxDB before it
+    stops with exit 1 (RLVITALS_OUTAGE_WAIT)."""
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -143,6 +146,8 @@ class ExporterSettings:
             raise ConfigError("RLVITALS_BATCH_SIZE must be at least 1")
         if self.queue_size < 1:
             raise ConfigError("RLVITALS_QUEUE_SIZE must be at least 1")
+        if self.outage_wait < 0:
+            raise ConfigError("RLVITALS_OUTAGE_WAIT must not be negative")
         if self.flush_timeout < 0:
             raise ConfigError("RLVITALS_FLUSH_TIMEOUT must not be negative")
 
@@ -171,6 +176,7 @@ class ExporterSettings:
             batch_size=_int(env, "RLVITALS_BATCH_SIZE", default.batch_size) or default.batch_size,
             flush_timeout=_float(env, "RLVITALS_FLUSH_TIMEOUT", default.flush_timeout),
             queue_size=_int(env, "RLVITALS_QUEUE_SIZE", default.queue_size) or default.queue_size,
+            outage_wait=_float(env, "RLVITALS_OUTAGE_WAIT", default.outage_wait),
         )
 
     def replace(self, **changes: object) -> ExporterSettings:

@@ -33,7 +33,7 @@ from registry import Registry
 
 from .config import ExporterSettings, Policy
 from .errors import OutboxError, WriteError
-from .forwarder import Forwarder, LineRenderer, isolate_refused, keyed_lines
+from .forwarder import LineRenderer, isolate_refused, keyed_lines
 from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
 from .stats import RunCounters, RunStats
@@ -97,16 +97,24 @@ class DirectRun:
         self._busy = False
         self._stopping = False
         self._closed = False
-        self._forwarder: Forwarder | None = None  # started when InfluxDB stops answering
+        self._failure: str | None = None  # set when InfluxDB stayed unreachable: import stops
+        self._outage_wait = settings.outage_wait
         self._sender = threading.Thread(target=self._send_loop, name=f"rlvitals-import-{name}")
         self._sender.daemon = True
         self._sender.start()
 
     # -- reader side ---------------------------------------------------------------------------
 
+    @property
+    def failure(self) -> str | None:
+        """Why the import stopped (InfluxDB stayed unreachable), or None."""
+        return self._failure
+
     def log(
         self, step: int, values: Mapping[str, float], *, wall_time: float | None = None
     ) -> None:
+        if self._failure is not None:
+            raise WriteError(self._failure)
         rows, events = self._translator.log(
             step, values, time.time() if wall_time is None else wall_time, None
         )
@@ -133,8 +141,8 @@ class DirectRun:
         return self._counters.snapshot()
 
     def flush(self, timeout: float = 10.0, *, sent: bool = True) -> bool:
-        """Wait until everything logged was accepted by InfluxDB (or stored in the outbox when
-        it was unreachable, and with `sent` forwarded from there); then save positions."""
+        """Wait until everything logged was accepted by InfluxDB; then save positions. False on
+        timeout or once the import stopped (`failure`)."""
         deadline = time.monotonic() + timeout
         self._hand_over()
         with self._cond:
@@ -143,8 +151,7 @@ class DirectRun:
                 if remaining <= 0 or not self._sender.is_alive():
                     return False
                 self._cond.wait(remaining)
-        forwarder = self._forwarder
-        if sent and forwarder and not forwarder.flush(max(0.0, deadline - time.monotonic())):
+        if self._failure is not None:
             return False
         self._save_progress()
         return True
@@ -153,21 +160,19 @@ class DirectRun:
         if self._closed:
             return
         deadline = time.monotonic() + timeout
-        if not self.flush(timeout):
+        if not self.flush(timeout) and self._failure is None:
             _log.warning(
-                "rlvitals run %r: import finished before InfluxDB took everything; what was "
-                "not sent waits in %s",
+                "rlvitals run %r: import finished before InfluxDB took everything; run it again",
                 self.name,
-                self.settings.outbox_path,
             )
         with self._cond:
             self._stopping = True
+            left = sum(len(r) + len(e) for r, e, _ in self._batches)
+            self._batches.clear()
             self._cond.notify_all()
+        self._counters.drop("unfinished", left)
         self._sender.join(max(0.1, deadline - time.monotonic()))
-        if self._forwarder is not None:
-            self._forwarder.stop(max(0.1, deadline - time.monotonic()))
-        else:
-            self._writer.close()
+        self._writer.close()
         self._outbox.close()
         self._closed = True
 
@@ -175,6 +180,11 @@ class DirectRun:
 
     def _hand_over(self) -> None:
         if not self._rows and not self._events:
+            return
+        if self._failure is not None:
+            self._counters.drop("influx_unreachable", len(self._rows) + len(self._events))
+            self._rows, self._events = [], []
+            self._step_renderer.take()
             return
         batch = (self._rows, self._events, self._step_renderer.take())
         self._rows, self._events = [], []
@@ -218,72 +228,64 @@ class DirectRun:
 
     def _send(self, rows: list[SampleRow], events: list[EventRow], text: str | None) -> None:
         count = len(rows) + len(events)
-        if self._forwarder is None:
-            pending = [_pending_event(e, self.project) for e in events]
-            if text is None:
-                lines = self._renderer.render(rows, pending, {self.name: self.project})
-            else:
-                lines = [text] if text else []
-                lines += self._renderer.render((), pending)
-            body = join_lines(lines)
+        if self._failure is not None:
+            self._counters.drop("influx_unreachable", count)
+            return
+        pending = [_pending_event(e, self.project) for e in events]
+        if text is None:
+            lines = self._renderer.render(rows, pending, {self.name: self.project})
+        else:
+            lines = [text] if text else []
+            lines += self._renderer.render((), pending)
+        body = join_lines(lines)
+        give_up: float | None = None
+        backoff = 0.25
+        while True:
             try:
-                self._writer.write(body)
-            except WriteError as exc:
-                if not exc.retryable:
+                try:
+                    self._writer.write(body)
+                except WriteError as exc:
+                    if exc.retryable:
+                        raise
                     self._isolate(rows, pending, exc)
                     return
+            except WriteError as exc:
                 with self._counters.lock:
                     self._counters.write_errors += 1
-                _log.warning(
-                    "rlvitals: %s; the rest of this import is stored in the outbox and sent "
-                    "when InfluxDB answers again",
-                    exc,
-                )
-                self._start_forwarder()
-            else:
-                with self._counters.lock:
-                    self._counters.sent += count
-                    self._counters.last_write = time.time()
-                return
-        self._store(rows, events)
-
-    def _start_forwarder(self) -> None:
-        if self._forwarder is None:
-            self._forwarder = Forwarder(
-                self.settings.outbox_path,
-                self._writer,
-                self._counters,
-                batch_size=self.settings.batch_size,
-            )
-            self._forwarder.start()
-
-    def _store(self, rows: list[SampleRow], events: list[EventRow]) -> None:
-        count = len(rows) + len(events)
-        try:
-            stored = self._outbox.write(rows, events)
-        except OutboxError as exc:
-            _log.error("rlvitals run %r: %s", self.name, exc)
-            stored = False
-        if not stored:
+                now = time.monotonic()
+                if give_up is None:
+                    give_up = now + self._outage_wait
+                    _log.warning(
+                        "rlvitals: %s; retrying for up to %.0f s (RLVITALS_OUTAGE_WAIT)",
+                        exc,
+                        self._outage_wait,
+                    )
+                if now >= give_up:
+                    # Nothing is parked in the outbox: replayed later it would overwrite what
+                    # was written since. The log file stays the durable copy; the read
+                    # positions are not saved past what InfluxDB took.
+                    self._failure = (
+                        f"{exc}; gave up after {self._outage_wait:.0f} s. Nothing of this import "
+                        "was parked: run the same command again once InfluxDB answers"
+                    )
+                    self._counters.drop("influx_unreachable", count)
+                    return
+                time.sleep(min(backoff, max(0.0, give_up - now)))
+                backoff = min(backoff * 2, 5.0)
+                continue
             with self._counters.lock:
-                self._counters.refused_disk += count
+                self._counters.sent += count
+                self._counters.last_write = time.time()
             return
-        assert self._forwarder is not None
-        self._forwarder.wake()
 
     def _isolate(self, rows: list[SampleRow], events: list[PendingEvent], exc: WriteError) -> None:
         """InfluxDB refused the batch (HTTP 400): send it again in halves so only the refused
-        lines are left out; keep those with the server's message in the outbox (`rejected`)."""
+        lines are left out; keep those with the server's message in the outbox (`rejected`).
+        A retryable error meanwhile is raised: the caller retries the whole batch."""
         with self._counters.lock:
             self._counters.write_errors += 1
         keyed = keyed_lines(self._renderer, rows, events, {self.name: self.project})
-        try:
-            refused = isolate_refused(self._writer, keyed)
-        except WriteError as again:  # the server went away meanwhile: the outbox takes it all
-            _log.warning("rlvitals: %s; this batch is stored in the outbox", again)
-            self._start_forwarder()
-            self._store(rows, [_event_row(e) for e in events])
-            return
+        refused = isolate_refused(self._writer, keyed)
         lost = sum(1 if key[0] == "event" else _count_rows(key, rows) for key, _, _ in refused)
         try:
             self._outbox.reject(refused)
@@ -307,12 +309,6 @@ def _count_rows(key: tuple[str, str, int, int, str, str], rows: list[SampleRow])
     return sum(
         1 for r in rows if (r[0], r[1], r[2], r[3], r[4]) == (run, rank, step, measurement, gpu)
     )
-
-
-def _event_row(event: PendingEvent) -> EventRow:
-    rank = NO_RANK if event.rank is None else event.rank
-    fields = json.dumps(dict(event.fields))
-    return (event.run, rank, event.step, event.kind, event.text, fields, event.wall_time)
 
 
 def _pending_event(row: EventRow, project: str | None) -> PendingEvent:

@@ -159,6 +159,14 @@ class Ingest:
         deadline = time.monotonic() + timeout
         return all(run.flush(max(0.0, deadline - time.monotonic()), sent=sent) for run in self.runs)
 
+    def failure(self) -> str | None:
+        """Why a run stopped for good (a direct import whose InfluxDB stayed unreachable)."""
+        for run in self.runs:
+            why = getattr(run, "failure", None)
+            if why:
+                return str(why)
+        return None
+
     def finish(self, timeout: float) -> None:
         self.settle()
         deadline = time.monotonic() + timeout

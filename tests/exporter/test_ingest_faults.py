@@ -132,3 +132,34 @@ def test_an_import_truncated_by_the_disk_budget_exits_non_zero_and_counts_right(
     assert f"stored {stored:,}," in done.stdout
     assert "refused (disk budget)" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_import_with_influxdb_down_fails_fast_parks_nothing_and_a_rerun_completes(
+    tmp_path: Path, influx_server_factory: Any
+) -> None:
+    server = influx_server_factory()
+    server.post_query('CREATE DATABASE "rl"')
+    server.stop()
+    store, logs = tmp_path / "store", tmp_path / "logs"
+    _jsonl(logs / "run1" / "m.jsonl", range(5000))
+    env = _env(store)
+    env.update(
+        RLVITALS_INFLUX_URL=server.url, RLVITALS_INFLUX_DATABASE="rl", RLVITALS_OUTAGE_WAIT="3"
+    )
+    cmd = [sys.executable, "-m", "rlvitals", "import", str(logs), "--registry", MINI]
+    started = time.monotonic()
+    down = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - started
+    assert down.returncode != 0, down.stderr
+    assert took < 60, f"took {took:.0f} s"
+    assert "unreachable" in down.stderr and "run the same command again" in down.stderr
+    assert "Traceback" not in down.stderr
+    db = sqlite3.connect(store / "outbox.sqlite")
+    # nothing parked: replayed later it would overwrite what was written since
+    assert db.execute("SELECT count(*) FROM samples").fetchone() == (0,)
+    db.close()
+    server.start()
+    up = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert up.returncode == 0, up.stderr
+    rows = server.query("rl", "SELECT count(\"clip_fraction\") FROM \"policy\"")
+    assert rows[0]["count"] == 5000
