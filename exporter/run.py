@@ -45,7 +45,7 @@ __all__ = ["Run", "init"]
 
 _log = logging.getLogger("exporter")
 _WORKER_BATCH = 2000
-_IDLE_POLL = 0.05
+_IDLE_POLL = 0.01
 
 # Queue items: ("log", step, values, wall_time, framework), ("event", step, kind, text, fields,
 # wall_time), ("position", SourcePosition) or a threading.Event flush marker the worker sets once
