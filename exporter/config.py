@@ -12,7 +12,14 @@ from typing import Literal, cast
 
 from .errors import ConfigError
 
-__all__ = ["POLICIES", "ExporterSettings", "Policy", "influx_url_problem", "redact_url"]
+__all__ = [
+    "POLICIES",
+    "ExporterSettings",
+    "Policy",
+    "influx_token_from",
+    "influx_url_problem",
+    "redact_url",
+]
 
 Policy = Literal["strict", "warn", "drop"]
 POLICIES: tuple[Policy, ...] = ("strict", "warn", "drop")
@@ -60,6 +67,28 @@ def influx_url_problem(url: str) -> str | None:
             "RLVITALS_INFLUX_TOKEN (2.x/3.x)"
         )
     return None
+
+
+def influx_token_from(environ: Mapping[str, str]) -> str | None:
+    """RLVITALS_INFLUX_TOKEN, else the content of the file RLVITALS_INFLUX_TOKEN_FILE names (a
+    token handed over in a file, as compose does, never shows in the environment)."""
+    token = environ.get("RLVITALS_INFLUX_TOKEN", "").strip()
+    if token:
+        return token
+    path = environ.get("RLVITALS_INFLUX_TOKEN_FILE", "").strip()
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except OSError as exc:
+        raise ConfigError(
+            f"RLVITALS_INFLUX_TOKEN_FILE={path!r} cannot be read ({exc.strerror}); point it at "
+            "the file holding the InfluxDB token"
+        ) from None
+    if not text:
+        raise ConfigError(f"RLVITALS_INFLUX_TOKEN_FILE={path!r} is empty")
+    return text
 
 
 def _int(environ: Mapping[str, str], key: str, default: int | None) -> int | None:
@@ -167,7 +196,7 @@ class ExporterSettings:
             influx_password=_str(env, "RLVITALS_INFLUX_PASSWORD"),
             influx_org=_str(env, "RLVITALS_INFLUX_ORG"),
             influx_bucket=_str(env, "RLVITALS_INFLUX_BUCKET"),
-            influx_token=_str(env, "RLVITALS_INFLUX_TOKEN"),
+            influx_token=influx_token_from(env),
             influx_retention_policy=_str(env, "RLVITALS_INFLUX_RETENTION_POLICY"),
             prometheus_port=_int(env, "RLVITALS_PROMETHEUS_PORT", None),
             prometheus_host=_str(env, "RLVITALS_PROMETHEUS_HOST") or default.prometheus_host,

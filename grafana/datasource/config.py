@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from exporter.config import influx_url_problem
+from exporter.config import influx_token_from, influx_url_problem
+from exporter.errors import ConfigError as _ExporterConfigError
 
 __all__ = ["ConfigError", "DatasourceConfig", "InfluxApi"]
 
@@ -113,7 +114,7 @@ class DatasourceConfig:
             influx_password=_str(environ, "RLVITALS_INFLUX_PASSWORD"),
             influx_org=_str(environ, "RLVITALS_INFLUX_ORG"),
             influx_bucket=_str(environ, "RLVITALS_INFLUX_BUCKET"),
-            influx_token=_str(environ, "RLVITALS_INFLUX_TOKEN"),
+            influx_token=_token(environ),
             influx_timeout=_float(environ, "RLVITALS_INFLUX_TIMEOUT", d.influx_timeout),
             token=_str(environ, "RLVITALS_DATASOURCE_TOKEN"),
             max_body_bytes=_int(environ, "RLVITALS_DATASOURCE_MAX_BODY", d.max_body_bytes),
@@ -144,3 +145,10 @@ class DatasourceConfig:
         return f"DatasourceConfig({', '.join(parts)})"
 
     __str__ = __repr__
+
+
+def _token(environ: Mapping[str, str]) -> str | None:
+    try:
+        return influx_token_from(environ)
+    except _ExporterConfigError as exc:
+        raise ConfigError(str(exc)) from None

@@ -161,5 +161,5 @@ def test_import_with_influxdb_down_fails_fast_parks_nothing_and_a_rerun_complete
     server.start()
     up = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert up.returncode == 0, up.stderr
-    rows = server.query("rl", "SELECT count(\"clip_fraction\") FROM \"policy\"")
+    rows = server.query("rl", 'SELECT count("clip_fraction") FROM "policy"')
     assert rows[0]["count"] == 5000
