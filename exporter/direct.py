@@ -82,6 +82,7 @@ class DirectRun:
             policy=policy or settings.policy,
             framework=framework,
             last_step=self._outbox.last_step(name),
+            defer_counts=True,
         )
         self._saved_step = self._translator.last_step
         self._renderer = LineRenderer()
@@ -93,7 +94,9 @@ class DirectRun:
         self._events: list[EventRow] = []
         self._positions: list[SourcePosition] = []
         self._cond = threading.Condition()
-        self._batches: list[tuple[list[SampleRow], list[EventRow], str | None]] = []
+        self._batches: list[
+            tuple[list[SampleRow], list[EventRow], str | None, tuple[int, int, int]]
+        ] = []
         self._busy = False
         self._stopping = False
         self._closed = False
@@ -167,7 +170,7 @@ class DirectRun:
             )
         with self._cond:
             self._stopping = True
-            left = sum(len(r) + len(e) for r, e, _ in self._batches)
+            left = sum(len(r) + len(e) for r, e, _, _ in self._batches)
             self._batches.clear()
             self._cond.notify_all()
         self._counters.drop("unfinished", left)
@@ -181,12 +184,13 @@ class DirectRun:
     def _hand_over(self) -> None:
         if not self._rows and not self._events:
             return
+        held = self._translator.take_held()
         if self._failure is not None:
             self._counters.drop("influx_unreachable", len(self._rows) + len(self._events))
             self._rows, self._events = [], []
             self._step_renderer.take()
             return
-        batch = (self._rows, self._events, self._step_renderer.take())
+        batch = (self._rows, self._events, self._step_renderer.take(), held)
         self._rows, self._events = [], []
         with self._cond:
             while len(self._batches) >= _IN_FLIGHT and self._sender.is_alive():
@@ -214,23 +218,26 @@ class DirectRun:
                     self._cond.wait()
                 if not self._batches:
                     return
-                rows, events, text = self._batches.pop(0)
+                rows, events, text, held = self._batches.pop(0)
                 self._busy = True
                 self._cond.notify_all()
             try:
-                self._send(rows, events, text)
-            except Exception as exc:  # never let the thread die silently
-                _log.exception("rlvitals import of run %r: %s", self.name, exc)
+                if self._send(rows, events, text):
+                    self._translator.count_stored(held)
+            except Exception as exc:  # never let the thread die silently: count and say so
+                self._counters.drop("send_error", len(rows) + len(events))
+                _log.error("rlvitals import of run %r: %s: %s", self.name, type(exc).__name__, exc)
             finally:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
 
-    def _send(self, rows: list[SampleRow], events: list[EventRow], text: str | None) -> None:
+    def _send(self, rows: list[SampleRow], events: list[EventRow], text: str | None) -> bool:
+        """Write a batch; True once InfluxDB took it (all but the lines it refused)."""
         count = len(rows) + len(events)
         if self._failure is not None:
             self._counters.drop("influx_unreachable", count)
-            return
+            return False
         pending = [_pending_event(e, self.project) for e in events]
         if text is None:
             lines = self._renderer.render(rows, pending, {self.name: self.project})
@@ -248,7 +255,7 @@ class DirectRun:
                     if exc.retryable:
                         raise
                     self._isolate(rows, pending, exc)
-                    return
+                    return True
             except WriteError as exc:
                 with self._counters.lock:
                     self._counters.write_errors += 1
@@ -269,14 +276,14 @@ class DirectRun:
                         "was parked: run the same command again once InfluxDB answers"
                     )
                     self._counters.drop("influx_unreachable", count)
-                    return
+                    return False
                 time.sleep(min(backoff, max(0.0, give_up - now)))
                 backoff = min(backoff * 2, 5.0)
                 continue
             with self._counters.lock:
                 self._counters.sent += count
                 self._counters.last_write = time.time()
-            return
+            return True
 
     def _isolate(self, rows: list[SampleRow], events: list[PendingEvent], exc: WriteError) -> None:
         """InfluxDB refused the batch (HTTP 400): send it again in halves so only the refused

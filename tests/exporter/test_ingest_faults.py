@@ -154,6 +154,7 @@ def test_import_with_influxdb_down_fails_fast_parks_nothing_and_a_rerun_complete
     assert took < 60, f"took {took:.0f} s"
     assert "unreachable" in down.stderr and "run the same command again" in down.stderr
     assert "Traceback" not in down.stderr
+    assert "stored 0," in down.stdout  # counts only what InfluxDB took
     db = sqlite3.connect(store / "outbox.sqlite")
     # nothing parked: replayed later it would overwrite what was written since
     assert db.execute("SELECT count(*) FROM samples").fetchone() == (0,)
