@@ -326,7 +326,7 @@ def _run_ingest(
             over_budget += stats.refused_disk
     if over_budget:
         print(
-            f"rlvitals: error: {over_budget:,} row(s) were refused because the outbox reached "
+            f"rlvitals: error: {over_budget:,} value(s) were refused because the outbox reached "
             f"its disk budget ({settings.disk_budget_mb:g} MB); raise RLVITALS_DISK_BUDGET_MB "
             "or move the store away, then run the same command again",
             file=err,

@@ -536,7 +536,7 @@ class Run:
                     break
                 used += len(part.rows) + len(part.events)
                 fits += 1
-            refused = sum(len(p.rows) + len(p.events) for p in parts[fits:])
+            refused = sum(p.size for p in parts[fits:])  # samples, as stats count them
             with self._counters.lock:
                 self._counters.refused_disk += refused
             outbox.over_budget()
@@ -564,7 +564,7 @@ class Run:
             return
         if not stored:
             with self._counters.lock:
-                self._counters.refused_disk += len(rows) + len(events)
+                self._counters.refused_disk += sum(p.size for p in parts)
             return
         for part in parts:
             self._translator.count_stored(part.held)
