@@ -69,3 +69,26 @@ def test_the_disk_budget_is_not_overshot_by_a_batch(tmp_path: Path, reg: registr
     )
     assert stats.refused_disk > 0
     assert size <= budget_mb * 2**20 * 1.1, f"{size / 2**20:.1f} MB against {budget_mb} MB"
+
+
+def test_a_batch_blocked_by_a_lock_for_longer_than_the_busy_timeout_is_stored_not_dropped(
+    tmp_path: Path, reg: registry.Registry
+) -> None:
+    import sqlite3
+    import time
+
+    with exporter.init("r", registry=reg, settings=_settings(tmp_path)) as run:
+        assert run.flush()
+        holder = sqlite3.connect(tmp_path / "outbox.sqlite", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process's long write transaction
+        for step in range(100):
+            run.log(step, {"losses/clipfrac": 0.1})
+        time.sleep(32)  # past sqlite's 30 s busy timeout
+        holder.execute("ROLLBACK")
+        holder.close()
+        assert run.flush(timeout=60)
+        stats = run.stats
+    with exporter.Outbox(tmp_path / "outbox.sqlite") as box:
+        steps, _ = box.series("r", "clip_fraction")
+    assert len(steps) == 100 and stats.accepted == 100
+    assert stats.refused_disk == 0 and stats.dropped == 0
