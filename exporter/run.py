@@ -594,7 +594,13 @@ class Run:
             except OutboxError as exc:
                 if not exc.retryable or self._stop.is_set():
                     raise
-                self._report("outbox_locked", f"{exc}; retrying")
+                if "outbox_locked" not in self._reported:
+                    self._reported.add("outbox_locked")
+                    _log.warning(
+                        "rlvitals run %r: %s; waiting for the lock (nothing is dropped)",
+                        self.name,
+                        exc,
+                    )
                 self._stop.wait(1.0)
 
 
