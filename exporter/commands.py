@@ -13,9 +13,10 @@ truncated, rotated or replaced meanwhile is read from its start; `--from-start` 
 with InfluxDB configured, sent), so a later `tail` or `import --resume` goes on from there.
 
 With InfluxDB configured `import` writes straight to it (see `direct.py`: the log file is the
-durable copy; an unreachable InfluxDB sends the rest through the outbox); `--via-outbox` stores
-every sample in the outbox first, as `tail` does. SIGTERM (a stopped container) is handled like
-Ctrl-C: what was read is stored before exiting.
+durable copy; an InfluxDB that stays unreachable stops the import with exit 1); `--via-outbox`
+stores every sample in the outbox first, as `tail` does. SIGTERM (a stopped container) is handled
+like Ctrl-C: what was read is stored before exiting, waiting at most a few seconds. Exit 1 when
+something read was not stored (disk budget, refused by InfluxDB, the store blocked at SIGTERM).
 """
 
 from __future__ import annotations

@@ -13,9 +13,13 @@ non-finite handling and `resume` events are the same), renders each batch there 
 - the run (`runs` table), its last step (`run_progress`) and how far each file was read
   (`source_positions`), written only after everything read before them was accepted, so a later
   `rlvitals tail` or `rlvitals import --resume` goes on from there;
-- every batch InfluxDB does not accept because it is unreachable: it is stored in the outbox and
-  from then on the rest of the import takes the usual path (outbox, then the forwarder with
-  backoff), so an outage during an import loses nothing either.
+- the lines InfluxDB refuses (HTTP 400), with the server's message (`rejected` table): the batch
+  is sent again in halves until each refused line is alone, so the rest of it is written.
+
+An unreachable InfluxDB is retried for `settings.outage_wait` seconds; then the import stops
+(`failure`, exit 1) without parking anything in the outbox: parked rows sent later would
+overwrite whatever was written for those steps meanwhile. The read positions are not saved past
+what InfluxDB took, so running the same import again completes it.
 
 Without InfluxDB configured imports always go through the outbox (it is then the embedded store).
 """
