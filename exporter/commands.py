@@ -13,9 +13,10 @@ truncated, rotated or replaced meanwhile is read from its start; `--from-start` 
 with InfluxDB configured, sent), so a later `tail` or `import --resume` goes on from there.
 
 With InfluxDB configured `import` writes straight to it (see `direct.py`: the log file is the
-durable copy; an unreachable InfluxDB sends the rest through the outbox); `--via-outbox` stores
-every sample in the outbox first, as `tail` does. SIGTERM (a stopped container) is handled like
-Ctrl-C: what was read is stored before exiting.
+durable copy; an InfluxDB that stays unreachable stops the import with exit 1); `--via-outbox`
+stores every sample in the outbox first, as `tail` does. SIGTERM (a stopped container) is handled
+like Ctrl-C: what was read is stored before exiting, waiting at most a few seconds. Exit 1 when
+something read was not stored (disk budget, refused by InfluxDB, the store blocked at SIGTERM).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ _PROGRESS_EVERY = 1.0  # seconds between progress lines on stderr
 _FINISH_TIMEOUT = 600.0
 _LIFECYCLE = Lifecycle()
 """When `tail --follow` ends a followed run whose logs went quiet (the same policy as the alert)."""
+_GRACE = 5.0  # seconds of waiting left after SIGTERM
+_FLUSH_STEP = 1.0
+_SAY_EVERY = 10.0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -183,8 +187,9 @@ def _stored_positions(settings: ExporterSettings) -> dict[str, SourcePosition]:
 
 @contextmanager
 def _sigterm_stops(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM (in the main thread) sets `stop`: the reader ends after the file it is reading,
-    stores everything and exits 0. From a thread (tests) nothing changes."""
+    """SIGTERM (in the main thread) sets `stop`: the reader ends after the file it is reading
+    and waits a few seconds for what it read to be stored (exit 1 if it was not). From a
+    thread (tests) nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -335,13 +340,38 @@ def _run_ingest(
     finally:
         logs.close()
     progress.done()
-    _drain(ingest, err)
-    ingest.finish(_FINISH_TIMEOUT)
+    drained = _drain(ingest, err, stop)
+    ingest.finish(_FINISH_TIMEOUT if drained else 1.0)
     if endpoint is not None:
         endpoint.stop()
+    lost = over_budget = 0
     for summary in ingest.summaries:
         print(_summary_line(summary))
+        if summary.stats is not None:
+            stats = summary.stats
+            lost += stats.dropped + stats.refused_disk + stats.server_rejected
+            over_budget += stats.refused_disk
+    if over_budget:
+        print(
+            f"rlvitals: error: {over_budget:,} value(s) were refused because the outbox reached "
+            f"its disk budget ({settings.disk_budget_mb:g} MB); raise RLVITALS_DISK_BUDGET_MB "
+            "or move the store away, then run the same command again",
+            file=err,
+        )
     problems.close()
+    if status == 0 and not drained:
+        status = 1
+        print(
+            "rlvitals: error: stopped before everything read was stored; the read positions "
+            "were not saved past it, so running the same command again reads it again",
+            file=err,
+        )
+    if status == 0 and lost:
+        status = 1
+        print(
+            f"rlvitals: error: {lost:,} value(s) read were not stored (see the counts above); fix the cause and run the same command again",
+            file=err,
+        )
     return status
 
 
@@ -400,14 +430,37 @@ class _Progress:
             print(f"rlvitals: read {self._records:,} steps in {elapsed:.1f} s", file=self._out)
 
 
-def _drain(ingest: Ingest, out: TextIO) -> None:
-    """Wait for the runs to store (and send) everything, saying so when it takes a while."""
-    deadline = time.monotonic() + _FINISH_TIMEOUT
-    while not ingest.flush(timeout=5.0):
-        if time.monotonic() > deadline:
-            print("rlvitals: still sending; the rest stays in the outbox for next time", file=out)
-            return
-        print("rlvitals: waiting for the store / InfluxDB to take the rest", file=out, flush=True)
+def _drain(ingest: Ingest, out: TextIO, stop: threading.Event) -> bool:
+    """Wait for the runs to store (and send) everything, saying so every so often; after a
+    SIGTERM wait at most `_GRACE` seconds more (a container gets killed soon after). False when
+    something was left."""
+    started = time.monotonic()
+    deadline = started + _FINISH_TIMEOUT
+    last_said = started
+    while True:
+        if stop.is_set():
+            deadline = min(deadline, time.monotonic() + _GRACE)
+        now = time.monotonic()
+        if now >= deadline:
+            why = "SIGTERM" if stop.is_set() else f"{_FINISH_TIMEOUT:.0f} s passed"
+            print(f"rlvitals: stopped waiting for the store / InfluxDB ({why})", file=out)
+            return False
+        if ingest.flush(timeout=min(_FLUSH_STEP, deadline - now)):
+            return True
+        failure = ingest.failure()
+        if failure is not None:
+            print(f"rlvitals: error: {failure}", file=out)
+            return False
+        # a flush that failed at once (a run that cannot take anything) must not spin
+        stop.wait(max(0.0, _FLUSH_STEP - (time.monotonic() - now)))
+        if time.monotonic() - last_said >= _SAY_EVERY:
+            last_said = time.monotonic()
+            print(
+                f"rlvitals: waiting for the store / InfluxDB to take the rest "
+                f"({last_said - started:.0f} s)",
+                file=out,
+                flush=True,
+            )
 
 
 def _framework_line(summary: RunSummary) -> str:
@@ -437,4 +490,10 @@ def _summary_line(summary: RunSummary) -> str:
         )
         if stats.sent:
             line += f", sent to InfluxDB {stats.sent:,}"
+        if stats.server_rejected:
+            line += f", refused by InfluxDB {stats.server_rejected:,} (see the outbox's `rejected`)"
+        if stats.dropped:
+            line += f", dropped {stats.dropped:,}"
+        if stats.refused_disk:
+            line += f", refused (disk budget) {stats.refused_disk:,}"
     return line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,12 +12,83 @@ from typing import Literal, cast
 
 from .errors import ConfigError
 
-__all__ = ["POLICIES", "ExporterSettings", "Policy"]
+__all__ = [
+    "POLICIES",
+    "ExporterSettings",
+    "Policy",
+    "influx_token_from",
+    "influx_url_problem",
+    "redact_url",
+]
 
 Policy = Literal["strict", "warn", "drop"]
 POLICIES: tuple[Policy, ...] = ("strict", "warn", "drop")
 _APIS = ("v1", "v2")
 _SECRET = "***"
+
+
+_CREDENTIAL_PARAMS = frozenset({"u", "p", "password", "token", "access_token", "api_key"})
+
+
+def redact_url(url: str) -> str:
+    """The URL with any user:password and credential query parameters replaced by ***."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            netloc = f"{_SECRET}@{netloc.rsplit('@', 1)[1]}"
+        query = urllib.parse.urlencode(
+            [
+                (k, _SECRET if k.lower() in _CREDENTIAL_PARAMS else v)
+                for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+            ],
+            safe="*",
+        )
+        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    except ValueError:
+        return "<unparsable URL>"
+
+
+def influx_url_problem(url: str) -> str | None:
+    """Why an RLVITALS_INFLUX_URL cannot be used, or None; the message never shows a secret."""
+    if not url.startswith(("http://", "https://")):
+        return f"RLVITALS_INFLUX_URL={redact_url(url)!r} must start with http:// or https://"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises for a port that is not a number
+    except ValueError as exc:
+        return f"RLVITALS_INFLUX_URL={redact_url(url)!r} is not a URL ({exc})"
+    params = {k.lower() for k, _ in urllib.parse.parse_qsl(parts.query)}
+    if "@" in parts.netloc or params & _CREDENTIAL_PARAMS:
+        return (
+            f"RLVITALS_INFLUX_URL={redact_url(url)!r} holds credentials, which would be printed "
+            "wherever the URL is shown; remove them from the URL and set "
+            "RLVITALS_INFLUX_USERNAME / RLVITALS_INFLUX_PASSWORD (InfluxDB 1.x) or "
+            "RLVITALS_INFLUX_TOKEN (2.x/3.x)"
+        )
+    return None
+
+
+def influx_token_from(environ: Mapping[str, str]) -> str | None:
+    """RLVITALS_INFLUX_TOKEN, else the content of the file RLVITALS_INFLUX_TOKEN_FILE names (a
+    token handed over in a file, as compose does, never shows in the environment)."""
+    token = environ.get("RLVITALS_INFLUX_TOKEN", "").strip()
+    if token:
+        return token
+    path = environ.get("RLVITALS_INFLUX_TOKEN_FILE", "").strip()
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except OSError as exc:
+        raise ConfigError(
+            f"RLVITALS_INFLUX_TOKEN_FILE={path!r} cannot be read ({exc.strerror}); point it at "
+            "the file holding the InfluxDB token"
+        ) from None
+    if not text:
+        raise ConfigError(f"RLVITALS_INFLUX_TOKEN_FILE={path!r} is empty")
+    return text
 
 
 def _int(environ: Mapping[str, str], key: str, default: int | None) -> int | None:
@@ -69,6 +141,9 @@ class ExporterSettings:
     batch_size: int = 5000
     flush_timeout: float = 10.0
     queue_size: int = 100_000
+    outage_wait: float = 30.0
+    """Seconds `rlvitals import` (direct to InfluxDB) retries an unreachable InfluxDB before it
+    stops with exit 1 (RLVITALS_OUTAGE_WAIT)."""
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -77,10 +152,9 @@ class ExporterSettings:
             )
         if self.influx_api not in _APIS:
             raise ConfigError(f"RLVITALS_INFLUX_API={self.influx_api!r} must be v1 or v2")
-        if self.influx_url is not None and not self.influx_url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"RLVITALS_INFLUX_URL={self.influx_url!r} must start with http:// or https://"
-            )
+        problem = None if self.influx_url is None else influx_url_problem(self.influx_url)
+        if problem is not None:
+            raise ConfigError(problem)
         if self.influx_url and self.influx_api == "v2":
             missing = [
                 name
@@ -101,6 +175,8 @@ class ExporterSettings:
             raise ConfigError("RLVITALS_BATCH_SIZE must be at least 1")
         if self.queue_size < 1:
             raise ConfigError("RLVITALS_QUEUE_SIZE must be at least 1")
+        if self.outage_wait < 0:
+            raise ConfigError("RLVITALS_OUTAGE_WAIT must not be negative")
         if self.flush_timeout < 0:
             raise ConfigError("RLVITALS_FLUSH_TIMEOUT must not be negative")
 
@@ -120,7 +196,7 @@ class ExporterSettings:
             influx_password=_str(env, "RLVITALS_INFLUX_PASSWORD"),
             influx_org=_str(env, "RLVITALS_INFLUX_ORG"),
             influx_bucket=_str(env, "RLVITALS_INFLUX_BUCKET"),
-            influx_token=_str(env, "RLVITALS_INFLUX_TOKEN"),
+            influx_token=influx_token_from(env),
             influx_retention_policy=_str(env, "RLVITALS_INFLUX_RETENTION_POLICY"),
             prometheus_port=_int(env, "RLVITALS_PROMETHEUS_PORT", None),
             prometheus_host=_str(env, "RLVITALS_PROMETHEUS_HOST") or default.prometheus_host,
@@ -129,6 +205,7 @@ class ExporterSettings:
             batch_size=_int(env, "RLVITALS_BATCH_SIZE", default.batch_size) or default.batch_size,
             flush_timeout=_float(env, "RLVITALS_FLUSH_TIMEOUT", default.flush_timeout),
             queue_size=_int(env, "RLVITALS_QUEUE_SIZE", default.queue_size) or default.queue_size,
+            outage_wait=_float(env, "RLVITALS_OUTAGE_WAIT", default.outage_wait),
         )
 
     def replace(self, **changes: object) -> ExporterSettings:

@@ -13,9 +13,13 @@ non-finite handling and `resume` events are the same), renders each batch there 
 - the run (`runs` table), its last step (`run_progress`) and how far each file was read
   (`source_positions`), written only after everything read before them was accepted, so a later
   `rlvitals tail` or `rlvitals import --resume` goes on from there;
-- every batch InfluxDB does not accept because it is unreachable: it is stored in the outbox and
-  from then on the rest of the import takes the usual path (outbox, then the forwarder with
-  backoff), so an outage during an import loses nothing either.
+- the lines InfluxDB refuses (HTTP 400), with the server's message (`rejected` table): the batch
+  is sent again in halves until each refused line is alone, so the rest of it is written.
+
+An unreachable InfluxDB is retried for `settings.outage_wait` seconds; then the import stops
+(`failure`, exit 1) without parking anything in the outbox: parked rows sent later would
+overwrite whatever was written for those steps meanwhile. The read positions are not saved past
+what InfluxDB took, so running the same import again completes it.
 
 Without InfluxDB configured imports always go through the outbox (it is then the embedded store).
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Mapping
@@ -32,7 +37,7 @@ from registry import Registry
 
 from .config import ExporterSettings, Policy
 from .errors import OutboxError, WriteError
-from .forwarder import Forwarder, LineRenderer
+from .forwarder import LineRenderer, isolate_refused, keyed_lines
 from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
 from .stats import RunCounters, RunStats
@@ -85,6 +90,7 @@ class DirectRun:
             framework=framework,
             last_step=self._outbox.last_step(name),
             transforms=self._outbox.transforms(name),
+            defer_counts=True,
         )
         self._saved_step = self._translator.last_step
         self._renderer = LineRenderer()
@@ -96,20 +102,30 @@ class DirectRun:
         self._events: list[EventRow] = []
         self._positions: list[SourcePosition] = []
         self._cond = threading.Condition()
-        self._batches: list[tuple[list[SampleRow], list[EventRow], str | None]] = []
+        self._batches: list[
+            tuple[list[SampleRow], list[EventRow], str | None, tuple[int, int, int]]
+        ] = []
         self._busy = False
         self._stopping = False
         self._closed = False
-        self._forwarder: Forwarder | None = None  # started when InfluxDB stops answering
+        self._failure: str | None = None  # set when InfluxDB stayed unreachable: import stops
+        self._outage_wait = settings.outage_wait
         self._sender = threading.Thread(target=self._send_loop, name=f"rlvitals-import-{name}")
         self._sender.daemon = True
         self._sender.start()
 
     # -- reader side ---------------------------------------------------------------------------
 
+    @property
+    def failure(self) -> str | None:
+        """Why the import stopped (InfluxDB stayed unreachable), or None."""
+        return self._failure
+
     def log(
         self, step: int, values: Mapping[str, LoggedValue], *, wall_time: float | None = None
     ) -> None:
+        if self._failure is not None:
+            raise WriteError(self._failure)
         self._wall_time = time.time() if wall_time is None else wall_time
         rows, events = self._translator.log(step, values, self._wall_time, None)
         # Rendered here, not on the sender: both hold the GIL, and one thread doing all the
@@ -139,8 +155,8 @@ class DirectRun:
         return self._counters.snapshot()
 
     def flush(self, timeout: float = 10.0, *, sent: bool = True) -> bool:
-        """Wait until everything logged was accepted by InfluxDB (or stored in the outbox when
-        it was unreachable, and with `sent` forwarded from there); then save positions."""
+        """Wait until everything logged was accepted by InfluxDB; then save positions. False on
+        timeout or once the import stopped (`failure`)."""
         deadline = time.monotonic() + timeout
         self._hand_over()
         with self._cond:
@@ -149,8 +165,7 @@ class DirectRun:
                 if remaining <= 0 or not self._sender.is_alive():
                     return False
                 self._cond.wait(remaining)
-        forwarder = self._forwarder
-        if sent and forwarder and not forwarder.flush(max(0.0, deadline - time.monotonic())):
+        if self._failure is not None:
             return False
         self._save_progress()
         return True
@@ -159,21 +174,19 @@ class DirectRun:
         if self._closed:
             return
         deadline = time.monotonic() + timeout
-        if not self.flush(timeout):
+        if not self.flush(timeout) and self._failure is None:
             _log.warning(
-                "rlvitals run %r: import finished before InfluxDB took everything; what was "
-                "not sent waits in %s",
+                "rlvitals run %r: import finished before InfluxDB took everything; run it again",
                 self.name,
-                self.settings.outbox_path,
             )
         with self._cond:
             self._stopping = True
+            left = sum(len(r) + len(e) for r, e, _, _ in self._batches)
+            self._batches.clear()
             self._cond.notify_all()
+        self._counters.drop("unfinished", left)
         self._sender.join(max(0.1, deadline - time.monotonic()))
-        if self._forwarder is not None:
-            self._forwarder.stop(max(0.1, deadline - time.monotonic()))
-        else:
-            self._writer.close()
+        self._writer.close()
         self._outbox.close()
         self._closed = True
 
@@ -182,7 +195,13 @@ class DirectRun:
     def _hand_over(self) -> None:
         if not self._rows and not self._events:
             return
-        batch = (self._rows, self._events, self._step_renderer.take())
+        held = self._translator.take_held()
+        if self._failure is not None:
+            self._counters.drop("influx_unreachable", len(self._rows) + len(self._events))
+            self._rows, self._events = [], []
+            self._step_renderer.take()
+            return
+        batch = (self._rows, self._events, self._step_renderer.take(), held)
         self._rows, self._events = [], []
         with self._cond:
             while len(self._batches) >= _IN_FLIGHT and self._sender.is_alive():
@@ -215,65 +234,104 @@ class DirectRun:
                     self._cond.wait()
                 if not self._batches:
                     return
-                rows, events, text = self._batches.pop(0)
+                rows, events, text, held = self._batches.pop(0)
                 self._busy = True
                 self._cond.notify_all()
             try:
-                self._send(rows, events, text)
-            except Exception as exc:  # never let the thread die silently
-                _log.exception("rlvitals import of run %r: %s", self.name, exc)
+                if self._send(rows, events, text):
+                    self._translator.count_stored(held)
+            except Exception as exc:  # never let the thread die silently: count and say so
+                self._counters.drop("send_error", len(rows) + len(events))
+                _log.error("rlvitals import of run %r: %s: %s", self.name, type(exc).__name__, exc)
             finally:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
 
-    def _send(self, rows: list[SampleRow], events: list[EventRow], text: str | None) -> None:
+    def _send(self, rows: list[SampleRow], events: list[EventRow], text: str | None) -> bool:
+        """Write a batch; True once InfluxDB took it (all but the lines it refused)."""
         count = len(rows) + len(events)
-        if self._forwarder is None:
-            pending = [_pending_event(e, self.project) for e in events]
-            if text is None:
-                lines = self._renderer.render(rows, pending, {self.name: self.project})
-            else:
-                lines = [text] if text else []
-                lines += self._renderer.render((), pending)
-            body = join_lines(lines)
+        if self._failure is not None:
+            self._counters.drop("influx_unreachable", count)
+            return False
+        pending = [_pending_event(e, self.project) for e in events]
+        if text is None:
+            lines = self._renderer.render(rows, pending, {self.name: self.project})
+        else:
+            lines = [text] if text else []
+            lines += self._renderer.render((), pending)
+        body = join_lines(lines)
+        give_up: float | None = None
+        backoff = 0.25
+        while True:
             try:
-                self._writer.write(body)
+                try:
+                    self._writer.write(body)
+                except WriteError as exc:
+                    if exc.retryable:
+                        raise
+                    self._isolate(rows, pending, exc)
+                    return True
             except WriteError as exc:
-                if not exc.retryable:
-                    with self._counters.lock:
-                        self._counters.write_errors += 1
-                    _log.error("rlvitals: %s", exc)
-                    return
                 with self._counters.lock:
                     self._counters.write_errors += 1
-                _log.warning(
-                    "rlvitals: %s; the rest of this import is stored in the outbox and sent "
-                    "when InfluxDB answers again",
-                    exc,
-                )
-                self._forwarder = Forwarder(
-                    self.settings.outbox_path,
-                    self._writer,
-                    self._counters,
-                    batch_size=self.settings.batch_size,
-                )
-                self._forwarder.start()
-            else:
-                with self._counters.lock:
-                    self._counters.sent += count
-                    self._counters.last_write = time.time()
-                return
-        try:
-            stored = self._outbox.write(rows, events)
-        except OutboxError as exc:
-            _log.error("rlvitals run %r: %s", self.name, exc)
-            stored = False
-        if not stored:
+                now = time.monotonic()
+                if give_up is None:
+                    give_up = now + self._outage_wait
+                    _log.warning(
+                        "rlvitals: %s; retrying for up to %.0f s (RLVITALS_OUTAGE_WAIT)",
+                        exc,
+                        self._outage_wait,
+                    )
+                if now >= give_up:
+                    # Nothing is parked in the outbox: replayed later it would overwrite what
+                    # was written since. The log file stays the durable copy; the read
+                    # positions are not saved past what InfluxDB took.
+                    self._failure = (
+                        f"{exc}; gave up after {self._outage_wait:.0f} s. Nothing of this import "
+                        "was parked: run the same command again once InfluxDB answers"
+                    )
+                    self._counters.drop("influx_unreachable", count)
+                    return False
+                time.sleep(min(backoff, max(0.0, give_up - now)))
+                backoff = min(backoff * 2, 5.0)
+                continue
             with self._counters.lock:
-                self._counters.refused_disk += count
-            return
-        self._forwarder.wake()
+                self._counters.sent += count
+                self._counters.last_write = time.time()
+            return True
+
+    def _isolate(self, rows: list[SampleRow], events: list[PendingEvent], exc: WriteError) -> None:
+        """InfluxDB refused the batch (HTTP 400): send it again in halves so only the refused
+        lines are left out; keep those with the server's message in the outbox (`rejected`).
+        A retryable error meanwhile is raised: the caller retries the whole batch."""
+        with self._counters.lock:
+            self._counters.write_errors += 1
+        keyed = keyed_lines(self._renderer, rows, events, {self.name: self.project})
+        refused = isolate_refused(self._writer, keyed)
+        lost = sum(1 if key[0] == "event" else _count_rows(key, rows) for key, _, _ in refused)
+        try:
+            self._outbox.reject(refused)
+        except (OutboxError, sqlite3.Error) as store_exc:
+            _log.error("rlvitals run %r: %s", self.name, store_exc)
+        _log.error(
+            "rlvitals: %s; %d line(s) of %d refused and kept in the outbox's `rejected` table with "
+            "the server's message, the rest written",
+            exc,
+            len(refused),
+            len(keyed),
+        )
+        with self._counters.lock:
+            self._counters.sent += len(rows) + len(events) - lost
+            self._counters.server_rejected += lost
+            self._counters.last_write = time.time()
+
+
+def _count_rows(key: tuple[str, str, int, int, str, str], rows: list[SampleRow]) -> int:
+    _, run, rank, step, measurement, gpu = key
+    return sum(
+        1 for r in rows if (r[0], r[1], r[2], r[3], r[4]) == (run, rank, step, measurement, gpu)
+    )
 
 
 def _pending_event(row: EventRow, project: str | None) -> PendingEvent:

@@ -36,7 +36,14 @@ class InvalidSample(ExporterError, ValueError):
 
 
 class OutboxError(ExporterError):
-    """The local outbox (sqlite file under RLVITALS_STORE) cannot be opened or written."""
+    """The local outbox (sqlite file under RLVITALS_STORE) cannot be opened or written.
+
+    `retryable` is True when the same write can succeed later (another process holds the lock).
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        self.retryable = retryable
+        super().__init__(message)
 
 
 class WriteError(ExporterError):
@@ -46,7 +53,15 @@ class WriteError(ExporterError):
     not yet set up) and False when the server refused the data itself (HTTP 400).
     """
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = True) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = True,
+        detail: str = "",
+    ) -> None:
         self.status = status
         self.retryable = retryable
+        self.detail = detail or message
         super().__init__(message)

@@ -24,15 +24,16 @@ from .lineprotocol import (
     format_line,
     join_lines,
 )
-from .outbox import NO_RANK, Outbox, PendingEvent, PendingSample, SampleRow
+from .outbox import NO_RANK, Outbox, PendingEvent, PendingSample, RejectKey, SampleRow
 from .stats import RunCounters
 from .writers import Writer
 
-__all__ = ["Forwarder", "LineRenderer", "render_lines"]
+__all__ = ["Forwarder", "LineRenderer", "isolate_refused", "keyed_lines", "render_lines"]
 
 _log = logging.getLogger(__name__)
 _BACKOFF_START = 0.25
 _BACKOFF_MAX = 30.0
+_ISOLATE_AT_MOST = 32  # refused lines isolated one by one per batch
 
 
 def _tags(run: str, project: str | None, rank: int | None, **extra: str) -> dict[str, str | None]:
@@ -164,6 +165,53 @@ def render_lines(samples: Sequence[PendingSample], events: Sequence[PendingEvent
     return LineRenderer().render(rows, events, {s.run: s.project for s in samples})
 
 
+def keyed_lines(
+    renderer: LineRenderer,
+    rows: Iterable[SampleRow],
+    events: Sequence[PendingEvent],
+    projects: Mapping[str, str | None],
+) -> list[tuple[RejectKey, str]]:
+    """The batch's lines each with the key of what it came from (for isolating a refused one;
+    the same lines `render` gives, one call per point)."""
+    points: dict[tuple[str, int, int, str, str], list[SampleRow]] = {}
+    for row in rows:
+        points.setdefault((row[0], row[1], row[2], row[3], row[4]), []).append(row)
+    out: list[tuple[RejectKey, str]] = []
+    for (run, rank, step, measurement, gpu), group in points.items():
+        for line in renderer.render(group, (), projects):
+            out.append((("sample", run, rank, step, measurement, gpu), line))
+    for event in events:
+        rank = NO_RANK if event.rank is None else event.rank
+        for line in renderer.render((), [event]):
+            out.append((("event", event.run, rank, event.step, event.kind, ""), line))
+    return out
+
+
+def isolate_refused(
+    writer: Writer, lines: Sequence[tuple[RejectKey, str]]
+) -> list[tuple[RejectKey, str, str]]:
+    """After InfluxDB refused a batch (HTTP 400): send it again in halves until every refused
+    line is alone, so the rest is written. Returns (key, line, server message) of each refused
+    line. Re-sending is harmless: points are keyed by step. A retryable error (the server went
+    away meanwhile) is raised and the caller retries the whole batch later."""
+    refused: list[tuple[RejectKey, str, str]] = []
+    todo: list[tuple[int, int]] = [(0, len(lines))]
+    while todo:
+        lo, hi = todo.pop()
+        try:
+            writer.write(join_lines(line for _, line in lines[lo:hi]))
+        except WriteError as exc:
+            if exc.retryable:
+                raise
+            if hi - lo == 1 or len(refused) >= _ISOLATE_AT_MOST:
+                # past that many a server refusing everything would cost two requests a line
+                refused += [(key, line, exc.detail) for key, line in lines[lo:hi]]
+                continue
+            mid = (lo + hi) // 2
+            todo += [(mid, hi), (lo, mid)]
+    return refused
+
+
 class Forwarder:
     """Owns one writer and one outbox connection; `flush` waits until nothing is left to send."""
 
@@ -212,11 +260,17 @@ class Forwarder:
         self._writer.close()
 
     def _loop(self) -> None:
-        try:
-            outbox = Outbox(self._path)
-        except OutboxError as exc:
-            _log.error("rlvitals forwarder cannot start: %s", exc)
-            return
+        reported = False
+        while True:
+            try:
+                outbox = Outbox(self._path)
+                break
+            except OutboxError as exc:  # keep trying: the store may come back
+                if not reported:
+                    reported = True
+                    _log.error("rlvitals forwarder cannot open the outbox (retrying): %s", exc)
+                if self._stop.wait(2.0):
+                    return
         backoff = _BACKOFF_START
         try:
             while not self._stop.is_set():
@@ -264,6 +318,7 @@ class Forwarder:
         projects = outbox.projects() if rows else {}
         body = join_lines(self._renderer.render(rows, events, projects))
         count = len(rows) + len(events)
+        refused: list[tuple[RejectKey, str, str]] = []
         try:
             self._writer.write(body)
         except WriteError as exc:
@@ -271,11 +326,32 @@ class Forwarder:
                 raise
             with self._counters.lock:
                 self._counters.write_errors += 1
-            _log.error("rlvitals: %s", exc)
-            outbox.mark_ranges(sample_range, event_range, state=2)
-            return count
+            keyed = keyed_lines(self._renderer, rows, events, projects)
+            refused = isolate_refused(self._writer, keyed)
+            _log.error(
+                "rlvitals: %s; %d line(s) of %d refused and kept in the outbox's `rejected` "
+                "table with the server's message, the rest written",
+                exc,
+                len(refused),
+                len(keyed),
+            )
         outbox.mark_ranges(sample_range, event_range, state=1)
+        lost = 0
+        if refused:
+            outbox.reject(refused, sample_range, event_range)
+            lost = sum(_rows_of(key, rows, events) for key, _, _ in refused)
         with self._counters.lock:
-            self._counters.sent += count
+            self._counters.sent += count - lost
+            self._counters.server_rejected += lost
             self._counters.last_write = time.time()
         return count
+
+
+def _rows_of(key: RejectKey, rows: Sequence[SampleRow], events: Sequence[PendingEvent]) -> int:
+    """How many rows of the batch a refused line stood for."""
+    if key[0] == "event":
+        return 1
+    _, run, rank, step, measurement, gpu = key
+    return sum(
+        1 for r in rows if (r[0], r[1], r[2], r[3], r[4]) == (run, rank, step, measurement, gpu)
+    )

@@ -79,6 +79,8 @@ class _RunState:
     positions: list[SourcePosition] = field(default_factory=list)
     last_activity: float | None = None
     """Wall time of the latest record (its own time when the log gives one, else when read)."""
+    ended: bool = False
+    """Finished by `finish_idle`: if its logs grow again, it resumes under its own name."""
 
 
 class Ingest:
@@ -112,6 +114,7 @@ class Ingest:
         self._resume = resume
         self._runs: dict[str, _RunState] = {}
         self._since_check = 0
+        self._stuck: set[str] = set()  # runs not waited for: their queue stopped going down
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -186,8 +189,17 @@ class Ingest:
                 state.run.finish(timeout)
                 state.summary.stats = state.run.stats
                 state.run = None
+                state.ended = True
                 ended.append(name)
         return ended
+
+    def failure(self) -> str | None:
+        """Why a run stopped for good (a direct import whose InfluxDB stayed unreachable)."""
+        for run in self.runs:
+            why = getattr(run, "failure", None)
+            if why:
+                return str(why)
+        return None
 
     def finish(self, timeout: float) -> None:
         self.settle()
@@ -206,6 +218,9 @@ class Ingest:
             summary.detected = framework is not None
         summary.framework = framework
         resume = self._resume(summary.name) if callable(self._resume) else self._resume
+        # A run this ingest ended (quiet past the lifecycle's limit) that logs again is the same
+        # run going on, never a new one under a new name.
+        resume = resume or state.ended
         if self._direct:
             state.run = DirectRun(
                 summary.name,
@@ -243,13 +258,31 @@ class Ingest:
         self._since_check += 1
         if self._since_check >= _ROOM_CHECK_EVERY:
             self._since_check = 0
-            _wait_for_room(run, self._settings.queue_size)
+            if run.name not in self._stuck:
+                if not _wait_for_room(run, self._settings.queue_size):
+                    self._stuck.add(run.name)
+            elif run.queue_depth <= self._settings.queue_size // 2:
+                self._stuck.discard(run.name)  # it moves again
         run.log(record.step, record.values, wall_time=record.wall_time)
 
 
-def _wait_for_room(run: _Sink, capacity: int) -> None:
+_STUCK_AFTER = 5.0  # seconds without the queue going down: the run is stuck
+
+
+def _wait_for_room(run: _Sink, capacity: int) -> bool:
     """Block the reader (never the training: this is the sidecar) while the run's queue is
-    more than half full, so a large import is never dropped for a full queue."""
+    more than half full, so a large import is never dropped for a full queue. A run whose queue
+    does not go down for `_STUCK_AFTER` seconds is not waited for (its overflow is counted as
+    dropped), so one stuck run cannot stall every other run a tail follows."""
     limit = max(1, capacity // 2)
-    while run.queue_depth > limit:
+    depth = run.queue_depth
+    since = time.monotonic()
+    while depth > limit:
         time.sleep(0.002)
+        now_depth = run.queue_depth
+        if now_depth < depth:
+            since = time.monotonic()
+        elif time.monotonic() - since > _STUCK_AFTER:
+            return False
+        depth = now_depth
+    return True

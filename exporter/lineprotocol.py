@@ -1,11 +1,12 @@
 """InfluxDB line protocol: escape names and values and format one point per line.
 
 Escaping follows the line-protocol reference: measurements escape commas and spaces; tag keys,
-tag values and field keys also escape equals signs; newlines, tabs and carriage returns in any of
-them are written as `\\n`, `\\t`, `\\r` so a point always stays on one line; string field values
-escape double quotes and backslashes. A tag value or field key ending in a backslash gets a trailing
-space so the backslash cannot escape the separator after it (`influxdb-client` applies this rule
-to tag values only, and its lines with such a field key are refused by InfluxDB).
+tag values and field keys also escape equals signs; string field values escape double quotes and
+backslashes. Tabs and carriage returns in names are written raw, which InfluxDB stores exactly
+(`influxdb-client` writes `\\t`, which InfluxDB stores as a backslash and a `t`). Two things
+have no exact form and are refused upstream (`translate.name_problem`): a newline in a name
+(written `\\n` here so a point stays on one line) and a name ending in a backslash (given a
+trailing space here so it cannot escape the separator after it).
 Tags with an empty key or value are left out; non-finite floats are never written.
 """
 
@@ -28,8 +29,11 @@ __all__ = [
 
 FieldValue = float | int | bool | str
 
-_MEASUREMENT = str.maketrans({",": "\\,", " ": "\\ ", "\n": "\\n", "\t": "\\t", "\r": "\\r"})
-_KEY = str.maketrans({",": "\\,", "=": "\\=", " ": "\\ ", "\n": "\\n", "\t": "\\t", "\r": "\\r"})
+# Tabs and carriage returns are written as they are: InfluxDB stores them exactly (a `\\t` would
+# be stored as a backslash and a t). A newline cannot be written raw; `\\n` keeps the point on
+# one line (the exporter refuses such names before they get here: `translate.name_problem`).
+_MEASUREMENT = str.maketrans({",": "\\,", " ": "\\ ", "\n": "\\n"})
+_KEY = str.maketrans({",": "\\,", "=": "\\=", " ": "\\ ", "\n": "\\n"})
 _STRING = str.maketrans({'"': '\\"', "\\": "\\\\"})
 
 

@@ -4,7 +4,9 @@ Series (all labelled by `run`): `rlvitals_metric{run,metric,gpu}` (latest value 
 metric; `gpu` is empty for metrics without one), `rlvitals_step`, `rlvitals_steps_per_second`,
 `rlvitals_last_write_age_seconds`, `rlvitals_outbox_backlog`, `rlvitals_queue_depth`,
 `rlvitals_write_errors_total`, `rlvitals_rejected_samples_total`, `rlvitals_dropped_samples_total`,
-`rlvitals_refused_samples_total`, `rlvitals_nonfinite_samples_total{run,metric}`,
+`rlvitals_refused_samples_total`, `rlvitals_dropped_total{run,reason}` (the dropped samples by
+reason: queue_full, finished, translate_error, store_error, worker_error, unfinished,
+server_rejected), `rlvitals_nonfinite_samples_total{run,metric}`,
 `rlvitals_last_activity_timestamp_seconds` and `rlvitals_run_finished` (what `Lifecycle` reads:
 the generated "Training stalled" rule is its `status()` written in PromQL), and
 `rlvitals_rule_active{run,rule,severity}` (1 while a diagnosis rule fires, from a pluggable callable).
@@ -129,6 +131,11 @@ class _RunCollector(Collector):
             "NaN or Inf values received (never written), by canonical metric id.",
             labels=["run", "metric"],
         )
+        dropped = CounterMetricFamily(
+            "rlvitals_dropped",
+            "Samples and events accepted by log()/event() but not stored, by reason.",
+            labels=["run", "reason"],
+        )
         rules = GaugeMetricFamily(
             "rlvitals_rule_active",
             "1 while a diagnosis rule fires for a run, 0 otherwise.",
@@ -152,11 +159,16 @@ class _RunCollector(Collector):
                 family.add_metric([s.run], float(read(s)))
             for field, count in sorted(s.stats.nonfinite.items()):
                 nonfinite.add_metric([s.run, field], float(count))
+            reasons = dict(s.stats.dropped_by_reason)
+            if s.stats.server_rejected:
+                reasons["server_rejected"] = s.stats.server_rejected
+            for reason, count in sorted(reasons.items()):
+                dropped.add_metric([s.run, reason], float(count))
         for rule in self._endpoint.rule_states():
             rules.add_metric([rule.run, rule.rule, rule.severity], 1.0 if rule.active else 0.0)
         yield from (metric, step, rate, age, activity, finished, backlog, queue)
         yield from (family for family, _ in counters.values())
-        yield from (nonfinite, rules)
+        yield from (nonfinite, dropped, rules)
 
 
 class MetricsEndpoint:

@@ -50,6 +50,7 @@ __all__ = [
     "Outbox",
     "PendingEvent",
     "PendingSample",
+    "RejectKey",
     "RunRecord",
     "SampleRow",
     "SeriesStats",
@@ -58,6 +59,10 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+ROW_BYTES = 256
+"""Disk bytes a stored row costs at most, about (row, key, rollups, write-ahead log; ~130 once
+checkpointed): what the disk budget check counts a batch as."""
 
 NO_RANK = -1
 """Rank stored for samples logged without a rank (sqlite keys cannot hold NULL uniquely)."""
@@ -70,6 +75,9 @@ several values of one name (one per finishing episode); the field itself holds t
 SampleRow = tuple[str, int, int, str, str, str, float | str, float]
 # (run, rank, step, kind, text, fields_json, wall_time)
 EventRow = tuple[str, int, int, str, str, str, float]
+# What a line InfluxDB refused came from: ("sample", run, rank, step, measurement, gpu) for a
+# point, ("event", run, rank, step, kind, "") for an event.
+RejectKey = tuple[str, str, int, int, str, str]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -119,6 +127,13 @@ CREATE TABLE IF NOT EXISTS source_positions (
     head BLOB NOT NULL,
     mark BLOB NOT NULL,
     updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS rejected (
+    id INTEGER PRIMARY KEY,
+    run TEXT NOT NULL,
+    line TEXT NOT NULL,
+    message TEXT NOT NULL,
+    at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS run_progress (
     run TEXT NOT NULL,
@@ -287,7 +302,14 @@ class PendingEvent:
     wall_time: float
 
 
+_BUSY_TIMEOUT_MS = 30_000
+"""How long a write waits for another process's write lock before giving up."""
+
 _RUN_COLUMNS = "run, project, config, framework, created, finished, last_activity"
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def _run_record(row: Sequence[Any]) -> RunRecord:
@@ -326,11 +348,15 @@ class Outbox:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
-                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+                self.path,
+                timeout=_BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
             )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            if not self._has_schema():
+                self._db.executescript(_SCHEMA)
             self._ensure_lifecycle_columns()
             self._ensure_stats()
             running_stats.prepare(self._db)
@@ -347,6 +373,23 @@ class Outbox:
             if column not in have:
                 with suppress(sqlite3.OperationalError):  # another process added it first
                     self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} REAL")
+
+    def _has_schema(self) -> bool:
+        """Whether the file already has every table (then opening it writes nothing, so it
+        opens while another process holds the write lock)."""
+        names = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+        wanted = {
+            "runs",
+            "samples",
+            "events",
+            "sequence",
+            "source_positions",
+            "run_progress",
+            "rejected",
+        }
+        if not wanted <= names:
+            return False
+        return self._db.execute("SELECT 1 FROM sequence WHERE id = 0").fetchone() is not None
 
     def _ensure_stats(self) -> None:
         """Give a file from before the running statistics their tables, triggers and a backfill
@@ -411,6 +454,16 @@ class Outbox:
             )
         return True
 
+    def room(self, *, quiet: bool = False) -> int:
+        """About how many more rows fit in the disk budget (each row costs about `ROW_BYTES`
+        on disk, in the file and its write-ahead log), so a batch never overshoots it."""
+        if self.budget_bytes is None:
+            return 2**62
+        free = self.budget_bytes - self.size_bytes()
+        if free <= 0 and not quiet:
+            self.over_budget()
+        return max(0, free // ROW_BYTES)
+
     def write(
         self,
         samples: Sequence[SampleRow],
@@ -429,7 +482,9 @@ class Outbox:
         """
         if not samples and not events and not positions and not progress:
             return True
-        if (samples or events) and self.over_budget():
+        if (samples or events) and (
+            self.over_budget() or len(samples) + len(events) > self.room(quiet=True)
+        ):
             return False
         count = len(samples) + len(events)
         try:
@@ -466,14 +521,25 @@ class Outbox:
                             " WHERE run = ?",
                             [(wall, run) for run, wall in active.items()],
                         )
-        except sqlite3.Error as exc:
-            raise OutboxError(f"cannot write to the outbox at {self.path}: {exc}") from exc
+        except sqlite3.OperationalError as exc:
+            busy = "locked" in str(exc) or "busy" in str(exc)
+            raise OutboxError(
+                f"cannot write to the outbox at {self.path}: {exc}", retryable=busy
+            ) from exc
+        except (sqlite3.Error, OverflowError, UnicodeError, ValueError, TypeError) as exc:
+            # a value sqlite cannot bind (an integer beyond 64 bits, a lone surrogate): the
+            # transaction is rolled back and the caller isolates the row
+            raise OutboxError(
+                f"cannot write to the outbox at {self.path}: {type(exc).__name__}: {exc}"
+            ) from exc
         return True
 
-    def mark_finished(self, run: str, when: float) -> None:
-        """Record that `run` ended at wall time `when` (logging to it again makes it live)."""
+    def mark_finished(self, run: str, when: float, *, wait: float = 2.0) -> None:
+        """Record that `run` ended at wall time `when` (logging to it again makes it live).
+        Called from `finish()` on the caller's thread: waits at most `wait` seconds for a store
+        another process keeps locked (the run then reads as ended once it is quiet long enough)."""
         try:
-            with self._transaction() as db:
+            with self._busy_wait(wait), self._transaction() as db:
                 db.execute("UPDATE runs SET finished = ? WHERE run = ?", (when, run))
         except sqlite3.Error as exc:
             raise OutboxError(f"cannot mark run {run!r} finished in {self.path}: {exc}") from exc
@@ -489,25 +555,56 @@ class Outbox:
             for r in rows
         }
 
-    def claim_run(self, run: str, *, resume: bool = False, created: float | None = None) -> str:
+    def claim_run(
+        self, run: str, *, resume: bool = False, created: float | None = None, wait: float = 2.0
+    ) -> str:
         """The name a new run gets: `run` when the store has no run of that name (or `resume`
         asks to go on with it), else the first free `run-2`, `run-3`, ... The name is recorded
-        in the same transaction, so two processes starting at once get two names."""
+        in the same transaction, so two processes starting at once get two names.
+
+        This runs on the caller's thread in `init()`, so it waits at most `wait` seconds for a
+        store another process keeps locked; then the name is chosen from what the store shows
+        without recording it (the worker records the run once the store frees up)."""
         try:
-            with self._transaction() as db:
-                name, n = run, 1
-                while not resume:
-                    taken = db.execute("SELECT 1 FROM runs WHERE run = ?", (name,)).fetchone()
-                    if taken is None:
-                        break
-                    n += 1
-                    name = f"{run}-{n}"
+            with self._busy_wait(wait), self._transaction() as db:
+                name = self._free_name(db, run, resume)
                 db.execute(
                     "INSERT INTO runs (run, created) VALUES (?, ?) ON CONFLICT (run) DO NOTHING",
                     (name, time.time() if created is None else created),
                 )
+            return name
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise OutboxError(f"cannot record run {run!r} in {self.path}: {exc}") from exc
+            _log.warning(
+                "rlvitals outbox %s is locked by another process: run %r is named from a read "
+                "of the store, not recorded yet",
+                self.path,
+                run,
+            )
+            with self._lock:
+                return self._free_name(self._db, run, resume)
         except sqlite3.Error as exc:
             raise OutboxError(f"cannot record run {run!r} in {self.path}: {exc}") from exc
+
+    @contextmanager
+    def _busy_wait(self, seconds: float) -> Iterator[None]:
+        """Wait at most `seconds` for another process's write lock (the caller's thread must
+        not hang on a store someone else holds), then the usual patience again."""
+        self._db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+        try:
+            yield
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+
+    @staticmethod
+    def _free_name(db: sqlite3.Connection, run: str, resume: bool) -> str:
+        name, n = run, 1
+        while not resume:
+            if db.execute("SELECT 1 FROM runs WHERE run = ?", (name,)).fetchone() is None:
+                break
+            n += 1
+            name = f"{run}-{n}"
         return name
 
     def upsert_run(
@@ -633,6 +730,49 @@ class Outbox:
                         f"UPDATE {table} SET sent = ? WHERE sent = 0 AND seq BETWEEN ? AND ?",
                         (state, *seq_range),
                     )
+
+    def reject(
+        self,
+        refused: Sequence[tuple[RejectKey, str, str]],
+        samples: tuple[int, int] | None = None,
+        events: tuple[int, int] | None = None,
+    ) -> None:
+        """Record lines InfluxDB refused (HTTP 400) with the server's message, and mark the
+        rows they came from refused (2) when they are outbox rows of the given sequence ranges
+        (a direct import's rows are not in the outbox: only the line is kept)."""
+        if not refused:
+            return
+        now = time.time()
+        with self._transaction() as db:
+            for key, line, message in refused:
+                db.execute(
+                    "INSERT INTO rejected (run, line, message, at) VALUES (?, ?, ?, ?)",
+                    (key[1], line, message, now),
+                )
+                if key[0] == "sample" and samples is not None:
+                    _, run, rank, step, measurement, gpu = key
+                    db.execute(
+                        "UPDATE samples SET sent = 2 WHERE run = ? AND rank = ? AND step = ? "
+                        "AND measurement = ? AND gpu = ? AND seq BETWEEN ? AND ?",
+                        (run, rank, step, measurement, gpu, *samples),
+                    )
+                elif key[0] == "event" and events is not None:
+                    _, run, rank, step, kind, _ = key
+                    db.execute(
+                        "UPDATE events SET sent = 2 WHERE run = ? AND rank = ? AND step = ? "
+                        "AND kind = ? AND seq BETWEEN ? AND ?",
+                        (run, rank, step, kind, *events),
+                    )
+
+    def rejected(self, run: str | None = None) -> list[tuple[str, str, str]]:
+        """(run, line, server message) of every line InfluxDB refused, oldest first."""
+        sql = "SELECT run, line, message FROM rejected"
+        args: tuple[str, ...] = ()
+        if run is not None:
+            sql += " WHERE run = ?"
+            args = (run,)
+        with self._lock:
+            return [tuple(r) for r in self._db.execute(sql + " ORDER BY id", args).fetchall()]
 
     def backlog(self, run: str | None = None) -> int:
         """Samples and events not yet sent (all runs, or one)."""

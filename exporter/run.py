@@ -13,6 +13,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
+from contextlib import suppress
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -26,12 +28,15 @@ from .forwarder import Forwarder
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import NO_RANK, EventRow, Outbox, SampleRow, SourcePosition
 from .stats import LiveState, RunCounters, RunStats
+from .transform_record import FieldTransform
 from .translate import (
     LoggedValue,
     Translator,
     config_rows,
     event_field_problem,
+    event_problem,
     limits_problem,
+    name_problem,
     several,
     step_problem,
     to_number,
@@ -43,7 +48,7 @@ __all__ = ["Run", "init"]
 
 _log = logging.getLogger("exporter")
 _WORKER_BATCH = 2000
-_IDLE_POLL = 0.05
+_IDLE_POLL = 0.01
 
 # Queue items: ("log", step, values, wall_time, framework), ("event", step, kind, text, fields,
 # wall_time), ("position", SourcePosition) or a threading.Event flush marker the worker sets once
@@ -71,6 +76,10 @@ class Run:
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"run name {name!r} must be a non-empty string")
+        for what, text in (("run name", name), ("project", project)):
+            problem = name_problem(what, text) if isinstance(text, str) else None
+            if problem is not None:
+                raise ConfigError(problem)
         if framework is not None and framework not in (*FRAMEWORKS, "generic"):
             raise ConfigError(
                 f"framework {framework!r} is unknown; use one of {', '.join(FRAMEWORKS)} or None"
@@ -100,9 +109,20 @@ class Run:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._created = time.time()
-        self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
+        # An unusable store (a corrupt file, a read-only disk) must not stop the training:
+        # the worker keeps trying it, and until it opens nothing is stored (flush says False).
+        self._outbox: Outbox | None = None
+        try:
+            self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
+        except OutboxError as exc:
+            _log.error("rlvitals run %r: %s; samples wait in memory until it opens", name, exc)
         self.requested_name = name
-        self.name = name = self._outbox.claim_run(name, resume=resume, created=self._created)
+        if self._outbox is not None:
+            try:
+                name = self._outbox.claim_run(name, resume=resume, created=self._created)
+            except OutboxError as exc:
+                _log.error("rlvitals run %r: cannot claim the name: %s", name, exc)
+            self.name = name
         if name != self.requested_name:
             _log.info(
                 "rlvitals: a run named %r is already in the store; this one is %r (pass "
@@ -123,10 +143,15 @@ class Run:
             rank=rank,
             policy=policy,
             framework=framework,
-            last_step=self._outbox.last_step(name, rank),
+            last_step=_safe_last_step(self._outbox, name, rank),
             config=self._config,
-            transforms=self._outbox.transforms(name),
+            transforms=_safe_transforms(self._outbox, name),
+            defer_counts=True,
         )
+        self._reported: set[str] = set()
+        self._in_progress: list[_Item] = []
+        self._run_recorded = False
+        self._worker_lock = threading.Lock()
         self._worker = threading.Thread(target=self._work, name=f"rlvitals-{name}", daemon=True)
         self._worker.start()
         if self._forwarder is not None:
@@ -181,9 +206,7 @@ class Run:
     def event(self, step: int, kind: str, text: str = "", **fields: Any) -> None:
         """Record an event (checkpoint, warmup_end, grad_clip, obs_norm_update, config_change...)."""
         if self._strict:
-            problem = step_problem(step)
-            if problem is None and (not isinstance(kind, str) or not kind.strip()):
-                problem = f"event kind {kind!r} must be a non-empty string"
+            problem = event_problem(step, kind, text)
             if problem is None:
                 problem = next(
                     (p for k, v in fields.items() if (p := event_field_problem(k, v))), None
@@ -219,12 +242,16 @@ class Run:
         """Wait until everything logged so far is in the outbox and, with InfluxDB configured
         and `sent` true, sent. Returns False if that did not happen within `timeout` seconds."""
         deadline = time.monotonic() + timeout
+        self._ensure_worker()
         if not self._worker.is_alive():
             return False
+        lost_before = self._lost()
         marker = threading.Event()
         self._queue.append(marker)
         self._wake.set()
         if not marker.wait(timeout):
+            return False
+        if self._lost() != lost_before:  # something logged since the last flush was not stored
             return False
         if self._forwarder is None or not sent:
             return True
@@ -247,10 +274,21 @@ class Run:
         if self._shared_endpoint is not None:
             self._shared_endpoint.remove(self)
         atexit.unregister(self._at_exit)
-        try:
-            self._outbox.mark_finished(self.name, time.time())
-        except OutboxError as exc:
-            _log.error("rlvitals run %r: %s", self.name, exc)
+        if not self._worker.is_alive() and self._queue:
+            left = [self._queue.popleft() for _ in range(len(self._queue))]
+            lost = sum(_size(item) for item in left if _is_sample(item))
+            self._counters.drop("unfinished", lost)
+            if lost:
+                self._report(
+                    "unfinished",
+                    f"finish() timed out with {lost} sample(s) not yet stored (the store was "
+                    "busy or failing)",
+                )
+        if self._outbox is not None:
+            try:
+                self._outbox.mark_finished(self.name, time.time())
+            except OutboxError as exc:
+                _log.error("rlvitals run %r: %s", self.name, exc)
         if not flushed:
             backlog = self._safe_backlog()
             _log.warning(
@@ -260,7 +298,8 @@ class Run:
                 backlog,
                 self.settings.outbox_path,
             )
-        self._outbox.close()
+        if self._outbox is not None:
+            self._outbox.close()
 
     def __enter__(self) -> Run:
         return self
@@ -356,8 +395,7 @@ class Run:
                     )
 
     def _count_dropped(self, n: int) -> None:
-        with self._counters.lock:
-            self._counters.dropped += n
+        self._counters.drop("finished" if self._closed else "queue_full", n)
         if not self._drop_warned:
             self._drop_warned = True
             why = (
@@ -367,9 +405,14 @@ class Run:
                 "rlvitals run %r: samples dropped because %s; see run.stats.dropped", self.name, why
             )
 
+    def _lost(self) -> int:
+        c = self._counters
+        with c.lock:
+            return c.dropped + c.refused_disk
+
     def _safe_backlog(self) -> int:
         try:
-            return self._outbox.backlog()
+            return 0 if self._outbox is None else self._outbox.backlog()
         except Exception:
             return 0
 
@@ -379,14 +422,61 @@ class Run:
         except Exception as exc:  # interpreter is exiting: report, never raise
             _log.warning("rlvitals run %r: flush at exit failed: %s", self.name, exc)
 
+    def _report(self, reason: str, exc: BaseException | str) -> None:
+        """Say once per reason what went wrong; the counts are in stats.dropped_by_reason."""
+        if reason in self._reported:
+            return
+        self._reported.add(reason)
+        what = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+        _log.error(
+            "rlvitals run %r: %s; what it concerned is counted in stats.dropped_by_reason[%r] "
+            "(rlvitals_dropped_total{reason=%r}) and the exporter goes on",
+            self.name,
+            what,
+            reason,
+            reason,
+        )
+
+    def _ensure_worker(self) -> None:
+        """The supervisor: start a new worker thread if the current one died."""
+        with self._worker_lock:
+            if self._closed or self._worker.is_alive():
+                return
+            self._report("worker_error", "the worker thread had stopped; restarted it")
+            self._worker = threading.Thread(
+                target=self._work, name=f"rlvitals-{self.name}", daemon=True
+            )
+            self._worker.start()
+
     def _work(self) -> None:
+        while True:
+            try:
+                self._work_once()
+                return
+            except BaseException as exc:  # the thread must not die: count, report, go on
+                batch, self._in_progress = self._in_progress, []
+                lost = sum(_size(item) for item in batch if _is_sample(item))
+                self._counters.drop("worker_error", lost)
+                for item in batch:
+                    if isinstance(item, threading.Event):
+                        item.set()
+                self._report("worker_error", exc)
+                if self._stop.is_set() and (self._closed or not self._queue):
+                    return
+                time.sleep(0.05)
+
+    def _work_once(self) -> None:
         try:
             outbox = Outbox(self.settings.outbox_path, budget_bytes=self.settings.disk_budget_bytes)
         except OutboxError as exc:
-            _log.error("rlvitals run %r: %s", self.name, exc)
-            return
+            self._report("store_error", exc)
+            if self._stop.wait(1.0) and not self._queue:
+                return
+            raise
         try:
-            self._start_run(outbox)
+            if not self._run_recorded:
+                self._run_recorded = True
+                self._start_run(outbox)
             while True:
                 batch: list[_Item] = []
                 while self._queue and len(batch) < _WORKER_BATCH:
@@ -397,7 +487,9 @@ class Run:
                     self._wake.wait(_IDLE_POLL)
                     self._wake.clear()
                     continue
+                self._in_progress = batch
                 self._process(outbox, batch)
+                self._in_progress = []
         finally:
             outbox.close()
 
@@ -421,13 +513,12 @@ class Run:
                     events = self._translator.event(
                         step, "config_change", "config changed: " + ", ".join(changed), {}, now
                     )
-            self._store(outbox, rows, events)
+            self._store(outbox, [_Part(rows, events, self._translator.take_held())])
         except ExporterError as exc:
             _log.error("rlvitals run %r: cannot record the run: %s", self.name, exc)
 
     def _process(self, outbox: Outbox, batch: list[_Item]) -> None:
-        rows: list[SampleRow] = []
-        events: list[EventRow] = []
+        parts: list[_Part] = []
         markers: list[threading.Event] = []
         positions: list[SourcePosition] = []
         last_step = self._translator.last_step
@@ -447,38 +538,72 @@ class Run:
             try:
                 if item[0] == "log":
                     r, e = self._translator.log(item[1], item[2], item[3], item[4])
-                    rows += r
-                    rows += self._translator.take_transform_rows(item[3])
-                    events += e
+                    r = [*r, *self._translator.take_transform_rows(item[3])]
                 else:
-                    events += self._translator.event(item[1], item[2], item[3], item[4], item[5])
-            except Exception as exc:  # a bug here must not stop the worker
-                _log.exception("rlvitals run %r: could not translate a sample: %s", self.name, exc)
+                    r, e = [], self._translator.event(item[1], item[2], item[3], item[4], item[5])
+            except Exception as exc:  # a bug here must not stop the worker, nor lose the batch
+                self._translator.take_held()
+                self._counters.drop("translate_error", len(item[2]) if item[0] == "log" else 1)
+                self._report("translate_error", exc)
+                continue
+            parts.append(_Part(r, e, self._translator.take_held()))
         step = at_position if self._sourced else self._translator.last_step
         progress = [] if step is None or step == last_step else [(self.name, self._rank_key, step)]
-        self._store(outbox, rows, events, positions, progress)
+        self._store(outbox, parts, positions, progress)
         for marker in markers:
             marker.set()
 
     def _store(
         self,
         outbox: Outbox,
-        rows: list[SampleRow],
-        events: list[EventRow],
+        parts: list[_Part],
         positions: list[SourcePosition] | None = None,
         progress: list[tuple[str, int, int]] | None = None,
     ) -> None:
+        """Store the parts (one per log call) in one transaction; when the store refuses it for
+        what one of them holds, halve the batch until that call is isolated, so it alone is
+        dropped (counted, reported once) and its neighbours are stored."""
+        room = outbox.room() if outbox.budget_bytes is not None else None
+        if room is not None and sum(len(p.rows) + len(p.events) for p in parts) > room:
+            # the disk budget: store the calls that fit, refuse (and count) the rest
+            fits, used = 0, 0
+            for part in parts:
+                if used + len(part.rows) + len(part.events) > room:
+                    break
+                used += len(part.rows) + len(part.events)
+                fits += 1
+            refused = sum(p.size for p in parts[fits:])  # samples, as stats count them
+            with self._counters.lock:
+                self._counters.refused_disk += refused
+            outbox.over_budget()
+            parts = parts[:fits]
+        rows = [row for part in parts for row in part.rows]
+        events = [event for part in parts for event in part.events]
         if not rows and not events and not positions and not progress:
+            for part in parts:
+                self._translator.count_stored(part.held)
             return
         try:
-            stored = outbox.write(rows, events, positions=positions or (), progress=progress or ())
-        except OutboxError as exc:
-            _log.error("rlvitals run %r: %s", self.name, exc)
-            stored = False
+            stored = self._write_retrying(outbox, rows, events, positions, progress)
+        except Exception as exc:
+            if len(parts) > 1:
+                half = len(parts) // 2
+                self._store(outbox, parts[:half])
+                self._store(outbox, parts[half:], positions, progress)
+                return
+            self._report("store_error", exc)
+            for part in parts:
+                self._counters.drop("store_error", part.size)
+            if positions or progress:  # how far a file was read is still true
+                with suppress(Exception):
+                    self._write_retrying(outbox, [], [], positions, progress)
+            return
         if not stored:
             with self._counters.lock:
-                self._counters.refused_disk += len(rows) + len(events)
+                self._counters.refused_disk += sum(p.size for p in parts)
             return
+        for part in parts:
+            self._translator.count_stored(part.held)
         if not rows and not events:
             return
         with self._counters.lock:
@@ -486,6 +611,76 @@ class Run:
                 self._counters.last_write = time.time()
         if self._forwarder is not None:
             self._forwarder.wake()
+
+    def _write_retrying(
+        self,
+        outbox: Outbox,
+        rows: list[SampleRow],
+        events: list[EventRow],
+        positions: list[SourcePosition] | None,
+        progress: list[tuple[str, int, int]] | None,
+    ) -> bool:
+        """Write; while another process holds the outbox's lock, wait and try again (until the
+        run is finished) instead of dropping the batch."""
+        while True:
+            try:
+                return outbox.write(
+                    rows, events, positions=positions or (), progress=progress or ()
+                )
+            except OutboxError as exc:
+                if not exc.retryable or self._stop.is_set():
+                    raise
+                if "outbox_locked" not in self._reported:
+                    self._reported.add("outbox_locked")
+                    _log.warning(
+                        "rlvitals run %r: %s; waiting for the lock (nothing is dropped)",
+                        self.name,
+                        exc,
+                    )
+                self._stop.wait(1.0)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """What one log or event call became: its rows, events and the counts they stand for."""
+
+    rows: list[SampleRow]
+    events: list[EventRow]
+    held: tuple[int, int, int]
+
+    @property
+    def size(self) -> int:
+        return sum(self.held) or len(self.rows) + len(self.events)
+
+
+def _safe_transforms(outbox: Outbox | None, run: str) -> dict[str, tuple[FieldTransform, ...]]:
+    """What a resumed run's fields went through before (none when the store is unusable)."""
+    if outbox is None:
+        return {}
+    try:
+        return outbox.transforms(run)
+    except Exception:
+        return {}
+
+
+def _safe_last_step(outbox: Outbox | None, run: str, rank: int | None) -> int | None:
+    if outbox is None:
+        return None
+    try:
+        return outbox.last_step(run, rank)
+    except Exception:
+        return None
+
+
+def _is_sample(item: _Item) -> bool:
+    return not isinstance(item, threading.Event) and item[0] in ("log", "event")
+
+
+def _size(item: _Item) -> int:
+    """Samples a queued log or event call stands for."""
+    if isinstance(item, threading.Event) or item[0] != "log":
+        return 1
+    return len(item[2])
 
 
 def init(

@@ -17,9 +17,13 @@ class RunStats:
     accepted: stored under a registry id; rejected: refused for bad input (bad step, non-numeric
     value, outside physical limits, unknown name under `drop`); nonfinite: NaN/Inf per field
     (never written); unregistered: unknown names stored under `unregistered` (`warn`);
-    dropped: lost because the queue was full or the run was finished; refused_disk: refused
+    dropped: lost because the queue was full, the run was finished or the store could not take
+    them, by reason in `dropped_by_reason` (queue_full, finished, translate_error, store_error,
+    worker_error); refused_disk: refused
     because the outbox reached its disk budget or could not be written; write_errors: failed
-    InfluxDB writes (retried unless the server refused the data); sent: rows written to InfluxDB.
+    InfluxDB writes (retried unless the server refused the data); sent: rows written to InfluxDB;
+    server_rejected: rows whose line InfluxDB refused (HTTP 400), kept in the outbox's `rejected`
+    table with the server's message while the rest of their batch was written.
     """
 
     accepted: int = 0
@@ -31,6 +35,8 @@ class RunStats:
     events: int = 0
     write_errors: int = 0
     sent: int = 0
+    server_rejected: int = 0
+    dropped_by_reason: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def nonfinite_total(self) -> int:
@@ -66,10 +72,12 @@ class RunCounters:
         self.nonfinite: dict[str, int] = {}
         self.unregistered = 0
         self.dropped = 0
+        self.dropped_reasons: dict[str, int] = {}
         self.refused_disk = 0
         self.events = 0
         self.write_errors = 0
         self.sent = 0
+        self.server_rejected = 0
         self.step: int | None = None
         self.latest: dict[tuple[str, str], float] = {}
         self.rate_window: deque[tuple[float, int]] = deque(maxlen=64)
@@ -87,7 +95,17 @@ class RunCounters:
                 events=self.events,
                 write_errors=self.write_errors,
                 sent=self.sent,
+                server_rejected=self.server_rejected,
+                dropped_by_reason=dict(self.dropped_reasons),
             )
+
+    def drop(self, reason: str, n: int) -> None:
+        """Count `n` samples or events lost for `reason` (call without holding the lock)."""
+        if n <= 0:
+            return
+        with self.lock:
+            self.dropped += n
+            self.dropped_reasons[reason] = self.dropped_reasons.get(reason, 0) + n
 
     def steps_per_second(self, now: float | None = None) -> float | None:
         """Steps per second over the last logged steps, measured up to `now` when given: a run

@@ -10,7 +10,6 @@ import json
 import logging
 import math
 import operator
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -23,15 +22,18 @@ from .stats import RunCounters
 from .transform_record import TRANSFORMS_FIELD, FieldTransform
 
 __all__ = [
+    "MAX_STEP",
     "RESERVED_EVENT_FIELDS",
     "LoggedValue",
     "Translator",
     "config_rows",
     "event_field_problem",
+    "event_problem",
     "limits_problem",
-    "sanitize_name",
+    "name_problem",
     "several",
     "step_problem",
+    "text_problem",
     "to_number",
     "value_problem",
 ]
@@ -51,8 +53,52 @@ LoggedValue = float | Sequence[float]
 (one per finishing episode). A list is stored as its mean under the name's field, and its
 count, min and max under measurement `SPREAD` as `<field>/count`, `<field>/min`, `<field>/max`."""
 
-RESERVED_EVENT_FIELDS = frozenset({"text", "step", "wall_time", "run", "project", "kind", "rank"})
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f]+")
+# `from_step` is the integer field of `resume` events: a user field of that name would give it
+# two types in one measurement, which InfluxDB refuses.
+RESERVED_EVENT_FIELDS = frozenset(
+    {"text", "step", "wall_time", "run", "project", "kind", "rank", "from_step"}
+)
+
+MAX_STEP = 2**63 - 1
+"""The highest step: InfluxDB timestamps, sqlite integers and numpy int64 all stop here."""
+
+
+def text_problem(what: str, text: str) -> str | None:
+    """Why `text` cannot be stored (a lone surrogate has no UTF-8 form), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.end]
+        return (
+            f"{what} {text!r} holds {bad!r} at index {exc.start}, which is not valid UTF-8 "
+            "(a lone surrogate, often from decoding bytes with errors='surrogateescape'); "
+            "decode it with errors='replace' or 'backslashreplace'"
+        )
+    return None
+
+
+_NAME_LIMIT = 256
+
+
+def name_problem(what: str, name: str) -> str | None:
+    """Why `name` (a tag value or field key: run, project, event kind, metric or event field
+    name) cannot be stored exactly, or None. InfluxDB's line protocol has no way to write a
+    newline or NUL in a name, nor a name ending in a backslash (the backslash would escape the
+    separator after it: InfluxDB 1.6 refuses every escaping of it); rather than store another
+    name, the name is refused."""
+    problem = text_problem(what, name)
+    if problem is not None:
+        return problem
+    if "\n" in name or "\x00" in name:
+        return f"{what} {name!r} holds a newline or NUL, which InfluxDB cannot store in a name"
+    if name.endswith("\\"):
+        return (
+            f"{what} {name!r} ends in a backslash, which InfluxDB cannot store at the end of a "
+            "name; drop or replace the trailing backslash"
+        )
+    if len(name) > _NAME_LIMIT:
+        return f"{what} {name[:40]!r}... is {len(name)} characters; names stop at {_NAME_LIMIT}"
+    return None
 
 
 def step_problem(step: object) -> str | None:
@@ -68,6 +114,11 @@ def step_problem(step: object) -> str | None:
         )
     if value < 0:
         return f"step {value} is negative; training steps count up from 0"
+    if value > MAX_STEP:
+        return (
+            f"step {value} is beyond the largest storable step {MAX_STEP} (2**63 - 1, a 64-bit "
+            "integer: InfluxDB timestamps and the outbox stop there)"
+        )
     return None
 
 
@@ -86,6 +137,9 @@ def to_number(value: object) -> float | None:
 def value_problem(name: object, value: object, step: int) -> str | None:
     if not isinstance(name, str) or not name:
         return f"metric name {name!r} at step {step} is not a non-empty string"
+    problem = text_problem("metric name", name)
+    if problem is not None:
+        return f"{problem} (at step {step})"
     values = several(value)
     if values is not None:
         if not len(values):
@@ -124,12 +178,23 @@ def event_field_problem(key: object, value: object) -> str | None:
         return f"event field {key!r} is reserved; use another name"
     if not isinstance(value, str | int | float | bool):
         return f"event field {key}={value!r} must be a str, int, float or bool"
-    return None
+    problem = name_problem("event field name", key)
+    if problem is None and isinstance(value, str):
+        problem = text_problem(f"event field {key!r} value", value)
+    return problem
 
 
-def sanitize_name(name: str) -> str:
-    """An unknown name as stored under `unregistered`: control characters replaced, length capped."""
-    return _UNSAFE.sub("_", name).strip()[:200] or "_"
+def event_problem(step: object, kind: object, text: object) -> str | None:
+    """Why an event's step, kind or text cannot be stored, or None (fields: `event_field_problem`)."""
+    problem = step_problem(step)
+    if problem is None and (not isinstance(kind, str) or not kind.strip()):
+        problem = f"event kind {kind!r} must be a non-empty string"
+    if problem is None:
+        assert isinstance(kind, str)
+        problem = name_problem("event kind", kind.strip())
+    if problem is None:
+        problem = text_problem("event text", text if isinstance(text, str) else str(text))
+    return problem
 
 
 def several(value: object) -> Sequence[Any] | None:
@@ -195,8 +260,13 @@ class Translator:
         last_step: int | None,
         config: Mapping[str, Any] | None = None,
         transforms: Mapping[str, Sequence[FieldTransform]] | None = None,
+        defer_counts: bool = False,
     ) -> None:
         self._registry = registry
+        # With `defer_counts`, accepted / unregistered / event counts wait for `settle()`, so a
+        # run counts only what its store took.
+        self._defer = defer_counts
+        self._held = [0, 0, 0]
         self._deriver = StepDeriver(registry, config)
         self._counters = counters
         self._run = run
@@ -296,7 +366,7 @@ class Translator:
         wall_time: float,
         framework: str | None,
     ) -> tuple[list[SampleRow], list[EventRow]]:
-        if step.__class__ is not int or step < 0:
+        if step.__class__ is not int or step < 0 or step > MAX_STEP:
             problem = step_problem(step)
             if problem is not None:
                 with self._counters.lock:
@@ -348,7 +418,12 @@ class Translator:
                 if self._policy == "drop":
                     rejected += 1
                     continue
-                field = sanitize_name(name)
+                problem = name_problem("metric name", name)
+                if problem is not None:
+                    rejected += 1
+                    self._warn(f"value:{name!r}", f"{problem} (at step {istep}); rejected")
+                    continue
+                field = name
                 self._warn(f"name:{name}", f"{target} Stored under measurement 'unregistered'.")
                 if members is not None:
                     summary = self._summarise(
@@ -434,10 +509,16 @@ class Translator:
             self._last_step = istep
         with self._counters.lock:
             c = self._counters
-            c.accepted += accepted
             c.rejected += rejected
-            c.unregistered += unregistered
-            c.events += len(events)
+            if self._defer:
+                held = self._held
+                held[0] += accepted
+                held[1] += unregistered
+                held[2] += len(events)
+            else:
+                c.accepted += accepted
+                c.unregistered += unregistered
+                c.events += len(events)
             if rows:
                 c.step = istep
                 c.rate_window.append((wall_time, istep))
@@ -467,6 +548,22 @@ class Translator:
             return None
         return math.fsum(finite) / len(finite), len(finite), min(finite), max(finite)
 
+    def take_held(self) -> tuple[int, int, int]:
+        """With `defer_counts`: the (accepted, unregistered, events) counts of what was
+        translated since the last call; pass them to `count_stored` once the store took it."""
+        held = (self._held[0], self._held[1], self._held[2])
+        self._held = [0, 0, 0]
+        return held
+
+    def count_stored(self, held: tuple[int, int, int]) -> None:
+        accepted, unregistered, events = held
+        if accepted or unregistered or events:
+            with self._counters.lock:
+                c = self._counters
+                c.accepted += accepted
+                c.unregistered += unregistered
+                c.events += events
+
     def _count_nonfinite(self, field: str) -> None:
         with self._counters.lock:
             self._counters.nonfinite[field] = self._counters.nonfinite.get(field, 0) + 1
@@ -474,13 +571,11 @@ class Translator:
     def event(
         self, step: object, kind: str, text: str, fields: Mapping[str, Any], wall_time: float
     ) -> list[EventRow]:
-        problem = step_problem(step)
-        if problem is None and (not isinstance(kind, str) or not kind.strip()):
-            problem = f"event kind {kind!r} must be a non-empty string"
+        problem = event_problem(step, kind, text)
         if problem is not None:
             with self._counters.lock:
                 self._counters.rejected += 1
-            self._warn(f"event:{kind}", f"event {kind!r}: {problem}; rejected")
+            self._warn(f"event:{kind!r}", f"event {kind!r}: {problem}; rejected")
             return []
         clean: dict[str, Any] = {}
         for key, value in fields.items():
@@ -493,8 +588,11 @@ class Translator:
             clean[key] = (
                 float(value) if isinstance(value, int) and not isinstance(value, bool) else value
             )
-        with self._counters.lock:
-            self._counters.events += 1
+        if self._defer:
+            self._held[2] += 1
+        else:
+            with self._counters.lock:
+                self._counters.events += 1
         istep = operator.index(step)  # type: ignore[arg-type]
         return [
             (self._run, self._rank, istep, kind.strip(), str(text), json.dumps(clean), wall_time)

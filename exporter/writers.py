@@ -8,7 +8,7 @@ import logging
 import urllib.parse
 from typing import Any, Protocol
 
-from .config import ExporterSettings
+from .config import ExporterSettings, redact_url
 from .errors import ConfigError, WriteError
 
 __all__ = ["InfluxV1Writer", "InfluxV2Writer", "Writer", "make_writer"]
@@ -27,12 +27,13 @@ class Writer(Protocol):
 
 
 def _status_error(where: str, status: int, detail: str) -> WriteError:
-    detail = detail.strip()[:300]
+    detail = detail.strip()[:1000]
     if status == 400:
         return WriteError(
-            f"{where} refused the data (HTTP 400: {detail}); these rows are skipped",
+            f"{where} refused the data (HTTP 400: {detail})",
             status=status,
             retryable=False,
+            detail=detail,
         )
     if status in (401, 403):
         hint = "check RLVITALS_INFLUX_USERNAME/PASSWORD or RLVITALS_INFLUX_TOKEN"
@@ -62,7 +63,7 @@ class InfluxV1Writer:
     ) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"RLVITALS_INFLUX_URL={url!r} is not an http(s) URL")
+            raise ConfigError(f"RLVITALS_INFLUX_URL={redact_url(url)!r} is not an http(s) URL")
         self._https = parts.scheme == "https"
         self._host = parts.hostname
         self._port = parts.port or (443 if self._https else 80)
@@ -77,9 +78,7 @@ class InfluxV1Writer:
             token = base64.b64encode(f"{username}:{password or ''}".encode()).decode("ascii")
             self._headers["Authorization"] = f"Basic {token}"
         self._conn: http.client.HTTPConnection | None = None
-        self._where = (
-            f"InfluxDB at {parts.scheme}://{parts.netloc}{self._base} (database {database!r})"
-        )
+        self._where = f"InfluxDB at {redact_url(url)} (database {database!r})"
 
     def describe(self) -> str:
         return self._where
@@ -132,7 +131,7 @@ class InfluxV2Writer:
             url=url, token=token, org=org, timeout=int(timeout * 1000), retries=0
         )
         self._api: Any = self._client.write_api(write_options=SYNCHRONOUS)
-        self._where = f"InfluxDB at {url} (org {org!r}, bucket {bucket!r})"
+        self._where = f"InfluxDB at {redact_url(url)} (org {org!r}, bucket {bucket!r})"
 
     def describe(self) -> str:
         return self._where

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import registry
-from exporter.config import ExporterSettings
+from exporter.config import ExporterSettings, redact_url
 from exporter.errors import ExporterError
 from exporter.outbox import Outbox
 
@@ -167,7 +167,7 @@ def _influx(settings: ExporterSettings) -> Finding:
             "not configured (RLVITALS_INFLUX_URL unset): the embedded store is used",
         )
     base = settings.influx_url.rstrip("/")
-    name = f"InfluxDB {settings.influx_api} at {base}"
+    name = f"InfluxDB {settings.influx_api} at {redact_url(base)}"
     headers: dict[str, str] = {}
     if settings.influx_api == "v2":
         headers["Authorization"] = f"Token {settings.influx_token or ''}"

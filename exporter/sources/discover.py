@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,10 +69,14 @@ class LogFile:
 
     @property
     def run(self) -> str:
+        # A folder name that is not UTF-8 arrives with lone surrogates, which no store can
+        # hold: its bytes are written as \x.. escapes instead.
         if self.format == "trainer-state":  # an output folder, or a state file in it
             folder = self.path if self.path.is_dir() else run_folder(self.path.resolve())
-            return folder.resolve().name or "run"
-        return self.path.resolve().parent.name or "run"
+            name = folder.resolve().name or "run"
+        else:
+            name = self.path.resolve().parent.name or "run"
+        return os.fsencode(name).decode("utf-8", errors="backslashreplace")
 
 
 def _first_line(path: Path) -> str:
@@ -132,8 +137,17 @@ def _walk(root: Path) -> Iterator[Path]:
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
-            if not name.startswith("."):
+            if not name.startswith(".") and _is_regular(Path(folder) / name):
                 yield Path(folder) / name
+
+
+def _is_regular(path: Path) -> bool:
+    """A regular file (or a link to one): a FIFO, socket or device in a log tree would block
+    or never end when read, so it is never a log."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def discover(
@@ -148,6 +162,11 @@ def discover(
     for root in paths:
         if not root.exists():
             raise UnreadableLog(f"{root}: no such file or directory; check the path")
+        if not root.is_dir() and not _is_regular(root):
+            raise UnreadableLog(
+                f"{root}: not a regular file (a FIFO, socket or device); name a log file or a "
+                "folder of logs"
+            )
         if root.is_file():
             chosen = fmt if fmt != "auto" else _detect_named(root, pattern)
             found.setdefault(root, LogFile(root, chosen))

@@ -28,7 +28,7 @@ __all__ = ["LogSet", "path_key"]
 
 def path_key(path: Path) -> str:
     """The key a file's saved position is stored under: its absolute path."""
-    return os.path.abspath(path)
+    return os.fsencode(os.path.abspath(path)).decode("utf-8", errors="backslashreplace")
 
 
 class LogSet:

@@ -41,11 +41,15 @@ class JsonlParser:
             return None
         try:
             obj = json.loads(stripped)
+            if not isinstance(obj, dict):
+                raise BadLine(f"expected a JSON object, found {type(obj).__name__}")
+            flat = _flatten(obj)
         except json.JSONDecodeError as exc:
             raise BadLine(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise BadLine(f"expected a JSON object, found {type(obj).__name__}")
-        flat = _flatten(obj)
+        except RecursionError:
+            raise BadLine(
+                "JSON nested too deeply to read (a metrics line nests a few levels at most)"
+            ) from None
         step_key = next((k for k in self._step_keys if k in flat), None)
         if step_key is None:
             wanted = " or ".join(repr(k) for k in self._step_keys)

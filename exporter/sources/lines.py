@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
+from ..translate import MAX_STEP
 from .record import Record
 
 __all__ = ["BadLine", "LineParser", "as_step", "as_value"]
@@ -60,4 +61,8 @@ def as_step(raw: object, key: str) -> int:
         value = int(value)
     if value < 0:
         raise BadLine(f"step key {key!r} is {value}, a step cannot be negative")
+    if value > MAX_STEP:
+        raise BadLine(
+            f"step key {key!r} is {raw!r}, beyond the largest storable step {MAX_STEP} (2**63 - 1)"
+        )
     return value

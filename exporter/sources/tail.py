@@ -17,6 +17,7 @@ the position all match); otherwise the file is read from its start.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +118,8 @@ class TextTail:
             if self._fh is not None:  # deleted or rotated away with nothing new in its place
                 yield from self._drain(final=True)
                 self.close()
+            return
+        if not stat.S_ISREG(st.st_mode):  # replaced by a FIFO or device: reading would block
             return
         ident = (st.st_dev, st.st_ino)
         if self._fh is not None and ident != self._ino:

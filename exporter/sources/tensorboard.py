@@ -15,6 +15,7 @@ when the path still names the same file (device, inode, first bytes and the byte
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -120,6 +121,8 @@ class TensorBoardSource:
         except FileNotFoundError:
             self.close()
             return
+        if not stat.S_ISREG(st.st_mode):  # replaced by a FIFO or device: reading would block
+            return
         ident = (st.st_dev, st.st_ino)
         if self._reader is None or ident != self._ident or st.st_size < self._consumed:
             self.close()
@@ -153,17 +156,17 @@ class TensorBoardSource:
             )
 
     def _batches(self, reader: RecordReader) -> Iterator[RecordBatch]:
-        try:
-            yield from reader.batches()
-        except CorruptRecord as exc:
-            self._corrupt_at = exc.offset
+        def skipped(exc: CorruptRecord) -> None:
             self._report(
                 Malformed(
                     str(self.path),
                     self._events + 1,
-                    f"corrupt event record at byte {exc.offset} ({exc}); the rest of the file was skipped",
+                    f"corrupt event record at byte {exc.offset} ({exc}); skipped, reading on "
+                    "from the next valid record",
                 )
             )
+
+        yield from reader.batches(skipped)
 
     def _decode(self, batch: RecordBatch, pending: _Pending) -> Iterator[Record]:
         """The records completed by a batch of events; the last step stays in `pending`, as

@@ -13,7 +13,7 @@ a few times in a batch, and is the reference the table is tested against.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -108,6 +108,15 @@ def gather_bytes(
     return gathered
 
 
+def _next_frame(buf: bytes, start: int) -> int | None:
+    """The first offset from `start` where a record header's length checksum matches."""
+    unpack_crc = _CRC.unpack_from
+    for offset in range(start, len(buf) - _HEADER + 1):
+        if masked_crc32c(buf[offset : offset + 8]) == unpack_crc(buf, offset + 8)[0]:
+            return offset
+    return None
+
+
 @dataclass(frozen=True)
 class RecordBatch:
     """Complete records read in one go: payload `i` is `data[starts[i]:ends[i]]`."""
@@ -142,21 +151,42 @@ class RecordReader:
         self._base = start  # file offset of the first byte of `_buffer`
         handle.seek(start)
         self._pos = 0  # position in `_buffer` of the first record not yet handed out
+        self._scanning = False  # looking for the next valid record after a damaged length
 
     @property
     def consumed(self) -> int:
         """File offset just past the last complete record handed out."""
         return self._base + self._pos
 
-    def batches(self) -> Iterator[RecordBatch]:
-        """Every complete record from here on; raises CorruptRecord after the records before
-        a damaged one."""
+    def batches(
+        self, on_corrupt: Callable[[CorruptRecord], None] | None = None
+    ) -> Iterator[RecordBatch]:
+        """Every complete record from here on. At a damaged record: without `on_corrupt`, raise
+        CorruptRecord after the records before it; with it, report it there and go on with the
+        next valid record (right after it when only its payload is damaged, else at the next
+        offset whose length checksum matches)."""
         while True:
-            batch, corrupt = self._frame()
-            if batch is not None:
-                yield batch
-            if corrupt is not None:
-                raise corrupt
+            if self._scanning:
+                found = _next_frame(self._buffer, self._pos)
+                if found is None:
+                    self._pos = max(self._pos, len(self._buffer) - _HEADER + 1)
+                else:
+                    self._pos = found
+                    self._scanning = False
+            if not self._scanning:
+                batch, corrupt, skip_to = self._frame()
+                if batch is not None:
+                    yield batch
+                if corrupt is not None:
+                    if on_corrupt is None:
+                        raise corrupt
+                    on_corrupt(corrupt)
+                    if skip_to is not None:
+                        self._pos = skip_to
+                    else:
+                        self._pos = corrupt.offset - self._base + 1
+                        self._scanning = True
+                    continue
             data = self._handle.read(self._chunk)
             self._chunk = min(self._chunk_size, self._chunk * 4)
             if not data:
@@ -165,7 +195,9 @@ class RecordReader:
             self._base += self._pos
             self._pos = 0
 
-    def _frame(self) -> tuple[RecordBatch | None, CorruptRecord | None]:
+    def _frame(self) -> tuple[RecordBatch | None, CorruptRecord | None, int | None]:
+        """The complete records from `_pos`; the first damaged one, if any; and where the next
+        record starts after it when its framing (length) is intact."""
         buf = self._buffer
         pos = self._pos
         size = len(buf)
@@ -179,13 +211,14 @@ class RecordReader:
             append(pos)
             pos = end + 4
         corrupt: CorruptRecord | None = None
+        skip_to: int | None = None
         if size - pos >= _HEADER:
             # A record still incomplete: its length must be right, or this waits forever.
             (length_crc,) = _CRC.unpack_from(buf, pos + 8)
             if masked_crc32c(buf[pos : pos + 8]) != length_crc:
                 corrupt = CorruptRecord(self._base + pos, "length")
         if not heads:
-            return None, corrupt
+            return None, corrupt, None
         data = np.frombuffer(buf, dtype=np.uint8)
         head = np.array(heads, dtype=np.int64)
         lengths = gather_bytes(data, head, 8).view("<u8").ravel().astype(np.int64)
@@ -200,9 +233,11 @@ class RecordReader:
             first = int(bad[0])
             what = "length" if bad_length[first] else "payload"
             corrupt = CorruptRecord(self._base + heads[first], what)
+            if what == "payload":
+                skip_to = int(ends[first]) + 4
             head, ends = head[:first], ends[:first]
             pos = heads[first]
         self._pos = pos
         if not len(head):
-            return None, corrupt
-        return RecordBatch(buf, head + _HEADER, ends), corrupt
+            return None, corrupt, skip_to
+        return RecordBatch(buf, head + _HEADER, ends), corrupt, skip_to

@@ -27,7 +27,7 @@ def health() -> Response:
     except HistoryError as exc:
         store["ok"] = False
         store["error"] = str(exc)
-    return jsonify(
+    body = jsonify(
         {
             "status": "ok" if store["ok"] else "degraded",
             "version": __version__,
@@ -37,6 +37,11 @@ def health() -> Response:
             "auth": svc.config.token is not None,
         }
     )
+    # a health check (compose, a load balancer) reads the status code: the store being down is
+    # not healthy, whatever the body says
+    if not store["ok"]:
+        body.status_code = 503
+    return body
 
 
 @blueprint.get("/api/runs")

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from exporter.config import influx_token_from, influx_url_problem
+from exporter.errors import ConfigError as _ExporterConfigError
+
 __all__ = ["ConfigError", "DatasourceConfig", "InfluxApi"]
 
 InfluxApi = Literal["v1", "v2"]
@@ -73,10 +76,9 @@ class DatasourceConfig:
     def __post_init__(self) -> None:
         if self.influx_api not in ("v1", "v2"):
             raise ConfigError(f"RLVITALS_INFLUX_API={self.influx_api!r} must be v1 or v2")
-        if self.influx_url is not None and not self.influx_url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"RLVITALS_INFLUX_URL={self.influx_url!r} must start with http:// or https://"
-            )
+        problem = None if self.influx_url is None else influx_url_problem(self.influx_url)
+        if problem is not None:
+            raise ConfigError(problem)
         if self.influx_url and self.influx_api == "v2" and not self.influx_token:
             raise ConfigError("InfluxDB v2 needs RLVITALS_INFLUX_TOKEN to be set")
         if self.max_body_bytes < 1024:
@@ -112,7 +114,7 @@ class DatasourceConfig:
             influx_password=_str(environ, "RLVITALS_INFLUX_PASSWORD"),
             influx_org=_str(environ, "RLVITALS_INFLUX_ORG"),
             influx_bucket=_str(environ, "RLVITALS_INFLUX_BUCKET"),
-            influx_token=_str(environ, "RLVITALS_INFLUX_TOKEN"),
+            influx_token=_token(environ),
             influx_timeout=_float(environ, "RLVITALS_INFLUX_TIMEOUT", d.influx_timeout),
             token=_str(environ, "RLVITALS_DATASOURCE_TOKEN"),
             max_body_bytes=_int(environ, "RLVITALS_DATASOURCE_MAX_BODY", d.max_body_bytes),
@@ -143,3 +145,10 @@ class DatasourceConfig:
         return f"DatasourceConfig({', '.join(parts)})"
 
     __str__ = __repr__
+
+
+def _token(environ: Mapping[str, str]) -> str | None:
+    try:
+        return influx_token_from(environ)
+    except _ExporterConfigError as exc:
+        raise ConfigError(str(exc)) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from influxdb_client.client.write.point import Point
@@ -12,8 +13,13 @@ from influxdb_client.domain.write_precision import WritePrecision
 import exporter
 from exporter.lineprotocol import format_line
 
-_names = st.text(min_size=1, max_size=20).filter(lambda s: not s.startswith("#"))
-_tag_values = st.text(min_size=0, max_size=20)
+# influxdb-client writes tabs and carriage returns in names as `\t` / `\r`, which InfluxDB
+# stores as a backslash and a letter; the exporter writes them raw (stored exactly): see
+# test_tabs_and_carriage_returns_in_names_are_stored_exactly
+_names = st.text(min_size=1, max_size=20).filter(
+    lambda s: not s.startswith("#") and "\t" not in s and "\r" not in s
+)
+_tag_values = st.text(min_size=0, max_size=20).filter(lambda s: "\t" not in s and "\r" not in s)
 _field_values = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.integers(min_value=-(2**63), max_value=2**63 - 1),
@@ -69,15 +75,33 @@ def test_odd_run_names_and_event_texts_round_trip_through_influxdb(
     assert {r["text"] for r in events} == {text}
 
 
-def test_field_keys_ending_in_a_backslash_are_stored_not_refused(
+def test_names_influxdb_cannot_store_exactly_are_refused_not_altered(
     tmp_path: Path, reg: object, influx: object
 ) -> None:
     settings = influx.settings(tmp_path, policy="warn")  # type: ignore[attr-defined]
+    for bad in ("ends\\", "two\nlines"):
+        with pytest.raises(exporter.ConfigError, match="InfluxDB cannot store"):
+            exporter.init(bad, registry=reg, settings=settings)  # type: ignore[arg-type]
     with exporter.init("r", registry=reg, settings=settings) as run:  # type: ignore[arg-type]
-        run.log(1, {"odd\\": 2.5, "losses/clipfrac": 0.25})
-        run.event(1, "checkpoint", "saved", **{"path\\": "a"})
+        run.log(1, {"odd\\": 2.5, "two\nlines": 1.0, "losses/clipfrac": 0.25})
+        run.event(1, "checkpoint", "saved", **{"path\\": "a", "ok": "b"})
+        assert run.flush()
+        stats = run.stats
+    assert stats.rejected == 2
+    assert influx.query('SELECT * FROM "unregistered"') == []  # type: ignore[attr-defined]
+    (event,) = influx.query('SELECT * FROM "events"')  # type: ignore[attr-defined]
+    assert event["ok"] == "b" and "path " not in event and "path\\" not in event
+
+
+def test_tabs_and_carriage_returns_in_names_are_stored_exactly(
+    tmp_path: Path, reg: object, influx: object
+) -> None:
+    settings = influx.settings(tmp_path, policy="warn")  # type: ignore[attr-defined]
+    name, metric = "run\tone\r", "my\tmetric"
+    with exporter.init(name, registry=reg, settings=settings) as run:  # type: ignore[arg-type]
+        run.log(1, {metric: 2.5, "losses/clipfrac": 0.25})
         assert run.flush()
     (row,) = influx.query('SELECT * FROM "unregistered"')  # type: ignore[attr-defined]
-    assert row["odd "] == 2.5  # the backslash escapes the space added after it
-    (event,) = influx.query('SELECT * FROM "events"')  # type: ignore[attr-defined]
-    assert event["path "] == "a"
+    assert row[metric] == 2.5 and row["run"] == name
+    with exporter.Outbox(tmp_path / "outbox.sqlite") as box:
+        assert box.fields(name, measurement="unregistered") == [metric]

@@ -7,6 +7,7 @@ these tests check what `influxdb-client` sends: URL, query, headers (Authorizati
 from __future__ import annotations
 
 import http.server
+import sqlite3
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -110,10 +111,19 @@ def test_server_refusing_the_data_is_counted_and_not_retried_forever(
         store=tmp_path, influx_url=recorder.url, influx_database="db", policy="strict"
     )
     with exporter.init("bad", registry=reg, settings=settings) as run:
-        run.log(1, {"losses/clipfrac": 0.1})
+        for step in range(200):
+            run.log(step, {"losses/clipfrac": 0.1})
         assert run.flush()
-        assert run.stats.write_errors == 1
-    assert len(recorder.requests) == 1
+        stats = run.stats
+        assert stats.write_errors == 1
+    with exporter.Outbox(tmp_path / "outbox.sqlite") as box:
+        refused = box.rejected("bad")
+        assert box.backlog() == 0
+    db = sqlite3.connect(tmp_path / "outbox.sqlite")
+    (rows,) = db.execute("SELECT count(*) FROM samples WHERE sent = 2").fetchone()
+    assert len(refused) >= 200 and stats.server_rejected == rows and stats.sent == 0
+    # halving isolates at most 32 lines one by one; the rest of a batch is refused whole
+    assert len(recorder.requests) <= 2 * 32 * 8 + 1
 
 
 def test_v1_writer_sends_credentials_in_a_basic_auth_header_not_the_url(

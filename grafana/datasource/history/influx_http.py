@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from exporter.config import redact_url
+
 from .base import HistoryUnavailable
 
 __all__ = ["InfluxHttp", "ResultSeries"]
@@ -72,10 +74,12 @@ class InfluxHttp:
         except urllib.error.HTTPError as exc:
             detail = exc.read().decode("utf-8", "replace")[:300]
             raise HistoryUnavailable(
-                f"InfluxDB at {self.url} answered {exc.code}: {detail or exc.reason}"
+                f"InfluxDB at {redact_url(self.url)} answered {exc.code}: {detail or exc.reason}"
             ) from exc
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise HistoryUnavailable(f"cannot query InfluxDB at {self.url}: {exc}") from exc
+            raise HistoryUnavailable(
+                f"cannot query InfluxDB at {redact_url(self.url)}: {exc}"
+            ) from exc
         return _results(payload, len(statements))
 
 
