@@ -178,6 +178,13 @@ def event_field_problem(key: object, value: object) -> str | None:
         return f"event field {key!r} is reserved; use another name"
     if not isinstance(value, str | int | float | bool):
         return f"event field {key}={value!r} must be a str, int, float or bool"
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            float(value)  # event numbers are stored as floats
+        except OverflowError:
+            return (
+                f"event field {key!r} holds an integer of {value.bit_length()} bits, beyond a float"
+            )
     problem = name_problem("event field name", key)
     if problem is None and isinstance(value, str):
         problem = text_problem(f"event field {key!r} value", value)

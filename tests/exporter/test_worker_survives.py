@@ -34,6 +34,7 @@ _BAD_CALLS: list[tuple[str, Any]] = [
     ("surrogate in event kind", lambda run: run.event(5, "ck\ud800")),
     ("surrogate in event field", lambda run: run.event(5, "checkpoint", note="\udcff")),
     ("surrogate in unregistered name", lambda run: run.log(5, {"my/\udc80x": 1.0})),
+    ("event field integer beyond a float", lambda run: run.event(5, "checkpoint", n=10**400)),
 ]
 
 

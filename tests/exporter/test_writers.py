@@ -33,6 +33,7 @@ class _Recorder(http.server.ThreadingHTTPServer):
     def __init__(self) -> None:
         self.requests: list[_Request] = []
         self.status = 204
+        self.refuse: bytes | None = None  # refuse (400) any request whose body holds this
         super().__init__(("127.0.0.1", 0), _Handler)
 
     @property
@@ -47,8 +48,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.server.requests.append(_Request("POST", self.path, dict(self.headers.items()), body))
-        payload = b'{"code":"invalid","message":"bad line"}' if self.server.status == 400 else b""
-        self.send_response(self.server.status)
+        status = self.server.status
+        if self.server.refuse is not None and self.server.refuse in body:
+            status = 400  # as a server refusing a whole request for one line does
+        payload = b'{"code":"invalid","message":"bad line"}' if status == 400 else b""
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
@@ -148,3 +152,39 @@ def test_unreachable_server_raises_a_retryable_write_error() -> None:
     with pytest.raises(exporter.WriteError, match="unreachable") as info:
         writer.write(b"m f=1 1")
     assert info.value.retryable
+
+
+def test_a_server_refusing_whole_requests_for_one_line_still_gets_every_other_line(
+    tmp_path: Path, reg: registry.Registry, recorder: _Recorder
+) -> None:
+    recorder.refuse = b"poison"
+    settings = exporter.ExporterSettings(
+        store=tmp_path,
+        influx_url=recorder.url,
+        influx_api="v2",
+        influx_org="o",
+        influx_bucket="b",
+        influx_token="t",
+        policy="warn",
+    )
+    with exporter.init("r", registry=reg, settings=settings) as run:
+        for step in range(100):
+            values = {"losses/clipfrac": 0.1}
+            if step == 50:
+                values["poison"] = 1.0  # stored under `unregistered`, refused by the server
+            run.log(step, values)
+        assert run.flush()
+        stats = run.stats
+    accepted = [
+        line
+        for r in recorder.requests
+        if b"poison" not in r.body
+        for line in r.body.split(b"\n")
+        if line.startswith(b"policy,")
+    ]
+    steps = {int(line.rsplit(b" ", 1)[1]) for line in accepted}
+    assert steps == set(range(100))  # the step-50 policy point too: only the poison line is out
+    with exporter.Outbox(tmp_path / "outbox.sqlite") as box:
+        ((_, line, message),) = box.rejected("r")
+    assert line.startswith("unregistered,") and "poison=1" in line and "bad line" in message
+    assert stats.server_rejected == 1
