@@ -136,7 +136,7 @@ class StreamingDiagnosis:
         for m in rule.metrics:
             buf = self._buffers[m]
             if buf.points:
-                windows[m] = buf.series().window(rule.window, step)
+                windows[m] = buf.series().until(step).tail(rule.window)
                 early[m] = buf.early_mean()
         if len(windows) < len(rule.metrics):
             missing = ", ".join(m for m in rule.metrics if m not in windows)
