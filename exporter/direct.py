@@ -27,6 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from registry import Registry
 
@@ -62,6 +63,7 @@ class DirectRun:
         settings: ExporterSettings,
         framework: str | None,
         policy: Policy | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         writer = make_writer(settings)
         if writer is None:
@@ -72,7 +74,9 @@ class DirectRun:
         self._writer: Writer = writer
         self._counters = RunCounters()
         self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
-        self._outbox.upsert_run(name, project, None, framework, time.time())
+        # the run config (what `import` read from the logs and --config/--set) is kept with the
+        # run in the local store, where diagnosis reads it
+        self._outbox.upsert_run(name, project, dict(config) if config else None, framework, time.time())
         self._translator = Translator(
             registry,
             self._counters,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from registry import Registry
 
@@ -22,7 +22,9 @@ from .errors import ConfigError
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import SourcePosition
 from .run import init
+from .log_context import context_from_logs
 from .sources import LogFile, Record
+from .sources.text_summaries import read_text_summaries
 from .stats import RunStats
 
 __all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary"]
@@ -42,6 +44,7 @@ class RunSummary:
     values: int = 0
     files: set[str] = field(default_factory=set)
     stats: RunStats | None = None
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 class _Sink(Protocol):
@@ -72,6 +75,7 @@ class _RunState:
     run: _Sink | None = None
     pending: list[Record] = field(default_factory=list)
     positions: list[SourcePosition] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)
 
 
 class Ingest:
@@ -88,7 +92,10 @@ class Ingest:
         on_run_start: Callable[[RunSummary], None] | None = None,
         direct: bool = False,
         endpoint: MetricsEndpoint | None = None,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
+        """`config`: the user's run config (`--config`/`--set`); it overrides what each run's
+        logs say about its setting (see `log_context.py`), and both are stored with the run."""
         if direct and not settings.influx_url:
             raise ConfigError("a direct import needs InfluxDB configured (RLVITALS_INFLUX_URL)")
         self._direct = direct
@@ -101,6 +108,7 @@ class Ingest:
         self._endpoint = endpoint
         self._runs: dict[str, _RunState] = {}
         self._since_check = 0
+        self._config = dict(config or {})
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -120,6 +128,9 @@ class Ingest:
         if state is None:
             state = self._runs[name] = _RunState(RunSummary(name))
         summary = state.summary
+        if str(log.path) not in summary.files and log.format == "tensorboard":
+            for tag, text in read_text_summaries(log.path).items():
+                state.texts.setdefault(tag, text)
         summary.files.add(str(log.path))
         count = 0
         for record in records:
@@ -174,6 +185,9 @@ class Ingest:
             framework = self._registry.detect_framework(sorted(names))
             summary.detected = framework is not None
         summary.framework = framework
+        keys = {name for record in state.pending for name in record.values}
+        config = {**context_from_logs(framework, keys, state.texts), **self._config}
+        summary.config = config
         if self._direct:
             state.run = DirectRun(
                 summary.name,
@@ -181,6 +195,7 @@ class Ingest:
                 registry=self._registry,
                 settings=self._settings,
                 framework=framework,
+                config=config,
             )
         else:
             run = init(
@@ -190,6 +205,7 @@ class Ingest:
                 settings=self._settings,
                 framework=framework,
                 endpoint=self._endpoint,
+                config=config or None,
             )
             run.follow_sources()
             state.run = run

@@ -15,6 +15,7 @@ __all__ = ["main"]
 _COMMAND_MODULES: tuple[str, ...] = (
     "rlvitals.commands_registry",
     "exporter.commands",
+    "exporter.evaluate_commands",
     "grafana.commands",
     "exporter.demo.commands",
     "grafana.report.commands",

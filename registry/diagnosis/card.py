@@ -547,20 +547,24 @@ def _entropy_cliff(
     least a tenth of the scale (ln n, or the run's early level); for continuous (differential,
     possibly negative) entropy a fall of ln 10 nats, the action std shrinking tenfold."""
     f = s.finite()
-    if len(f) < 2:
+    if len(f) < 3:
         return []
-    recent = f.tail(_CLIFF_POINTS + 1)
-    top_i = int(np.argmax(recent.values))
-    top, now = float(recent.values[top_i]), float(f.values[-1])
-    since = int(recent.steps[top_i])
+    # persistence: the last two points both far below the highest of the points before them
+    # (one low point is an excursion, `watch` through the band)
+    recent = f.tail(_CLIFF_POINTS + 2)
+    before = Series(recent.steps[:-2], recent.values[:-2])
+    top_i = int(np.argmax(before.values))
+    top = float(before.values[top_i])
+    now = float(max(recent.values[-2], recent.values[-1]))
+    since = int(before.steps[top_i])
     if ctx.action_space == "continuous":
         fall = top - now
         if fall < _CLIFF_NATS:
             return []
         text = t(
             f"entropy cliff: {_num(top)} -> {_num(now)} nats since step {since:,} (a fall of"
-            f" {_num(fall)} nats: the action std shrank {math.exp(fall):.0f}x within {len(recent)} points)",
-            f"熵断崖：自第 {since:,} 步 {_num(top)} -> {_num(now)} nats（下降 {_num(fall)} nats：动作标准差在 {len(recent)} 个点内缩小 {math.exp(fall):.0f} 倍）",
+            f" {_num(fall)} nats held two points: the action std shrank {math.exp(fall):.0f}x)",
+            f"熵断崖：自第 {since:,} 步 {_num(top)} -> {_num(now)} nats（下降 {_num(fall)} nats 并持续两个点：动作标准差缩小 {math.exp(fall):.0f} 倍）",
         )
         return [Evidence("entropy_cliff", "warning", text, {"from": top, "to": now, "since": since})]
     scale = ctx.max_entropy if ctx.action_space == "discrete" else early
@@ -569,9 +573,9 @@ def _entropy_cliff(
     if now > _CLIFF_FRACTION * top or (top - now) < 0.1 * scale:
         return []
     text = t(
-        f"entropy cliff: {_num(top)} -> {_num(now)} nats since step {since:,} ({now / top:.0%} of"
-        f" the level {len(recent) - 1 - top_i} point(s) earlier; scale {_num(scale)})",
-        f"熵断崖：自第 {since:,} 步 {_num(top)} -> {_num(now)} nats（为 {len(recent) - 1 - top_i} 个点前水平的 {now / top:.0%}；尺度 {_num(scale)}）",
+        f"entropy cliff: {_num(top)} -> {_num(now)} nats since step {since:,} (at most {now / top:.0%}"
+        f" of that level for the last two points; scale {_num(scale)})",
+        f"熵断崖：自第 {since:,} 步 {_num(top)} -> {_num(now)} nats（最近两个点至多为该水平的 {now / top:.0%}；尺度 {_num(scale)}）",
     )
     return [Evidence("entropy_cliff", "warning", text, {"from": top, "to": now, "since": since})]
 
@@ -742,9 +746,11 @@ def _entropy_evidence(
             sizes = ", ".join(f"{_num(d.size)} @ {d.step:,}" for d in shape.drops)
             en = f"entropy shape over steps {rng}: {shape.kind} (drops {sizes}; net {_num(shape.net_change)})"
             zh = f"第 {rng} 步的熵形态：{shape.kind}（下降 {sizes}；净变化 {_num(shape.net_change)}）"
-            # the shape names a drop relative to the window's range; whether it matters is
-            # judged relative to the entropy's level, by the cliff check above
-            sev = "watch"
+            # the shape finds drops relative to the window's range; it is a warning only when
+            # they add up to half the entropy's level at the shape's start (a 0.2-nat wobble of a
+            # noisy policy at 0.5 nats is a shape, not a collapse)
+            start = float(s.finite().window(shape.end_step - shape.start_step + 1).values[:10].mean())
+            sev = "warning" if start > 0 and -shape.net_change >= 0.5 * start else "watch"
         elif shape.kind == "sawtooth":
             en = (
                 f"entropy shape over steps {rng}: sawtooth, period ~{_num(shape.period_steps)} steps,"
