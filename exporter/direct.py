@@ -76,7 +76,9 @@ class DirectRun:
         self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
         # the run config (what `import` read from the logs and --config/--set) is kept with the
         # run in the local store, where diagnosis reads it
-        self._outbox.upsert_run(name, project, dict(config) if config else None, framework, time.time())
+        self._outbox.upsert_run(
+            name, project, dict(config) if config else None, framework, time.time()
+        )
         self._translator = Translator(
             registry,
             self._counters,

@@ -43,7 +43,13 @@ __all__ = [
 ]
 
 _RANK = {"no_data": -1, "ok": 0, "watch": 1, "warning": 2, "critical": 3}
-FAILURE_KINDS = ("entropy_collapse", "trust_region", "reward_collapse", "grad_explosion", "dead_policy")
+FAILURE_KINDS = (
+    "entropy_collapse",
+    "trust_region",
+    "reward_collapse",
+    "grad_explosion",
+    "dead_policy",
+)
 # which failure a flagged card names, by metric (a firing rule names its own: _RULE_KINDS)
 _METRIC_KINDS: dict[str, str] = {
     "policy_entropy": "entropy_collapse",
@@ -133,7 +139,9 @@ def timeline(
         cards = [c for c in cards if c.step is not None and c.step <= step]
         worst = max((_RANK[c.status] for c in cards), default=-1)
         status = next(k for k, v in _RANK.items() if v == worst)
-        out.append(StepStatus(int(step), status, tuple(c for c in cards if _RANK[c.status] == worst)))
+        out.append(
+            StepStatus(int(step), status, tuple(c for c in cards if _RANK[c.status] == worst))
+        )
     return out
 
 
@@ -224,9 +232,7 @@ def _update_steps(run: LoadedRun) -> np.ndarray[Any, np.dtype[np.int64]]:
 MAX_LAG_POINTS = 2
 
 
-def verdict(
-    registry: Registry, run: LoadedRun, expected: Expected | None = None
-) -> RunVerdict:
+def verdict(registry: Registry, run: LoadedRun, expected: Expected | None = None) -> RunVerdict:
     """The run's verdict from its timeline, and what disagrees with `expected`."""
     tl = timeline(registry, run)
     first: dict[str, int | None] = {"watch": None, "warning": None, "critical": None}

@@ -19,10 +19,10 @@ from registry import Registry
 from .config import ExporterSettings
 from .direct import DirectRun
 from .errors import ConfigError
+from .log_context import context_from_logs
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import SourcePosition
 from .run import init
-from .log_context import context_from_logs
 from .sources import LogFile, Record
 from .sources.text_summaries import read_text_summaries
 from .stats import RunStats

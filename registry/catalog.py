@@ -98,9 +98,11 @@ class Registry:
                 why = f"fractions {t.early_fraction:g} / {t.mid_fraction:g} of the planned {planned_steps:,} steps"
                 return Stages(early, mid, why, baseline_points=t.baseline_points)
             if cadence and cadence > 0:
-                early = max(1, int(round(cadence * t.early_points)))
-                mid = max(early + 1, int(round(cadence * t.mid_points)))
-                why = f"{t.early_points} / {t.mid_points} logged points at one per {cadence:g} steps"
+                early = max(1, round(cadence * t.early_points))
+                mid = max(early + 1, round(cadence * t.mid_points))
+                why = (
+                    f"{t.early_points} / {t.mid_points} logged points at one per {cadence:g} steps"
+                )
                 return Stages(early, mid, why, baseline_points=t.baseline_points)
             return self.stages
         early = override.get("early_end", self.stages.early_end)

@@ -21,7 +21,6 @@ from .catalog import Registry
 from .errors import Problem, RegistryInvalid
 from .model import (
     Alert,
-    Timing,
     Alias,
     Band,
     Bands,
@@ -37,6 +36,7 @@ from .model import (
     Stages,
     Term,
     Text,
+    Timing,
     Transform,
 )
 from .semantics import check_meaning

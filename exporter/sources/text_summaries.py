@@ -8,7 +8,9 @@ from pathlib import Path
 
 __all__ = ["MAX_TEXT_EVENTS", "read_text_summaries"]
 
-MAX_TEXT_EVENTS = 2000  # trainers write their text summaries first; a long file is not read to its end
+MAX_TEXT_EVENTS = (
+    2000  # trainers write their text summaries first; a long file is not read to its end
+)
 
 
 def read_text_summaries(path: Path, max_events: int = MAX_TEXT_EVENTS) -> dict[str, str]:

@@ -38,7 +38,6 @@ from .bands import (
     BandState,
     alert_states,
     band_state,
-    basis_scale,
     clip_epsilon,
     early_mean,
     in_warmup,
@@ -323,6 +322,7 @@ def build_card(
     if not mechanics:
         evidence += _band_evidence(t, band, summary)
     evidence += _limit_evidence(t, metric, s, summary)
+    evidence += _sign_evidence(t, metric_id, summary, ctx, opts)
     corroborated = (
         bool(coupled) or bool(confirming) or any(r.rule.severity == "critical" for r in fired)
     )
@@ -505,6 +505,22 @@ def _confirming(
     return tuple(out)
 
 
+def _sign_evidence(
+    t: _Lang, metric_id: str, summary: Summary, ctx: RunContext, opts: CardOptions
+) -> list[Evidence]:
+    """A negative entropy is healthy for a continuous policy and impossible for a discrete or
+    token one: there it means a sign was missed (SB3's entropy_loss is -H)."""
+    if metric_id != opts.entropy_metric or summary.value is None or summary.value >= 0:
+        return []
+    if ctx.action_space not in ("discrete", "token"):
+        return []
+    text = t(
+        f"{_num(summary.value)} nats is negative, impossible for a {ctx.action_space} policy: check the sign of how it is logged",
+        f"{_num(summary.value)} nats 为负，{ctx.action_space} 策略不可能如此：请检查记录时的符号",
+    )
+    return [Evidence("limits", "warning", text, {"value": summary.value})]
+
+
 def _mechanics(
     t: _Lang,
     metric_id: str,
@@ -539,9 +555,7 @@ _CLIFF_NATS = math.log(10.0)  # a Gaussian's entropy falling ln 10 nats: its std
 _CLIFF_POINTS = 5
 
 
-def _entropy_cliff(
-    t: _Lang, s: Series, ctx: RunContext, early: float | None
-) -> list[Evidence]:
+def _entropy_cliff(t: _Lang, s: Series, ctx: RunContext, early: float | None) -> list[Evidence]:
     """A cliff relative to the entropy's level, not to the window's range: for discrete and
     token policies the latest value at most half the highest of the last points and the fall at
     least a tenth of the scale (ln n, or the run's early level); for continuous (differential,
@@ -566,7 +580,9 @@ def _entropy_cliff(
             f" {_num(fall)} nats held two points: the action std shrank {math.exp(fall):.0f}x)",
             f"熵断崖：自第 {since:,} 步 {_num(top)} -> {_num(now)} nats（下降 {_num(fall)} nats 并持续两个点：动作标准差缩小 {math.exp(fall):.0f} 倍）",
         )
-        return [Evidence("entropy_cliff", "warning", text, {"from": top, "to": now, "since": since})]
+        return [
+            Evidence("entropy_cliff", "warning", text, {"from": top, "to": now, "since": since})
+        ]
     scale = ctx.max_entropy if ctx.action_space == "discrete" else early
     if scale is None or scale <= 0 or top <= 0:
         return []
@@ -749,8 +765,11 @@ def _entropy_evidence(
             # the shape finds drops relative to the window's range; it is a warning only when
             # they add up to half the entropy's level at the shape's start (a 0.2-nat wobble of a
             # noisy policy at 0.5 nats is a shape, not a collapse)
-            start = float(s.finite().window(shape.end_step - shape.start_step + 1).values[:10].mean())
-            sev = "warning" if start > 0 and -shape.net_change >= 0.5 * start else "watch"
+            f = s.finite()
+            first = f.values[f.steps >= (shape.start_step or 0)][:10]
+            start = float(first.mean()) if first.size else 0.0
+            net = shape.net_change or 0.0
+            sev = "warning" if start > 0 and -net >= 0.5 * start else "watch"
         elif shape.kind == "sawtooth":
             en = (
                 f"entropy shape over steps {rng}: sawtooth, period ~{_num(shape.period_steps)} steps,"

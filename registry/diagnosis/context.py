@@ -93,13 +93,17 @@ class RunContext:
     def describe(self) -> str:
         """One line: "read as: SB3 PPO, 2 discrete actions, one point per 512 env steps, clip 0.2"."""
         head = " ".join(
-            p for p in (_FRAMEWORK_NAMES.get(self.framework or "", self.framework), self.algorithm) if p
+            p
+            for p in (_FRAMEWORK_NAMES.get(self.framework or "", self.framework), self.algorithm)
+            if p
         )
         parts = [head or "unknown framework and algorithm"]
         if self.num_iterations is not None and self.algorithm in ("GRPO", "RLOO", "PPO"):
             parts[0] += f" (μ={self.num_iterations})"
         if self.action_space == "discrete":
-            parts.append(f"{self.n_actions} discrete actions" if self.n_actions else "discrete actions")
+            parts.append(
+                f"{self.n_actions} discrete actions" if self.n_actions else "discrete actions"
+            )
         elif self.action_space == "continuous":
             dims = f"{self.action_dims}-d " if self.action_dims else ""
             parts.append(f"{dims}continuous actions")
@@ -118,7 +122,9 @@ class RunContext:
         if self.kl_coef is not None:
             parts.append(f"KL coef {self.kl_coef:g}")
         if self.lr_schedule:
-            parts.append(f"lr {self.lr_schedule}" + (" (annealed to ~0)" if self.lr_annealed else ""))
+            parts.append(
+                f"lr {self.lr_schedule}" + (" (annealed to ~0)" if self.lr_annealed else "")
+            )
         return "read as: " + ", ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
@@ -236,10 +242,15 @@ def run_context(
             action_space = "discrete"
             src["action_space"] = "config n_actions"
         elif framework in _UPDATE_FRAMEWORKS or algorithm in ("GRPO", "RLOO"):
-            action_space, src["action_space"] = "token", f"{framework or algorithm}: a language model"
+            action_space, src["action_space"] = (
+                "token",
+                f"{framework or algorithm}: a language model",
+            )
         elif "action_std" in ser or algorithm in ("SAC", "TD3"):
             action_space = "continuous"
-            src["action_space"] = "inferred: action std logged" if "action_std" in ser else f"{algorithm}"
+            src["action_space"] = (
+                "inferred: action std logged" if "action_std" in ser else f"{algorithm}"
+            )
     if action_space in (None, "discrete") and n_actions is None:
         n = _n_from_first_entropy(ser.get("policy_entropy"))
         if n is not None and (action_space == "discrete" or framework in _ENV_FRAMEWORKS):

@@ -162,16 +162,18 @@ def _scale(ctx: RuleContext, metric_id: str, early_value: float | None) -> float
 
 SMOOTH_FRACTION = 0.1  # the rolling mean spans 10 % of the points so far (at least 5)
 SMOOTH_MIN = 5
-SIGNIFICANCE = 3.0  # a gain or a drop counts past 3 standard errors of a difference of two such means
+SIGNIFICANCE = (
+    3.0  # a gain or a drop counts past 3 standard errors of a difference of two such means
+)
 
 
 def drop_from_best(series: Series) -> float | None:
     """The share of the run's gain lost since its best: (best - now) / (best - start) of the
-    rolling mean of the reward (over 10 % of the points so far, at least 5), so 0 at a new best,
-    1 back at the start level, above 1 below it. None (not judged) while the gain or the drop is
-    within noise: under 3 standard errors of the difference of two rolling means (sqrt 2 times a
-rolling mean's), the error estimated from
-    point-to-point differences (robust to trends: MAD of the differences / sqrt 2)."""
+        rolling mean of the reward (over 10 % of the points so far, at least 5), so 0 at a new best,
+        1 back at the start level, above 1 below it. None (not judged) while the gain or the drop is
+        within noise: under 3 standard errors of the difference of two rolling means (sqrt 2 times a
+    rolling mean's), the error estimated from
+        point-to-point differences (robust to trends: MAD of the differences / sqrt 2)."""
     v = series.finite().values
     k = max(SMOOTH_MIN, round(v.size * SMOOTH_FRACTION))
     if v.size < 4 * k:  # a start, a best and a present that do not overlap
@@ -242,9 +244,7 @@ def evaluate_point(
         n = 0 if w is None else int(np.isfinite(w.values).sum())
         hist = (histories or {}).get(c.metric)
         value = (
-            None
-            if w is None
-            else window_stat(c.stat, w, ctx, c.metric, early.get(c.metric), hist)
+            None if w is None else window_stat(c.stat, w, ctx, c.metric, early.get(c.metric), hist)
         )
         holds = (
             value is not None and math.isfinite(value) and c.holds(value) and c.metric not in short
@@ -252,7 +252,9 @@ def evaluate_point(
         obs.append(Observation(c.metric, c.stat, c.op, c.value, value, holds, n))
     reason = None
     if short:
-        reason = f"fewer than {min_points} finite points in the last {size} points: {', '.join(short)}"
+        reason = (
+            f"fewer than {min_points} finite points in the last {size} points: {', '.join(short)}"
+        )
     return PointResult(step, not short and all(o.holds for o in obs), tuple(obs), reason)
 
 
