@@ -310,10 +310,9 @@ def build_card(
     rule_results = evaluate_rules(registry, series, cfg, metric_id, stages, _run_points(ctx))
     fired = tuple(r for r in rule_results if r.fired)
     others = {m: series[m] for m in metric.related if m in series and m != metric_id}
-    coupled = tuple(c for c in couplings(s, others, opts.coupling_steps) if c.strong)
-    related = tuple(
-        _related(c, series[c.metric], opts.coupling_steps, summary.step) for c in coupled
-    )
+    span = _coupling_span(s, opts.coupling_steps, _run_points(ctx), "stage_boundaries" in cfg)
+    coupled = tuple(c for c in couplings(s, others, span) if c.strong)
+    related = tuple(_related(c, series[c.metric], span, summary.step) for c in coupled)
     confirming = _confirming(registry, metric, series, cfg, stages)
 
     evidence: list[Evidence] = []
@@ -392,6 +391,17 @@ def build_card(
         rules=rule_results,
         context=ctx,
     )
+
+
+def _coupling_span(s: Series, points: int, run_points: int | None, explicit: bool) -> int:
+    """The coupling window in steps: the span of the metric's last `points` logged points
+    (at most a tenth of the run, at least 5 points), so sparse logging still has points to
+    correlate. With explicit stage boundaries it is `points` steps, as before."""
+    if explicit or len(s) < 2:
+        return points
+    k = points if run_points is None else min(points, max(5, run_points // 10))
+    k = min(k, len(s))
+    return int(s.steps[-1] - s.steps[-k]) + 1
 
 
 def _run_points(ctx: RunContext) -> int | None:
