@@ -38,7 +38,7 @@ from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
 from .stats import RunCounters, RunStats
 from .step_lines import StepRenderer
-from .translate import Translator
+from .translate import Translator, config_rows
 from .writers import Writer, make_writer
 
 __all__ = ["DIRECT_BATCH", "DirectRun"]
@@ -96,6 +96,7 @@ class DirectRun:
         self._next_batch = min(self._batch_size, _FIRST_BATCH)
         self._rows: list[SampleRow] = []
         self._events: list[EventRow] = []
+
         self._positions: list[SourcePosition] = []
         self._cond = threading.Condition()
         self._batches: list[tuple[list[SampleRow], list[EventRow], str | None]] = []
@@ -106,6 +107,12 @@ class DirectRun:
         self._sender = threading.Thread(target=self._send_loop, name=f"rlvitals-import-{name}")
         self._sender.daemon = True
         self._sender.start()
+        if config:
+            # the run_config point at step 0, as a run logged through the outbox writes it; its
+            # own batch, rendered by the general renderer (it holds text: config_json)
+            with self._cond:
+                self._batches.append((config_rows(name, None, config, time.time()), [], None))
+                self._cond.notify_all()
 
     # -- reader side ---------------------------------------------------------------------------
 
