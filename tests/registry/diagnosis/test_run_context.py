@@ -136,3 +136,18 @@ def test_a_nan_count_is_critical_without_corroboration(shipped: registry.Registr
         shipped, "nonfinite_count", {"nonfinite_count": (steps, counts)}, {"framework": "trl"}
     )
     assert card.status == "critical", card.reading
+
+
+def test_reward_regression_is_measured_from_the_running_best_and_clears_on_recovery() -> None:
+    from registry.diagnosis.rules import drop_from_best
+
+    rng = np.random.default_rng(0)
+    learn = np.linspace(0.0, 100.0, 40)
+    fallen = np.concatenate([learn, np.full(20, 20.0)]) + rng.normal(0, 2.0, 60)
+    steps = np.arange(fallen.size)
+    lost = drop_from_best(as_series((steps, fallen)))
+    assert lost is not None and 0.7 < lost < 0.9  # about 80 of the 100 gained
+    recovered = np.concatenate([fallen, np.full(30, 101.0)])
+    assert drop_from_best(as_series((np.arange(recovered.size), recovered))) == 0.0
+    noise = rng.normal(10.0, 3.0, 60)  # no gain beyond noise: not judged
+    assert drop_from_best(as_series((steps, noise))) is None
