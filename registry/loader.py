@@ -255,14 +255,10 @@ def _metric(raw: Mapping[str, Any]) -> Metric:
             reason=limits["reason"],
             source=limits.get("source"),
         ),
-        bands=Bands(
-            basis=bands["basis"],
-            early=_band(bands.get("early")),
-            mid=_band(bands.get("mid")),
-            late=_band(bands.get("late")),
-        )
-        if bands
-        else None,
+        bands=_bands(bands) if bands else None,
+        bands_by_space={
+            space: _bands(b) for space, b in (raw.get("bands_by_action_space") or {}).items()
+        },
         alerts=tuple(
             Alert(
                 severity=a["severity"],
@@ -328,6 +324,15 @@ def _term(raw: Mapping[str, Any]) -> Term:
         confusions=_texts(raw.get("confusions")),
         explains=tuple(raw["explains"]),
         related_terms=tuple(raw.get("related_terms", ())),
+    )
+
+
+def _bands(raw: Mapping[str, Any]) -> Bands:
+    return Bands(
+        basis=raw["basis"],
+        early=_band(raw.get("early")),
+        mid=_band(raw.get("mid")),
+        late=_band(raw.get("late")),
     )
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
@@ -224,9 +225,17 @@ class Metric:
     aliases: tuple[Alias, ...] = ()
     derived: Derivation | None = None
     pattern: NamePattern | None = None
+    # bands for runs whose action space is known (entropy: ln n, the early level, or none)
+    bands_by_space: Mapping[str, Bands] = field(default_factory=dict)
 
     def band_at(self, stage: Stage) -> Band | None:
         return self.bands.for_stage(stage) if self.bands else None
+
+    def bands_for(self, action_space: str | None) -> Bands | None:
+        """The bands that apply to a run with this action space."""
+        if action_space is not None and action_space in self.bands_by_space:
+            return self.bands_by_space[action_space]
+        return self.bands
 
 
 @dataclass(frozen=True)

@@ -167,18 +167,19 @@ def band_state(
         )
         reason = f"set by the run config (bands.{metric.id}.{stage})"
         return BandState(stage, "run_config", 1.0, low, high, reason, value, inside)
-    if metric.bands is None:
+    bands = metric.bands_for((config or {}).get("action_space"))
+    if bands is None:
         return None
-    band = metric.bands.for_stage(stage)
+    band = bands.for_stage(stage)
     if band is None:
         return None
-    scale = basis_scale(metric.bands.basis, config, early_value)
+    scale = basis_scale(bands.basis, config, early_value)
     if scale is None:
-        return BandState(stage, metric.bands.basis, None, None, None, band.reason, value, None)
+        return BandState(stage, bands.basis, None, None, None, band.reason, value, None)
     low = None if band.low is None else band.low * scale
     high = None if band.high is None else band.high * scale
     inside = band.contains(value, scale) if math.isfinite(value) else False
-    return BandState(stage, metric.bands.basis, scale, low, high, band.reason, value, inside)
+    return BandState(stage, bands.basis, scale, low, high, band.reason, value, inside)
 
 
 def run_band(

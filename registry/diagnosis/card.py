@@ -479,14 +479,14 @@ def _per_update(s: Series, updates: npt.NDArray[np.int64]) -> Series:
     (prev_update, update], the cadence every other metric is judged at; an update that finished
     no episode has no point. Episodes after the last update form a final point at their step."""
     f = s.finite()
-    edges = np.append(updates, np.iinfo(np.int64).max)
-    idx = np.searchsorted(edges, f.steps, side="left")
-    steps, values = [], []
-    for i in np.unique(idx).tolist():
-        sel = idx == i
-        steps.append(int(edges[i]) if i < updates.size else int(f.steps[sel][-1]))
-        values.append(float(f.values[sel].mean()))
-    return as_series((steps, values))
+    if not len(f):
+        return f
+    idx = np.searchsorted(updates, f.steps, side="left")  # non-decreasing: steps are sorted
+    groups, starts, counts = np.unique(idx, return_index=True, return_counts=True)
+    means = np.add.reduceat(f.values, starts) / counts
+    last = f.steps[starts + counts - 1]  # episodes after the last update keep their own step
+    steps = np.where(groups < updates.size, updates[np.minimum(groups, updates.size - 1)], last)
+    return as_series((steps, means))
 
 
 def _from(s: Series, step: int) -> Series:

@@ -257,9 +257,10 @@ def run_context(
             action_space, n_actions = "discrete", n
             src["n_actions"] = f"inferred: first entropy ≈ ln {n} (a uniform initial policy)"
             src.setdefault("action_space", src["n_actions"])
-    if action_space is None and framework in _ENV_FRAMEWORKS and "policy_entropy" in ser:
-        action_space = "continuous"
-        src["action_space"] = "inferred: first entropy is not ln n of a uniform discrete policy"
+    ent = ser.get("policy_entropy")
+    if action_space is None and ent is not None and bool(np.any(ent.finite().values < 0)):
+        # only a differential (Gaussian) entropy goes below zero
+        action_space, src["action_space"] = "continuous", "inferred: negative entropy logged"
 
     clip = _float(given("clip_epsilon"))
     if clip is None:

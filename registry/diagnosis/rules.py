@@ -151,12 +151,14 @@ def window_stat(
 
 def _scale(ctx: RuleContext, metric_id: str, early_value: float | None) -> float | None:
     metric = ctx.metrics.get(metric_id)
-    if metric is not None and metric.bands is not None and metric.bands.basis == "max_entropy":
-        scale = max_entropy(ctx.config) if ctx.config.get("action_space") == "discrete" else None
+    space = ctx.config.get("action_space")
+    bands = None if metric is None else metric.bands_for(space)
+    if bands is not None and bands.basis == "max_entropy":
+        scale = max_entropy(ctx.config)
         if scale is not None:
             return scale
-        if ctx.config.get("action_space") == "continuous":
-            return None  # differential entropy has no scale to be a fraction of
+    if metric is not None and metric.unit == "nats" and space == "continuous":
+        return None  # differential entropy has no scale to be a fraction of
     return early_value if early_value is not None and early_value > 0 else None
 
 
