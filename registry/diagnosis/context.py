@@ -233,12 +233,16 @@ def run_context(
     planned = _int(given("planned_steps"))
 
     action_space = given("action_space")
+    # "unknown" in the config: judge the run without an action space, and do not infer one
+    no_inference = action_space == "unknown"
     n_actions = _int(given("n_actions"))
     action_dims = _int(given("action_dims"))
     vocab = _int(given("vocab_size"))
     if action_space not in ACTION_SPACES:
         action_space = None
-        if n_actions is not None:
+        if no_inference:
+            pass
+        elif n_actions is not None:
             action_space = "discrete"
             src["action_space"] = "config n_actions"
         elif framework in _UPDATE_FRAMEWORKS or algorithm in ("GRPO", "RLOO"):
@@ -251,14 +255,19 @@ def run_context(
             src["action_space"] = (
                 "inferred: action std logged" if "action_std" in ser else f"{algorithm}"
             )
-    if action_space in (None, "discrete") and n_actions is None:
+    if not no_inference and action_space in (None, "discrete") and n_actions is None:
         n = _n_from_first_entropy(ser.get("policy_entropy"))
         if n is not None and (action_space == "discrete" or framework in _ENV_FRAMEWORKS):
             action_space, n_actions = "discrete", n
             src["n_actions"] = f"inferred: first entropy ≈ ln {n} (a uniform initial policy)"
             src.setdefault("action_space", src["n_actions"])
     ent = ser.get("policy_entropy")
-    if action_space is None and ent is not None and bool(np.any(ent.finite().values < 0)):
+    if (
+        not no_inference
+        and action_space is None
+        and ent is not None
+        and bool(np.any(ent.finite().values < 0))
+    ):
         # only a differential (Gaussian) entropy goes below zero
         action_space, src["action_space"] = "continuous", "inferred: negative entropy logged"
 

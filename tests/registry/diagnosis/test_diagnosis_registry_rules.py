@@ -140,9 +140,13 @@ def _healthy(
 
 
 def _explicit_stages(r: registry.Registry) -> dict[str, Any]:
-    """The cases are built against the registry's step stages; cards get them explicitly (a
-    card without them fits stages, and caps windows, to the run's own cadence and length)."""
-    return {"stage_boundaries": {"early_end": r.stages.early_end, "mid_end": r.stages.mid_end}}
+    """The cases are built against the registry's step stages and no action space; cards get
+    both explicitly (a card without them fits stages, and caps windows, to the run's own cadence
+    and length, and infers the action space from the values)."""
+    return {
+        "stage_boundaries": {"early_end": r.stages.early_end, "mid_end": r.stages.mid_end},
+        "action_space": "unknown",  # as the rule context: no action space inferred from values
+    }
 
 
 def test_every_rule_fires_on_a_case_built_from_its_conditions(any_reg: registry.Registry) -> None:
