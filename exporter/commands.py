@@ -30,16 +30,19 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
+
+import yaml
 
 import registry
 from registry import FRAMEWORKS
 
 from . import live_states
 from .config import ExporterSettings
-from .errors import ExporterError
+from .errors import ConfigError, ExporterError
 from .ingest import Ingest, RunSummary
 from .lifecycle import Lifecycle
+from .log_context import parse_assignment
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import Outbox, SourcePosition
 from .sources import FORMATS, LogSet, Malformed, Record, compile_pattern
@@ -150,6 +153,50 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--registry", metavar="DIR", help="registry folder to use instead of the built-in one"
     )
     p.add_argument("--store", metavar="DIR", help="embedded store folder (default $RLVITALS_STORE)")
+    add_config_arguments(p)
+
+
+def add_config_arguments(p: argparse.ArgumentParser) -> None:
+    """`--config FILE` and `--set KEY=VALUE`: the run config diagnosis reads (run context)."""
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="run config (YAML or JSON mapping): algorithm, n_actions, clip_epsilon, kl_coef, "
+        "planned_steps, ... (see the README); overrides what the logs say",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="one run-config key (repeatable; VALUE parsed as JSON when it can be, e.g. "
+        "--set n_actions=2 --set algorithm=PPO); overrides --config",
+    )
+
+
+def read_config_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The run config of `--config` and `--set`; raises ConfigError naming what is wrong."""
+    out: dict[str, Any] = {}
+    if getattr(args, "config", None):
+        path = Path(args.config)
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"--config {path}: cannot read it ({exc.strerror})") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--config {path}: not YAML or JSON ({exc})") from None
+        if not isinstance(doc, dict):
+            raise ConfigError(
+                f"--config {path}: expected a mapping of keys to values, got {type(doc).__name__}"
+            )
+        out.update({str(k): v for k, v in doc.items()})
+    for item in getattr(args, "set", None) or ():
+        try:
+            key, value = parse_assignment(item)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        out[key] = value
+    return out
 
 
 def _import(args: argparse.Namespace) -> int:
@@ -254,6 +301,7 @@ def _run_ingest(
         if args.store:
             settings = settings.replace(store=Path(args.store))
         reg = registry.load(args.registry)
+        run_config = read_config_arguments(args)
         positions = _stored_positions(settings) if resume else {}
     except (ExporterError, registry.RegistryError) as exc:
         return _fail(str(exc).splitlines()[0])
@@ -292,6 +340,7 @@ def _run_ingest(
         direct=direct,
         endpoint=endpoint,
         resume=lambda name: resume_runs or name in attached,
+        config=run_config,
     )
     progress = _Progress(err)
     status = 0
@@ -474,6 +523,9 @@ def _framework_line(summary: RunSummary) -> str:
             f"; a run named {summary.renamed_from!r} is already in the store, so this one is "
             f"{summary.name!r} (--resume goes on with the old one)"
         )
+    if summary.config:
+        shown = ", ".join(f"{k}={v}" for k, v in summary.config.items() if k != "framework")
+        line += f"; run context: {shown}" if shown else ""
     return line
 
 

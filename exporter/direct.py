@@ -32,6 +32,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from registry import Registry
 
@@ -42,7 +43,7 @@ from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
 from .stats import RunCounters, RunStats
 from .step_lines import StepRenderer
-from .translate import LoggedValue, Translator
+from .translate import LoggedValue, Translator, config_rows
 from .writers import Writer, make_writer
 
 __all__ = ["DIRECT_BATCH", "DirectRun"]
@@ -68,6 +69,7 @@ class DirectRun:
         framework: str | None,
         policy: Policy | None = None,
         resume: bool = False,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         writer = make_writer(settings)
         if writer is None:
@@ -79,7 +81,11 @@ class DirectRun:
         self._counters = RunCounters()
         self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
         self.name = name = self._outbox.claim_run(name, resume=resume)  # `name-2` if taken
-        self._outbox.upsert_run(name, project, None, framework, time.time())
+        # the run config (what `import` read from the logs and --config/--set) is kept with the
+        # run in the local store, where diagnosis reads it
+        self._outbox.upsert_run(
+            name, project, dict(config) if config else None, framework, time.time()
+        )
         self._wall_time: float | None = None  # of the latest step read: the run's last activity
         self._translator = Translator(
             registry,
@@ -100,6 +106,7 @@ class DirectRun:
         self._next_batch = min(self._batch_size, _FIRST_BATCH)
         self._rows: list[SampleRow] = []
         self._events: list[EventRow] = []
+
         self._positions: list[SourcePosition] = []
         self._cond = threading.Condition()
         self._batches: list[
@@ -113,6 +120,14 @@ class DirectRun:
         self._sender = threading.Thread(target=self._send_loop, name=f"rlvitals-import-{name}")
         self._sender.daemon = True
         self._sender.start()
+        if config:
+            # the run_config point at step 0, as a run logged through the outbox writes it; its
+            # own batch, rendered by the general renderer (it holds text: config_json)
+            with self._cond:
+                self._batches.append(
+                    (config_rows(name, None, config, time.time()), [], None, (0, 0, 0))
+                )
+                self._cond.notify_all()
 
     # -- reader side ---------------------------------------------------------------------------
 

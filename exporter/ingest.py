@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from registry import Registry
 
@@ -21,10 +21,12 @@ from .config import ExporterSettings
 from .direct import DirectRun
 from .errors import ConfigError
 from .lifecycle import Lifecycle
+from .log_context import context_from_logs
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import SourcePosition
 from .run import init
 from .sources import LogFile, Record
+from .sources.text_summaries import read_text_summaries
 from .stats import RunStats
 from .translate import LoggedValue
 
@@ -47,6 +49,7 @@ class RunSummary:
     stats: RunStats | None = None
     renamed_from: str | None = None
     """The name asked for, when a run of that name was already in the store."""
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 class _Sink(Protocol):
@@ -81,6 +84,7 @@ class _RunState:
     """Wall time of the latest record (its own time when the log gives one, else when read)."""
     ended: bool = False
     """Finished by `finish_idle`: if its logs grow again, it resumes under its own name."""
+    texts: dict[str, str] = field(default_factory=dict)
 
 
 class Ingest:
@@ -98,9 +102,12 @@ class Ingest:
         direct: bool = False,
         endpoint: MetricsEndpoint | None = None,
         resume: bool | Callable[[str], bool] = False,
+        config: Mapping[str, Any] | None = None,
     ) -> None:
         """`resume` (true, or true for a run name) goes on with a run of that name already in
-        the store; otherwise such a run gets a new name (`name-2`), as `exporter.init` does."""
+        the store; otherwise such a run gets a new name (`name-2`), as `exporter.init` does.
+        `config`: the user's run config (`--config`/`--set`); it overrides what each run's logs
+        say about its setting (see `log_context.py`), and both are stored with the run."""
         if direct and not settings.influx_url:
             raise ConfigError("a direct import needs InfluxDB configured (RLVITALS_INFLUX_URL)")
         self._direct = direct
@@ -115,6 +122,7 @@ class Ingest:
         self._runs: dict[str, _RunState] = {}
         self._since_check = 0
         self._stuck: set[str] = set()  # runs not waited for: their queue stopped going down
+        self._config = dict(config or {})
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -134,6 +142,9 @@ class Ingest:
         if state is None:
             state = self._runs[name] = _RunState(RunSummary(name))
         summary = state.summary
+        if str(log.path) not in summary.files and log.format == "tensorboard":
+            for tag, text in read_text_summaries(log.path).items():
+                state.texts.setdefault(tag, text)
         summary.files.add(str(log.path))
         count = 0
         for record in records:
@@ -221,6 +232,9 @@ class Ingest:
         # A run this ingest ended (quiet past the lifecycle's limit) that logs again is the same
         # run going on, never a new one under a new name.
         resume = resume or state.ended
+        keys = {name for record in state.pending for name in record.values}
+        config = {**context_from_logs(framework, keys, state.texts), **self._config}
+        summary.config = config
         if self._direct:
             state.run = DirectRun(
                 summary.name,
@@ -229,6 +243,7 @@ class Ingest:
                 settings=self._settings,
                 framework=framework,
                 resume=resume,
+                config=config,
             )
         else:
             run = init(
@@ -239,6 +254,7 @@ class Ingest:
                 framework=framework,
                 endpoint=self._endpoint,
                 resume=resume,
+                config=config or None,
             )
             run.follow_sources()
             state.run = run

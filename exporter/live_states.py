@@ -199,8 +199,14 @@ class AlertStateCollector(Collector):
         except Exception as exc:  # a broken store must not break the scrape
             _log.warning("rlvitals alert states unavailable: %s", exc)
             alerts = []
+        # a metric may declare several alerts of one severity and condition (entropy's, scoped by
+        # action space; KL's relative and absolute ones): one series each, active if any is
+        merged: dict[tuple[str, str, str, str], bool] = {}
         for a in alerts:
-            gauge.add_metric([a.run, a.metric, a.severity, a.condition], 1.0 if a.active else 0.0)
+            key = (a.run, a.metric, a.severity, a.condition)
+            merged[key] = merged.get(key, False) or a.active
+        for key, active in merged.items():
+            gauge.add_metric(list(key), 1.0 if active else 0.0)
         yield gauge
 
     def rule_states(self) -> list[RuleState]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UnknownName
-from .model import Metric, Rule, Stage, Stages, Term
+from .model import Metric, Rule, Stage, Stages, Term, Timing
 from .resolve import Resolution, Resolver
 
 __all__ = ["Registry"]
@@ -22,6 +22,7 @@ class Registry:
     rules: tuple[Rule, ...]
     stages: Stages
     sources: tuple[str, ...] = ()
+    timing: Timing = field(default_factory=Timing)
     _by_id: Mapping[str, Metric] = field(init=False, repr=False, compare=False)
     _terms: Mapping[str, Term] = field(init=False, repr=False, compare=False)
     _rules: Mapping[str, Rule] = field(init=False, repr=False, compare=False)
@@ -79,10 +80,30 @@ class Registry:
     def terms_explaining(self, metric_id: str) -> tuple[Term, ...]:
         return tuple(t for t in self.terms if metric_id in t.explains)
 
-    def stages_for(self, config: Mapping[str, Any] | None = None) -> Stages:
-        """Stage boundaries, overridden by a run config's `stage_boundaries` when it has one."""
+    def stages_for(
+        self,
+        config: Mapping[str, Any] | None = None,
+        planned_steps: int | None = None,
+        cadence: float | None = None,
+    ) -> Stages:
+        """Stage boundaries: a run config's `stage_boundaries` when it has them; else fractions
+        of the planned length, or counts of logged points at the measured cadence (`timing`);
+        else the registry's step defaults."""
         override = (config or {}).get("stage_boundaries")
         if not isinstance(override, Mapping):
+            t = self.timing
+            if planned_steps and planned_steps > 0:
+                early = max(1, int(planned_steps * t.early_fraction))
+                mid = max(early + 1, int(planned_steps * t.mid_fraction))
+                why = f"fractions {t.early_fraction:g} / {t.mid_fraction:g} of the planned {planned_steps:,} steps"
+                return Stages(early, mid, why, baseline_points=t.baseline_points)
+            if cadence and cadence > 0:
+                early = max(1, round(cadence * t.early_points))
+                mid = max(early + 1, round(cadence * t.mid_points))
+                why = (
+                    f"{t.early_points} / {t.mid_points} logged points at one per {cadence:g} steps"
+                )
+                return Stages(early, mid, why, baseline_points=t.baseline_points)
             return self.stages
         early = override.get("early_end", self.stages.early_end)
         mid = override.get("mid_end", self.stages.mid_end)

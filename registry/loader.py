@@ -36,6 +36,7 @@ from .model import (
     Stages,
     Term,
     Text,
+    Timing,
     Transform,
 )
 from .semantics import check_meaning
@@ -254,14 +255,10 @@ def _metric(raw: Mapping[str, Any]) -> Metric:
             reason=limits["reason"],
             source=limits.get("source"),
         ),
-        bands=Bands(
-            basis=bands["basis"],
-            early=_band(bands.get("early")),
-            mid=_band(bands.get("mid")),
-            late=_band(bands.get("late")),
-        )
-        if bands
-        else None,
+        bands=_bands(bands) if bands else None,
+        bands_by_space={
+            space: _bands(b) for space, b in (raw.get("bands_by_action_space") or {}).items()
+        },
         alerts=tuple(
             Alert(
                 severity=a["severity"],
@@ -271,6 +268,8 @@ def _metric(raw: Mapping[str, Any]) -> Metric:
                 reason=a["reason"],
                 basis=a.get("basis", "absolute"),
                 source=a.get("source"),
+                action_space=_spaces(a.get("action_space")),
+                corroborate=a.get("corroborate", True),
             )
             for a in raw.get("alerts", ())
         ),
@@ -282,6 +281,7 @@ def _metric(raw: Mapping[str, Any]) -> Metric:
                 causes=_texts(s["causes"]),
                 check=_texts(s["check"]),
                 change=_texts(s["change"]),
+                direction=s.get("direction"),
             )
             for s in raw["failure_scenarios"]
         ),
@@ -327,6 +327,21 @@ def _term(raw: Mapping[str, Any]) -> Term:
     )
 
 
+def _bands(raw: Mapping[str, Any]) -> Bands:
+    return Bands(
+        basis=raw["basis"],
+        early=_band(raw.get("early")),
+        mid=_band(raw.get("mid")),
+        late=_band(raw.get("late")),
+    )
+
+
+def _spaces(raw: Any) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    return (raw,) if isinstance(raw, str) else tuple(raw)
+
+
 def _rule(raw: Mapping[str, Any]) -> Rule:
     return Rule(
         id=raw["id"],
@@ -352,6 +367,7 @@ def _build(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> Registry:
     terms: list[Term] = []
     rules: list[Rule] = []
     stages: Stages | None = None
+    timing: Timing | None = None
     for _file, doc in docs:
         metrics += [_metric(m) for m in doc.get("metrics", ())]
         terms += [_term(t) for t in doc.get("terms", ())]
@@ -364,10 +380,22 @@ def _build(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> Registry:
                 reason=s["reason"],
                 source=s.get("source"),
             )
+            t = s.get("timing")
+            if t:
+                timing = Timing(
+                    early_fraction=float(t["early_fraction"]),
+                    mid_fraction=float(t["mid_fraction"]),
+                    early_points=t["early_points"],
+                    mid_points=t["mid_points"],
+                    warmup_points=t["warmup_points"],
+                    baseline_points=t["baseline_points"],
+                    reason=t["reason"],
+                )
     return Registry(
         metrics=tuple(metrics),
         terms=tuple(terms),
         rules=tuple(rules),
         stages=stages or Stages(early_end=2000, mid_end=20000),
+        timing=timing or Timing(),
         sources=tuple(f for f, _ in docs),
     )

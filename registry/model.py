@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
@@ -98,6 +99,11 @@ class Alert:
     reason: str
     basis: str = "absolute"
     source: str | None = None
+    # the alert applies only to runs with one of these action spaces ("unknown": none known),
+    # since entropy's scale depends on it; None: to every run
+    action_space: tuple[str, ...] | None = None
+    # a physical fact (NaN is NaN) needs no related metric to confirm it
+    corroborate: bool = True
 
     def violated(self, value: float, scale: float = 1.0) -> bool:
         limit = self.threshold * scale
@@ -161,6 +167,8 @@ class Scenario:
     causes: tuple[Text, ...]
     check: tuple[Text, ...]
     change: tuple[Text, ...]
+    # which side of the healthy band the symptom is on; None: either
+    direction: str | None = None
 
 
 @dataclass(frozen=True)
@@ -217,9 +225,17 @@ class Metric:
     aliases: tuple[Alias, ...] = ()
     derived: Derivation | None = None
     pattern: NamePattern | None = None
+    # bands for runs whose action space is known (entropy: ln n, the early level, or none)
+    bands_by_space: Mapping[str, Bands] = field(default_factory=dict)
 
     def band_at(self, stage: Stage) -> Band | None:
         return self.bands.for_stage(stage) if self.bands else None
+
+    def bands_for(self, action_space: str | None) -> Bands | None:
+        """The bands that apply to a run with this action space."""
+        if action_space is not None and action_space in self.bands_by_space:
+            return self.bands_by_space[action_space]
+        return self.bands
 
 
 @dataclass(frozen=True)
@@ -274,6 +290,24 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Timing:
+    """Stages, warm-up and baselines in units that fit any run (registry `stages`), with reasons.
+
+    With a planned length the early stage is its first `early_fraction`, the mid stage ends at
+    `mid_fraction`; without one, at `early_points` / `mid_points` logged points. Warm-up is the
+    first `warmup_points` points; a run's early value, its first `baseline_points` points.
+    """
+
+    early_fraction: float = 0.1
+    mid_fraction: float = 0.5
+    early_points: int = 20
+    mid_points: int = 200
+    warmup_points: int = 2
+    baseline_points: int = 5
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class Stages:
     """Step boundaries of the training stages; a run may override them."""
 
@@ -281,6 +315,9 @@ class Stages:
     mid_end: int
     reason: str = ""
     source: str | None = None
+    # the run's own baseline (an "early value") is its first `baseline_points` logged points when
+    # the stages come from fractions of the run rather than explicit boundaries; None: the early stage
+    baseline_points: int | None = None
 
     def stage_at(self, step: int) -> Stage:
         if step < self.early_end:

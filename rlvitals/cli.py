@@ -16,6 +16,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "rlvitals.commands_registry",
     "exporter.commands",
     "exporter.runs_list",
+    "exporter.evaluate_commands",
     "grafana.commands",
     "exporter.demo.commands",
     "grafana.report.commands",

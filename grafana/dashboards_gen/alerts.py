@@ -208,12 +208,28 @@ def _actions(metric: Metric) -> str:
     return " ".join(items)
 
 
-def _metric_rule(metric: Metric, alert: Alert, timing: Timing) -> dict[str, Any]:
+def _alert_groups(metric: Metric) -> list[tuple[Alert, ...]]:
+    """The metric's alerts by (severity, condition): one Grafana rule each, since the exporter
+    serves one `rlvitals_alert_active` series per pair (active when any of its alerts is)."""
+    groups: dict[tuple[str, str], list[Alert]] = {}
+    for a in metric.alerts:
+        groups.setdefault((a.severity, a.condition), []).append(a)
+    return [tuple(g) for g in groups.values()]
+
+
+def _condition(alert: Alert) -> str:
     basis = "" if alert.basis == "absolute" else f" x {alert.basis}"
-    cond = f"{alert.condition} {alert.threshold:g}{basis} for {alert.for_steps} consecutive steps"
+    scope = "" if alert.action_space is None else f" ({'/'.join(alert.action_space)} actions)"
+    return f"{alert.condition} {alert.threshold:g}{basis} for {alert.for_steps} consecutive steps{scope}"
+
+
+def _metric_rule(metric: Metric, group: tuple[Alert, ...], timing: Timing) -> dict[str, Any]:
+    alert = group[0]
+    cond = " or ".join(_condition(a) for a in group)
+    more = f" (or {len(group) - 1} more, see summary)" if len(group) > 1 else ""
     return _rule(
         _uid("rlv", metric.id, alert.severity[0], alert.condition),
-        f"{metric.title.en}: {cond}",
+        f"{metric.title.en}: {_condition(alert)}{more}",
         metric_alert_expr(metric, alert, timing),
         timing,
         {"severity": alert.severity, "metric": metric.id, "layer": metric.layer},
@@ -224,7 +240,7 @@ def _metric_rule(metric: Metric, alert: Alert, timing: Timing) -> dict[str, Any]
                 for p in (
                     metric.definition.en,
                     _band_line(metric) + ".",
-                    f"Why this threshold: {alert.reason}",
+                    "Why this threshold: " + " ".join(a.reason for a in group),
                     f"What to do: {_actions(metric)}" if metric.failure_scenarios else "",
                 )
                 if p
@@ -308,7 +324,9 @@ def _pipeline_rules(reg: Registry, timing: Timing) -> list[dict[str, Any]]:
 
 def alert_rule_groups(reg: Registry, timing: Timing = Timing()) -> dict[str, Any]:
     """The alert rules file as a mapping (apiVersion 1, three groups)."""
-    metric_rules = [_metric_rule(m, a, timing) for m in reg.metrics for a in m.alerts]
+    metric_rules = [
+        _metric_rule(m, group, timing) for m in reg.metrics for group in _alert_groups(m)
+    ]
     rule_rules = [_rule_rule(reg, r, timing) for r in reg.rules]
     groups: Sequence[tuple[str, list[dict[str, Any]]]] = (
         ("rlvitals-metric-alerts", metric_rules),

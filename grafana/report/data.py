@@ -137,7 +137,9 @@ def gather(
 ) -> ReportData:
     """Read one run for the report. Raises the store's UnknownRun for a run it does not hold."""
     config = dict(store.run_config(run))
-    stages = reg.stages_for(config)
+    planned = config.get("planned_steps")
+    # the band shading follows the run's planned length when the run context knows it
+    stages = reg.stages_for(config, planned if isinstance(planned, int) else None)
     fields = store.fields(run)
     groups = chart_groups(reg, fields)
     charts = tuple(

@@ -380,6 +380,16 @@ def _toggle(w: _Writer) -> str:
     )
 
 
+def _context_line(data: ReportData) -> str:
+    """How the diagnosis read the run (the run context every card carries), once for the page."""
+    for per_metric in data.cards.values():
+        for card in per_metric.values():
+            ctx = card.get("context")
+            if isinstance(ctx, dict) and isinstance(ctx.get("text"), str):
+                return str(ctx["text"])
+    return ""
+
+
 def render_html(
     reg: registry.Registry,
     data: ReportData,
@@ -401,6 +411,9 @@ def render_html(
         + (f"<p>{w.ui('generated')}: {escape(generated)}</p>" if generated else "")
     )
     charts = "".join(_chart_section(c, data, marks, w) for c in data.charts)
+    context = _context_line(data)
+    if context:
+        meta = f'<p class="context">{escape(context)}</p>' + meta
     body = (
         f"<header><h1>{w.ui('title')}: {escape(data.run)}</h1>{_toggle(w)}{meta}</header>"
         f'<h2>{w.ui("overview")}</h2><nav class="overview">{_overview(data, w)}</nav>'

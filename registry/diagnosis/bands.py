@@ -62,14 +62,15 @@ def max_entropy(config: Config | None) -> float | None:
 
 
 def early_values(series: Series, stages: Stages) -> Series:
-    """The finite points of the early stage; a run that starts after it uses its first points."""
+    """The finite points of the early stage (its first `baseline_points` when the stages come
+    from the registry's timing); a run that starts after it uses its first points."""
     f = series.finite()
     early = f.before(stages.early_end)
-    return (
-        early
-        if len(early)
-        else Series(f.steps[:EARLY_FALLBACK_POINTS], f.values[:EARLY_FALLBACK_POINTS])
-    )
+    first = EARLY_FALLBACK_POINTS
+    if stages.baseline_points is not None:
+        first = stages.baseline_points
+        early = Series(early.steps[:first], early.values[:first])
+    return early if len(early) else Series(f.steps[:first], f.values[:first])
 
 
 def early_mean(series: Series, stages: Stages) -> float | None:
@@ -90,16 +91,30 @@ def basis_scale(basis: str, config: Config | None, early_value: float | None) ->
     return None
 
 
-def warmup_end(stages: Stages, config: Config | None) -> int:
-    """First step after warm-up: config `warmup_steps`, else the first 10 % of the early stage."""
+def warmup_end(
+    stages: Stages, config: Config | None, steps: Series | None = None, points: int | None = None
+) -> int:
+    """First step after warm-up: config `warmup_steps`; else, with the registry's timing, the
+    step of the metric's point after its first `points` (`steps` is the series); else the first
+    10 % of the early stage."""
     w = (config or {}).get("warmup_steps")
     if isinstance(w, int) and not isinstance(w, bool) and w >= 0:
         return w
+    if stages.baseline_points is not None and steps is not None and points is not None:
+        if len(steps) > points:
+            return int(steps.steps[points])
+        return int(steps.steps[-1]) + 1 if len(steps) else 0
     return int(stages.early_end * WARMUP_FRACTION)
 
 
-def in_warmup(step: int, stages: Stages, config: Config | None) -> bool:
-    return step < warmup_end(stages, config)
+def in_warmup(
+    step: int,
+    stages: Stages,
+    config: Config | None,
+    steps: Series | None = None,
+    points: int | None = None,
+) -> bool:
+    return step < warmup_end(stages, config, steps, points)
 
 
 @dataclass(frozen=True)
@@ -152,18 +167,19 @@ def band_state(
         )
         reason = f"set by the run config (bands.{metric.id}.{stage})"
         return BandState(stage, "run_config", 1.0, low, high, reason, value, inside)
-    if metric.bands is None:
+    bands = metric.bands_for((config or {}).get("action_space"))
+    if bands is None:
         return None
-    band = metric.bands.for_stage(stage)
+    band = bands.for_stage(stage)
     if band is None:
         return None
-    scale = basis_scale(metric.bands.basis, config, early_value)
+    scale = basis_scale(bands.basis, config, early_value)
     if scale is None:
-        return BandState(stage, metric.bands.basis, None, None, None, band.reason, value, None)
+        return BandState(stage, bands.basis, None, None, None, band.reason, value, None)
     low = None if band.low is None else band.low * scale
     high = None if band.high is None else band.high * scale
     inside = band.contains(value, scale) if math.isfinite(value) else False
-    return BandState(stage, metric.bands.basis, scale, low, high, band.reason, value, inside)
+    return BandState(stage, bands.basis, scale, low, high, band.reason, value, inside)
 
 
 def run_band(
@@ -241,7 +257,10 @@ def alert_states(
 ) -> tuple[AlertState, ...]:
     """Every alert of the metric with its scaled threshold and its current run of violations."""
     out = []
+    space = (config or {}).get("action_space") or "unknown"
     for alert in metric.alerts:
+        if alert.action_space is not None and space not in alert.action_space:
+            continue
         scale = basis_scale(alert.basis, config, early_value)
         if scale is None:
             out.append(AlertState(alert, None, 0, None))

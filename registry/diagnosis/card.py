@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from ..catalog import Registry
-from ..model import Metric, Rule
+from ..model import Metric, Rule, Stages
 from .bands import (
     AlertState,
     BandState,
@@ -42,6 +43,7 @@ from .bands import (
     in_warmup,
     warmup_end,
 )
+from .context import RunContext, run_context
 from .coupling import COUPLING_STEPS, Coupling, couplings
 from .entropy_shape import classify_entropy, entropy_gradient
 from .fingerprint import (
@@ -72,8 +74,9 @@ __all__ = ["MIN_POINTS", "STATUSES", "Card", "CardOptions", "Evidence", "Related
 Status = Literal["ok", "watch", "warning", "critical", "no_data"]
 STATUSES: tuple[Status, ...] = ("ok", "watch", "warning", "critical", "no_data")
 _RANK: dict[Status, int] = {"no_data": -1, "ok": 0, "watch": 1, "warning": 2, "critical": 3}
-MIN_POINTS = 5
+MIN_POINTS = 3  # the registry's warm-up (2 points) plus one to judge
 _KL_DANGER_POINTS = 3
+_UNDEFINED_WHEN_CONSTANT = ("explained_variance",)
 _ALWAYS_READ = ("band", "warmup", "entropy_shape", "kl_zone", "fingerprint")
 
 SentinelFn = Callable[[Series, Series], Sentinel]
@@ -178,6 +181,7 @@ class Card:
     related: tuple[Related, ...] = ()
     evidence: tuple[Evidence, ...] = ()
     rules: tuple[RuleResult, ...] = ()
+    context: RunContext | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: non-finite numbers become null."""
@@ -213,6 +217,7 @@ class Card:
             "related": [r.to_dict() for r in self.related],
             "evidence": [e.to_dict() for e in self.evidence],
             "rules": [r.to_dict() for r in self.rules],
+            "context": None if self.context is None else self.context.to_dict(),
         }
         out = _json_ready(raw)
         assert isinstance(out, dict)
@@ -295,17 +300,21 @@ def build_card(
     lang: str = "en",
     options: CardOptions | None = None,
     whole_run: RunMean | None = None,
+    context: RunContext | None = None,
 ) -> Card:
     """The diagnosis card of one metric from the histories of it and its neighbours.
 
     `whole_run` is the metric's mean over its whole run when `series_by_metric` holds only a
-    recent window of a long one; without it the mean is that of the series given."""
+    recent window of a long one; without it the mean is that of the series given. `context` is
+    the run's context (see `context.py`); without it, it is read from `config` and the series."""
     opts = options or CardOptions()
     t = _Lang(lang)
     metric = registry.metric(metric_id)
     title = metric.title.get(lang)
-    cfg = dict(config or {})
     series = {k: as_series(v) for k, v in series_by_metric.items()}
+    ctx = context if context is not None else run_context(config, series)
+    cfg = with_context(config, ctx, series)
+    series = prepare_series(registry, ctx, series)
     s = series.get(metric_id)
     finite = 0 if s is None else int(np.isfinite(s.values).sum())
     if s is None or finite < MIN_POINTS:
@@ -320,30 +329,38 @@ def build_card(
             reading,
             reason=why,
             step=None if s is None else s.last_step,
+            context=ctx,
         )
     summary = summarize(s, opts.recent_steps, opts.cv_steps, whole_run)
     assert summary.step is not None and summary.value is not None
-    stages = registry.stages_for(cfg)
+    stages = registry.stages_for(cfg, ctx.planned_steps, ctx.cadence)
     early = early_mean(s, stages)
     band = band_state(metric, summary.step, summary.value, stages, cfg, early)
     alerts = alert_states(metric, s, cfg, early)
-    rule_results = evaluate_rules(registry, series, cfg, metric_id)
+    rule_results = evaluate_rules(registry, series, cfg, metric_id, stages, _run_points(ctx))
     fired = tuple(r for r in rule_results if r.fired)
     others = {m: series[m] for m in metric.related if m in series and m != metric_id}
-    coupled = tuple(c for c in couplings(s, others, opts.coupling_steps) if c.strong)
-    related = tuple(
-        _related(c, series[c.metric], opts.coupling_steps, summary.step) for c in coupled
-    )
+    span = _coupling_span(s, opts.coupling_steps, _run_points(ctx), "stage_boundaries" in cfg)
+    coupled = tuple(c for c in couplings(s, others, span) if c.strong)
+    related = tuple(_related(c, series[c.metric], span, summary.step) for c in coupled)
+    confirming = _confirming(registry, metric, series, cfg, stages)
 
     evidence: list[Evidence] = []
-    evidence += _band_evidence(t, band, summary)
+    mechanics = _mechanics(t, metric_id, s, series, ctx, opts)
+    evidence += mechanics
+    if not mechanics:
+        evidence += _band_evidence(t, band, summary)
     evidence += _limit_evidence(t, metric, s, summary)
-    corroborated = bool(coupled) or any(r.rule.severity == "critical" for r in fired)
-    evidence += _alert_evidence(t, alerts, corroborated, coupled)
+    evidence += _sign_evidence(t, metric_id, summary, ctx, opts)
+    corroborated = (
+        bool(coupled) or bool(confirming) or any(r.rule.severity == "critical" for r in fired)
+    )
+    evidence += _alert_evidence(t, alerts, corroborated, coupled, confirming)
     evidence += [_rule_evidence(t, r, lang) for r in fired]
-    evidence += _silence_evidence(t, metric_id, s, opts)
+    if not mechanics:
+        evidence += _silence_evidence(t, metric_id, s, opts)
     if metric_id == opts.entropy_metric:
-        evidence += _entropy_evidence(t, s)
+        evidence += _entropy_evidence(t, s, ctx, early, stages)
     if metric_id == opts.kl_metric:
         evidence += _kl_evidence(t, s, clip_epsilon(cfg))
     if metric.group == "reward" and metric.pattern is None:
@@ -355,8 +372,9 @@ def build_card(
     for e in evidence:
         status = _max(status, e.severity)
     reason: str | None = None
-    if in_warmup(summary.step, stages, cfg) and status != "ok":
-        end = warmup_end(stages, cfg)
+    warm = registry.timing.warmup_points
+    if in_warmup(summary.step, stages, cfg, s.finite(), warm) and status != "ok":
+        end = warmup_end(stages, cfg, s.finite(), warm)
         reason = t(
             f"warm-up: step {summary.step:,} < {end:,}; the evidence is listed but not alarmed",
             f"预热期：第 {summary.step:,} 步 < {end:,}；证据仅列出，不报警",
@@ -369,8 +387,8 @@ def build_card(
     smooth = ema(s.values[-tail:], opts.smoothing)
     finite_idx = np.flatnonzero(np.isfinite(smooth))
     smoothed = float(smooth[finite_idx[-1]]) if finite_idx.size else None
-    reading = _reading(t, title, metric, summary, status, evidence)
-    actions = _actions(metric, fired, status, lang)
+    reading = _reading(t, title, metric, summary, status, evidence, ctx)
+    actions = _actions(metric, fired, status, lang, band)
     return Card(
         metric=metric_id,
         title=title,
@@ -401,7 +419,221 @@ def build_card(
         related=related,
         evidence=tuple(evidence),
         rules=rule_results,
+        context=ctx,
     )
+
+
+def _coupling_span(s: Series, points: int, run_points: int | None, explicit: bool) -> int:
+    """The coupling window in steps: the span of the metric's last `points` logged points
+    (at most a tenth of the run, at least 5 points), so sparse logging still has points to
+    correlate. With explicit stage boundaries it is `points` steps, as before."""
+    if explicit or len(s) < 2:
+        return points
+    k = points if run_points is None else min(points, max(5, run_points // 10))
+    k = min(k, len(s))
+    return int(s.steps[-1] - s.steps[-k]) + 1
+
+
+def _run_points(ctx: RunContext) -> int | None:
+    """The run's length in logged points: planned, when the plan and cadence are known, else so far."""
+    if ctx.planned_steps and ctx.cadence:
+        return max(ctx.points, int(ctx.planned_steps / ctx.cadence))
+    return ctx.points or None
+
+
+def with_context(
+    config: Mapping[str, Any] | None, ctx: RunContext, series: Mapping[str, Series]
+) -> dict[str, Any]:
+    """The config the bands and rules read, completed from the context: `n_actions`,
+    `clip_epsilon`, `action_space`, `planned_steps`. A discrete space of unknown size is judged
+    against the entropy it has shown (at least ln 2): the smallest action space it can be."""
+    cfg = dict(config or {})
+    if ctx.action_space is not None:
+        cfg.setdefault("action_space", ctx.action_space)
+    if ctx.action_space == "discrete" and "n_actions" not in cfg:
+        n = ctx.n_actions
+        if n is None:
+            ent = series.get("policy_entropy")
+            top = float(np.nanmax(ent.values)) if ent is not None and len(ent.finite()) else 0.0
+            n = max(2, math.ceil(math.exp(top) - 1e-9))
+        cfg["n_actions"] = n
+    if ctx.clip_epsilon is not None:
+        cfg.setdefault("clip_epsilon", ctx.clip_epsilon)
+    if ctx.planned_steps is not None:
+        cfg.setdefault("planned_steps", ctx.planned_steps)
+    return cfg
+
+
+def prepare_series(
+    registry: Registry, ctx: RunContext, series: Mapping[str, Series]
+) -> dict[str, Series]:
+    """Series as the engine judges them. A framework's cumulative throughput (the registry marks
+    SB3's `time/fps` and CleanRL's `charts/SPS` `reduction: cumulative`: steps since start /
+    seconds since start) becomes the rate between consecutive points, Δsteps / Δseconds, so a
+    slowdown shows when it happens and the first point (measured before any update) drops out."""
+    out = dict(series)
+    updates = next((series[m] for m in _UPDATE_METRICS if m in series and len(series[m])), None)
+    for metric_id in ("episodic_return", "episode_length"):
+        s = series.get(metric_id)
+        if s is not None and updates is not None and len(s) > len(updates):
+            out[metric_id] = _per_update(s, updates.steps)
+    for metric_id, s in series.items():
+        if not registry.has_metric(metric_id) or ctx.framework is None:
+            continue
+        aliases = [a for a in registry.metric(metric_id).aliases if a.framework == ctx.framework]
+        if not aliases or aliases[0].reduction != "cumulative" or metric_id != "samples_per_second":
+            continue
+        f = s.finite()
+        ok = (f.values > 0) & (f.steps > 0)
+        steps, rate = f.steps[ok], f.values[ok]
+        if steps.size < 2:
+            continue
+        elapsed = steps / rate
+        d_t = np.diff(elapsed)
+        d_s = np.diff(steps).astype(np.float64)
+        keep = d_t > 0
+        rates = as_series((steps[1:][keep], d_s[keep] / d_t[keep]))
+        # throughput before the first update (SAC's learning_starts) is not the training's
+        first = [series[m].steps[0] for m in _UPDATE_METRICS if m in series and len(series[m])]
+        if first:
+            rates = _from(rates, int(min(first)))
+        out[metric_id] = rates
+    return out
+
+
+_UPDATE_METRICS = ("policy_entropy", "policy_kl", "value_loss", "policy_loss", "grad_norm")
+
+
+def _per_update(s: Series, updates: npt.NDArray[np.int64]) -> Series:
+    """Per-episode values (CleanRL logs each finished episode) as one mean per update interval
+    (prev_update, update], the cadence every other metric is judged at; an update that finished
+    no episode has no point. Episodes after the last update form a final point at their step."""
+    f = s.finite()
+    if not len(f):
+        return f
+    idx = np.searchsorted(updates, f.steps, side="left")  # non-decreasing: steps are sorted
+    groups, starts, counts = np.unique(idx, return_index=True, return_counts=True)
+    means = np.add.reduceat(f.values, starts) / counts
+    last = f.steps[starts + counts - 1]  # episodes after the last update keep their own step
+    steps = np.where(groups < updates.size, updates[np.minimum(groups, updates.size - 1)], last)
+    return as_series((steps, means))
+
+
+def _from(s: Series, step: int) -> Series:
+    keep = s.steps >= step
+    return Series(s.steps[keep], s.values[keep])
+
+
+def _confirming(
+    registry: Registry,
+    metric: Metric,
+    series: Mapping[str, Series],
+    cfg: Mapping[str, Any],
+    stages: Stages,
+) -> tuple[str, ...]:
+    """Related metrics past one of their own alert thresholds for its `for` points now: evidence
+    that corroborates at any cadence and on constant series, where correlation cannot."""
+    out = []
+    for other in metric.related:
+        s = series.get(other)
+        if s is None or not registry.has_metric(other) or len(s.finite()) < MIN_POINTS:
+            continue
+        m = registry.metric(other)
+        early = early_mean(s, stages)
+        if any(a.active for a in alert_states(m, s, cfg, early)):
+            out.append(other)
+    return tuple(out)
+
+
+def _sign_evidence(
+    t: _Lang, metric_id: str, summary: Summary, ctx: RunContext, opts: CardOptions
+) -> list[Evidence]:
+    """A negative entropy is healthy for a continuous policy and impossible for a discrete or
+    token one: there it means a sign was missed (SB3's entropy_loss is -H)."""
+    if metric_id != opts.entropy_metric or summary.value is None or summary.value >= 0:
+        return []
+    if ctx.action_space not in ("discrete", "token"):
+        return []
+    text = t(
+        f"{_num(summary.value)} nats is negative, impossible for a {ctx.action_space} policy: check the sign of how it is logged",
+        f"{_num(summary.value)} nats 为负，{ctx.action_space} 策略不可能如此：请检查记录时的符号",
+    )
+    return [Evidence("limits", "warning", text, {"value": summary.value})]
+
+
+def _mechanics(
+    t: _Lang,
+    metric_id: str,
+    s: Series,
+    series: Mapping[str, Series],
+    ctx: RunContext,
+    opts: CardOptions,
+) -> list[Evidence]:
+    """Values explained by how the run is set up, not by its health: they replace the band and
+    silence checks of the metric (alerts and rules still apply)."""
+    if metric_id == "clip_fraction" and ctx.clip_by_construction_zero:
+        text = t(
+            f"{ctx.algorithm} with num_iterations 1: each batch is used for one update, the ratio is 1"
+            " at every token and the clip fraction is 0 by construction; not judged",
+            f"{ctx.algorithm} 且 num_iterations 为 1：每批数据只更新一次，比率恒为 1，clip 比例按构造为 0；不作判断",
+        )
+        return [Evidence("mechanics", "ok", text, {"num_iterations": 1})]
+    if metric_id in ("clip_fraction", "policy_kl") and ctx.lr_annealed:
+        lr = series.get("learning_rate")
+        last = None if lr is None or not len(lr.finite()) else float(lr.finite().values[-1])
+        text = t(
+            f"the learning rate has annealed to ~0 ({_num(last)}): updates shrink by schedule, so a"
+            " fading KL or clip fraction is the schedule, not silence; band and silence not judged",
+            f"学习率已按计划退火到约 0（{_num(last)}）：更新按计划变小，KL 或 clip 比例的消退来自计划而非沉默；不判断区间与沉默",
+        )
+        return [Evidence("mechanics", "ok", text, {"learning_rate": last})]
+    return []
+
+
+_CLIFF_FRACTION = 0.5  # entropy halved within the cliff window
+_CLIFF_NATS = math.log(10.0)  # a Gaussian's entropy falling ln 10 nats: its std shrank tenfold
+_CLIFF_POINTS = 5
+
+
+def _entropy_cliff(t: _Lang, s: Series, ctx: RunContext, early: float | None) -> list[Evidence]:
+    """A cliff relative to the entropy's level, not to the window's range: for discrete and
+    token policies the latest value at most half the highest of the last points and the fall at
+    least a tenth of the scale (ln n, or the run's early level); for continuous (differential,
+    possibly negative) entropy a fall of ln 10 nats, the action std shrinking tenfold."""
+    f = s.finite()
+    if len(f) < 3:
+        return []
+    # persistence: the last two points both far below the highest of the points before them
+    # (one low point is an excursion, `watch` through the band)
+    recent = f.tail(_CLIFF_POINTS + 2)
+    before = Series(recent.steps[:-2], recent.values[:-2])
+    top_i = int(np.argmax(before.values))
+    top = float(before.values[top_i])
+    now = float(max(recent.values[-2], recent.values[-1]))
+    since = int(before.steps[top_i])
+    if ctx.action_space == "continuous":
+        fall = top - now
+        if fall < _CLIFF_NATS:
+            return []
+        text = t(
+            f"entropy cliff: {_num(top)} -> {_num(now)} nats since step {since:,} (a fall of"
+            f" {_num(fall)} nats held two points: the action std shrank {math.exp(fall):.0f}x)",
+            f"熵断崖：自第 {since:,} 步 {_num(top)} -> {_num(now)} nats（下降 {_num(fall)} nats 并持续两个点：动作标准差缩小 {math.exp(fall):.0f} 倍）",
+        )
+        return [
+            Evidence("entropy_cliff", "warning", text, {"from": top, "to": now, "since": since})
+        ]
+    scale = ctx.max_entropy if ctx.action_space == "discrete" else early
+    if scale is None or scale <= 0 or top <= 0:
+        return []
+    if now > _CLIFF_FRACTION * top or (top - now) < 0.1 * scale:
+        return []
+    text = t(
+        f"entropy cliff: {_num(top)} -> {_num(now)} nats since step {since:,} (at most {now / top:.0%}"
+        f" of that level for the last two points; scale {_num(scale)})",
+        f"熵断崖：自第 {since:,} 步 {_num(top)} -> {_num(now)} nats（最近两个点至多为该水平的 {now / top:.0%}；尺度 {_num(scale)}）",
+    )
+    return [Evidence("entropy_cliff", "warning", text, {"from": top, "to": now, "since": since})]
 
 
 def _no_data_reason(t: _Lang, s: Series | None, finite: int) -> str:
@@ -452,7 +684,9 @@ def _limit_evidence(t: _Lang, metric: Metric, s: Series, summary: Summary) -> li
         out.append(
             Evidence(
                 "nonfinite",
-                "warning",
+                # a ratio whose denominator is a variance is undefined (0/0) on constant
+                # inputs: SB3 logs explained variance as NaN when the returns do not vary
+                "watch" if metric.id in _UNDEFINED_WHEN_CONSTANT else "warning",
                 t(
                     f"the latest logged value (step {s.last_step:,}) is {raw}; last finite value at step {summary.step:,}",
                     f"最新记录值（第 {s.last_step:,} 步）为 {raw}；最后一个有效值在第 {summary.step:,} 步",
@@ -478,7 +712,11 @@ def _limit_evidence(t: _Lang, metric: Metric, s: Series, summary: Summary) -> li
 
 
 def _alert_evidence(
-    t: _Lang, alerts: Sequence[AlertState], corroborated: bool, coupled: Sequence[Coupling]
+    t: _Lang,
+    alerts: Sequence[AlertState],
+    corroborated: bool,
+    coupled: Sequence[Coupling],
+    confirming: Sequence[str] = (),
 ) -> list[Evidence]:
     out = []
     for a in alerts:
@@ -494,7 +732,9 @@ def _alert_evidence(
         severity: Status = "watch"
         if a.active:
             severity = a.alert.severity
-            if severity == "critical" and not corroborated:
+            if severity == "critical" and not a.alert.corroborate:
+                head += t("; a physical fact, needs no corroboration", "；物理事实，无需佐证")
+            elif severity == "critical" and not corroborated:
                 severity = "warning"
                 head += t(
                     "; no related metric or critical rule corroborates it yet",
@@ -503,6 +743,12 @@ def _alert_evidence(
             elif severity == "critical" and coupled:
                 pairs = ", ".join(f"{c.metric} r={c.r:+.2f}" for c in coupled)
                 head += t(f"; corroborated by {pairs}", f"；相关指标佐证：{pairs}")
+            elif severity == "critical" and confirming:
+                names = ", ".join(confirming)
+                head += t(
+                    f"; corroborated by {names}, past its own alert threshold at the same time",
+                    f"；相关指标 {names} 同时越过其自身告警阈值，佐证成立",
+                )
         out.append(Evidence("alert", severity, head, a.to_dict()))
     return out
 
@@ -532,6 +778,10 @@ def _silence_evidence(t: _Lang, metric_id: str, s: Series, opts: CardOptions) ->
     if zeros < opts.silence_points:
         return []
     history = int(np.count_nonzero(v[: nonzero[-1] + 1]))
+    # silence is a change from active to zero: a metric that was mostly zero all along
+    # (a small clip fraction that rarely registers) has gone nowhere
+    if history < 0.5 * (nonzero[-1] + 1):
+        return []
     text = t(
         f"exactly 0 for the last {zeros} points after {history} non-zero point(s): silence can be a symptom"
         " (collapsed policy, no learning signal)",
@@ -540,8 +790,10 @@ def _silence_evidence(t: _Lang, metric_id: str, s: Series, opts: CardOptions) ->
     return [Evidence("silence", "warning", text, {"zero_points": zeros, "nonzero_points": history})]
 
 
-def _entropy_evidence(t: _Lang, s: Series) -> list[Evidence]:
-    out = []
+def _entropy_evidence(
+    t: _Lang, s: Series, ctx: RunContext, early: float | None, stages: Stages
+) -> list[Evidence]:
+    out = _entropy_cliff(t, s, ctx, early)
     shape = classify_entropy(s)
     if shape.kind != "insufficient":
         rng = f"{shape.start_step:,}-{shape.end_step:,}"
@@ -550,7 +802,14 @@ def _entropy_evidence(t: _Lang, s: Series) -> list[Evidence]:
             sizes = ", ".join(f"{_num(d.size)} @ {d.step:,}" for d in shape.drops)
             en = f"entropy shape over steps {rng}: {shape.kind} (drops {sizes}; net {_num(shape.net_change)})"
             zh = f"第 {rng} 步的熵形态：{shape.kind}（下降 {sizes}；净变化 {_num(shape.net_change)}）"
-            sev = "warning"
+            # the shape finds drops relative to the window's range; it is a warning only when
+            # they add up to half the entropy's level at the shape's start (a 0.2-nat wobble of a
+            # noisy policy at 0.5 nats is a shape, not a collapse)
+            f = s.finite()
+            first = f.values[f.steps >= (shape.start_step or 0)][:10]
+            start = float(first.mean()) if first.size else 0.0
+            net = shape.net_change or 0.0
+            sev = "warning" if start > 0 and -net >= 0.5 * start else "watch"
         elif shape.kind == "sawtooth":
             en = (
                 f"entropy shape over steps {rng}: sawtooth, period ~{_num(shape.period_steps)} steps,"
@@ -653,6 +912,7 @@ def _reading(
     summary: Summary,
     status: Status,
     evidence: Sequence[Evidence],
+    ctx: RunContext | None = None,
 ) -> str:
     assert summary.step is not None
     unit = "" if metric.unit in ("none", "ratio") else f" {metric.unit}"
@@ -686,11 +946,17 @@ def _reading(
     )
     parts += [e.text for e in ranked]
     verdict = t(f"Status: {status}.", f"状态：{_ZH_WORDS.get(status, status)}。")
+    if ctx is not None:
+        verdict += f" ({ctx.describe()})"
     return t("; ".join(parts) + ". " + verdict, "；".join(parts) + "。" + verdict)
 
 
 def _actions(
-    metric: Metric, fired: Sequence[RuleResult], status: Status, lang: str
+    metric: Metric,
+    fired: Sequence[RuleResult],
+    status: Status,
+    lang: str,
+    band: BandState | None = None,
 ) -> tuple[str, ...]:
     if status in ("ok", "no_data"):
         return ()
@@ -698,7 +964,21 @@ def _actions(
     rules: list[Rule] = [r.rule for r in sorted(fired, key=lambda r: -_RANK[r.rule.severity])]
     for rule in rules:
         items += [a.get(lang) for a in rule.actions]
+    side = _band_side(band)
     for sc in metric.failure_scenarios:
+        # advice by direction: a scenario for one side of the band is skipped on the other side
+        if side is not None and sc.direction is not None and sc.direction != side:
+            continue
         items += [c.get(lang) for c in sc.check]
         items += [c.get(lang) for c in sc.change]
     return tuple(dict.fromkeys(items))
+
+
+def _band_side(band: BandState | None) -> str | None:
+    if band is None or band.inside is not False:
+        return None
+    if band.low is not None and band.value < band.low:
+        return "below"
+    if band.high is not None and band.value > band.high:
+        return "above"
+    return None

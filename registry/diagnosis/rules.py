@@ -1,13 +1,17 @@
 """Evaluate the registry's multi-metric rules over step windows.
 
 At an evaluation point (a step where any of the rule's metrics was logged) each condition's
-statistic is computed from the rule's window `(step - window, step]` of its metric's finite
-points; the conjunction holds when every metric has at least `min_points` finite points there and
+statistic is computed from the rule's window: the last `window` logged points of its metric up
+to that step (points, not steps: an SB3 point is a rollout of hundreds of env steps, a TRL
+point one update, so a window in steps fits one framework only); the conjunction holds when every metric has at least `min_points` finite points there and
 every condition holds. A rule fires when the conjunction held at its last `for_steps` evaluation
 points in a row. Statistics (see `rules.schema.json`): last, mean, min, max, std (population),
 cv = std / |mean|, slope_per_1k, change_pct (last quarter of the points vs the first quarter, in
 percent of the first), abs_change_pct, outside_band (1 when the latest value is outside its stage
-band, 0 inside), relative_to_early (latest / mean of the run's early-stage values).
+band, 0 inside), relative_to_early (latest / mean of the run's early-stage values), abs_max,
+fraction_of_scale (latest / the metric's scale: ln n for a discrete policy's entropy, else the
+early value), drop_from_best (see `drop_from_best`: the share of the run's gain lost since its
+running best, over the whole history, not the window).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import numpy as np
 
 from ..catalog import Registry
 from ..model import Metric, Rule, Stages
-from .bands import band_state, early_mean
+from .bands import band_state, early_mean, max_entropy
 from .stats import Series, change_pct, latest, slope_per_1k
 
 __all__ = [
@@ -48,6 +52,9 @@ STATS = (
     "abs_change_pct",
     "outside_band",
     "relative_to_early",
+    "abs_max",
+    "fraction_of_scale",
+    "drop_from_best",
 )
 
 
@@ -58,21 +65,54 @@ class RuleContext:
     stages: Stages
     config: Mapping[str, Any]
     metrics: Mapping[str, Metric]
+    # the most points a window may span: a tenth of the run (registry timing), since a change
+    # over the whole run is its convergence, not an event; None: the rule's own window
+    max_window: int | None = None
 
     @classmethod
-    def of(cls, registry: Registry, config: Mapping[str, Any] | None = None) -> RuleContext:
+    def of(
+        cls,
+        registry: Registry,
+        config: Mapping[str, Any] | None = None,
+        stages: Stages | None = None,
+        run_points: int | None = None,
+    ) -> RuleContext:
         cfg = dict(config or {})
-        return cls(registry.stages_for(cfg), cfg, {m.id: m for m in registry.metrics})
+        cap = None
+        if run_points is not None and "stage_boundaries" not in cfg:
+            cap = max(4, math.ceil(registry.timing.early_fraction * run_points))
+        return cls(
+            stages or registry.stages_for(cfg), cfg, {m.id: m for m in registry.metrics}, cap
+        )
+
+    def window(self, rule: Rule) -> tuple[int, int]:
+        """The rule's window and minimum points, in points, within the cap."""
+        if self.max_window is None or rule.window <= self.max_window:
+            return rule.window, rule.min_points
+        return self.max_window, min(rule.min_points, self.max_window)
 
 
 def window_stat(
-    stat: str, window: Series, ctx: RuleContext, metric_id: str, early_value: float | None
+    stat: str,
+    window: Series,
+    ctx: RuleContext,
+    metric_id: str,
+    early_value: float | None,
+    history: Series | None = None,
 ) -> float | None:
-    """One condition statistic over a window of finite points; None when it is undefined there."""
+    """One condition statistic over a window of finite points; None when it is undefined there.
+    `history` (the whole series up to the window's end) is what `drop_from_best` reads."""
+    if stat == "drop_from_best":
+        return drop_from_best(history if history is not None else window)
     f = window.finite()
     v = f.values
     if v.size == 0:
         return None
+    if stat == "abs_max":
+        return float(np.abs(v).max())
+    if stat == "fraction_of_scale":
+        scale = _scale(ctx, metric_id, early_value)
+        return None if scale is None else float(v[-1]) / scale
     if stat == "last":
         return float(v[-1])
     if stat == "mean":
@@ -107,6 +147,52 @@ def window_stat(
             return None
         return float(v[-1]) / early_value
     raise ValueError(f"unknown rule statistic {stat!r}")
+
+
+def _scale(ctx: RuleContext, metric_id: str, early_value: float | None) -> float | None:
+    metric = ctx.metrics.get(metric_id)
+    space = ctx.config.get("action_space")
+    bands = None if metric is None else metric.bands_for(space)
+    if bands is not None and bands.basis == "max_entropy":
+        scale = max_entropy(ctx.config)
+        if scale is not None:
+            return scale
+    if metric is not None and metric.unit == "nats" and space == "continuous":
+        return None  # differential entropy has no scale to be a fraction of
+    return early_value if early_value is not None and early_value > 0 else None
+
+
+SMOOTH_FRACTION = 0.1  # the rolling mean spans 10 % of the points so far (at least 5)
+SMOOTH_MIN = 5
+SIGNIFICANCE = (
+    3.0  # a gain or a drop counts past 3 standard errors of a difference of two such means
+)
+
+
+def drop_from_best(series: Series) -> float | None:
+    """The share of the run's gain lost since its best: (best - now) / (best - start) of the
+        rolling mean of the reward (over 10 % of the points so far, at least 5), so 0 at a new best,
+        1 back at the start level, above 1 below it. None (not judged) while the gain or the drop is
+        within noise: under 3 standard errors of the difference of two rolling means (sqrt 2 times a
+    rolling mean's), the error estimated from
+        point-to-point differences (robust to trends: MAD of the differences / sqrt 2)."""
+    v = series.finite().values
+    k = max(SMOOTH_MIN, round(v.size * SMOOTH_FRACTION))
+    if v.size < 4 * k:  # a start, a best and a present that do not overlap
+        return None
+    kernel = np.ones(k) / k
+    rolling = np.convolve(v, kernel, mode="valid")
+    # point-to-point differences cancel a trend; their plain std keeps the heavy tail of
+    # per-episode returns (a robust spread would call two long episodes a significant best)
+    sigma = float(np.std(np.diff(v))) / math.sqrt(2.0)
+    noise = SIGNIFICANCE * math.sqrt(2.0) * sigma / math.sqrt(k)
+    start = float(rolling[0])
+    best = float(rolling.max())
+    now = float(rolling[-1])
+    gain = best - start
+    if gain <= max(noise, 1e-12) or best - now <= noise:
+        return 0.0 if gain > max(noise, 1e-12) else None
+    return (best - now) / gain
 
 
 @dataclass(frozen=True)
@@ -145,25 +231,32 @@ def evaluate_point(
     windows: Mapping[str, Series],
     early: Mapping[str, float | None],
     ctx: RuleContext,
+    histories: Mapping[str, Series] | None = None,
 ) -> PointResult:
     """The rule's conjunction at one step, given each metric's window ending there."""
     short = []
+    size, min_points = ctx.window(rule)
     for m in rule.metrics:
         w = windows.get(m)
-        if w is None or int(np.isfinite(w.values).sum()) < rule.min_points:
+        if w is None or int(np.isfinite(w.values).sum()) < min_points:
             short.append(m)
     obs = []
     for c in rule.conditions:
         w = windows.get(c.metric)
         n = 0 if w is None else int(np.isfinite(w.values).sum())
-        value = None if w is None else window_stat(c.stat, w, ctx, c.metric, early.get(c.metric))
+        hist = (histories or {}).get(c.metric)
+        value = (
+            None if w is None else window_stat(c.stat, w, ctx, c.metric, early.get(c.metric), hist)
+        )
         holds = (
             value is not None and math.isfinite(value) and c.holds(value) and c.metric not in short
         )
         obs.append(Observation(c.metric, c.stat, c.op, c.value, value, holds, n))
     reason = None
     if short:
-        reason = f"fewer than {rule.min_points} finite points in the last {rule.window} steps: {', '.join(short)}"
+        reason = (
+            f"fewer than {min_points} finite points in the last {size} points: {', '.join(short)}"
+        )
     return PointResult(step, not short and all(o.holds for o in obs), tuple(obs), reason)
 
 
@@ -224,9 +317,10 @@ def evaluate_rule(
 
 
 def _point(rule: Rule, step: int, series: Mapping[str, Series], ctx: RuleContext) -> PointResult:
-    windows = {m: s.window(rule.window, step) for m, s in series.items()}
-    early = {m: early_mean(s.until(step), ctx.stages) for m, s in series.items()}
-    return evaluate_point(rule, step, windows, early, ctx)
+    histories = {m: s.until(step) for m, s in series.items()}
+    windows = {m: h.tail(ctx.window(rule)[0]) for m, h in histories.items()}
+    early = {m: early_mean(h, ctx.stages) for m, h in histories.items()}
+    return evaluate_point(rule, step, windows, early, ctx, histories)
 
 
 def evaluate_rules(
@@ -234,8 +328,11 @@ def evaluate_rules(
     series: Mapping[str, Series],
     config: Mapping[str, Any] | None = None,
     metric_id: str | None = None,
+    stages: Stages | None = None,
+    run_points: int | None = None,
 ) -> tuple[RuleResult, ...]:
-    """Every registry rule (or those that involve `metric_id`), in registry order."""
-    ctx = RuleContext.of(registry, config)
+    """Every registry rule (or those that involve `metric_id`), in registry order. `run_points`,
+    the run's (planned) length in logged points, caps every window at a tenth of it."""
+    ctx = RuleContext.of(registry, config, stages, run_points)
     rules = [r for r in registry.rules if metric_id is None or metric_id in r.metrics]
     return tuple(evaluate_rule(r, series, ctx) for r in rules)

@@ -1,7 +1,8 @@
 """Incremental rule evaluation, one training step at a time, in bounded memory.
 
 `StreamingDiagnosis.update(step, {field: value})` keeps, per metric, a ring buffer of the last
-points its longest rule window can see (a window of W steps holds at most W distinct steps),
+points its longest rule window can see (windows are counted in points; a metric read by a
+whole-history statistic such as `drop_from_best` keeps up to HISTORY_POINTS points),
 the early-stage points `relative_to_early` needs (at most `early_end` of them), and per rule the
 last `for_steps` held/not-held results. It gives exactly the batch answer of `evaluate_rule`
 over the same points. A step logged again merges into that step; a lower step (a resume from an
@@ -23,7 +24,12 @@ from .bands import EARLY_FALLBACK_POINTS
 from .rules import PointResult, RuleContext, RuleResult, evaluate_point
 from .stats import Series
 
-__all__ = ["StreamingDiagnosis"]
+__all__ = ["HISTORY_POINTS", "HISTORY_STATS", "StreamingDiagnosis"]
+
+# statistics that read a metric's whole history (the running best of a reward), not a window:
+# their metrics keep up to HISTORY_POINTS points; past that the history starts at the oldest kept
+HISTORY_STATS = frozenset({"drop_from_best"})
+HISTORY_POINTS = 20_000
 
 
 class _Buffer:
@@ -84,8 +90,9 @@ class StreamingDiagnosis:
         self._rules: tuple[Rule, ...] = registry.rules
         capacity: dict[str, int] = {}
         for rule in self._rules:
-            for m in rule.metrics:
-                capacity[m] = max(capacity.get(m, 0), rule.window)
+            for c in rule.conditions:
+                need = HISTORY_POINTS if c.stat in HISTORY_STATS else rule.window
+                capacity[c.metric] = max(capacity.get(c.metric, 0), need)
         self._buffers = {m: _Buffer(cap, self._ctx.stages.early_end) for m, cap in capacity.items()}
         self._holds: dict[str, deque[tuple[int, bool]]] = {
             r.id: deque(maxlen=r.for_steps) for r in self._rules
@@ -132,17 +139,19 @@ class StreamingDiagnosis:
         return tuple(out)
 
     def _evaluate(self, rule: Rule, step: int) -> None:
-        windows, early = {}, {}
+        windows, early, histories = {}, {}, {}
+        size = self._ctx.window(rule)[0]
         for m in rule.metrics:
             buf = self._buffers[m]
             if buf.points:
-                windows[m] = buf.series().window(rule.window, step)
+                histories[m] = buf.series().until(step)
+                windows[m] = histories[m].tail(size)
                 early[m] = buf.early_mean()
         if len(windows) < len(rule.metrics):
             missing = ", ".join(m for m in rule.metrics if m not in windows)
             res = PointResult(step, False, (), f"no data for {missing}")
         else:
-            res = evaluate_point(rule, step, windows, early, self._ctx)
+            res = evaluate_point(rule, step, windows, early, self._ctx, histories)
         holds = self._holds[rule.id]
         if holds and holds[-1][0] == step:
             holds.pop()

@@ -72,7 +72,10 @@ def test_one_rule_per_registry_alert_and_rule_plus_the_pipeline_rules(
     builtin: registry.Registry,
 ) -> None:
     rules = _rules()
-    metric_alerts = sum(len(m.alerts) for m in builtin.metrics)
+    # one Grafana rule per (metric, severity, condition): the exporter serves one alert-state
+    # series per triple, active when any of that triple's alerts is (entropy's are scoped by
+    # action space, KL has a relative and an absolute critical one)
+    metric_alerts = sum(len({(a.severity, a.condition) for a in m.alerts}) for m in builtin.metrics)
     assert len(rules) == metric_alerts + len(builtin.rules) + 2
     titles = {r["title"] for r in rules}
     assert {"Training stalled", "rlvitals exporter unhealthy"} <= titles

@@ -65,8 +65,20 @@ def test_seed_numbers_are_the_defaults(builtin: registry.Registry) -> None:
     entropy = builtin.metric("policy_entropy")
     assert entropy.bands is not None and entropy.bands.early is not None
     assert (entropy.bands.early.low, entropy.bands.early.high) == (0.8, 2.5)
-    thresholds = {a.severity: (a.threshold, a.for_steps) for a in entropy.alerts}
-    assert thresholds == {"warning": (0.1, 10), "critical": (0.05, 10)}
+    # the seeds' absolute nats hold where the scale is unknown (and for tokens); a discrete
+    # policy is judged against ln n, a token policy also against its own early level
+    unscoped = {
+        a.severity: (a.threshold, a.for_steps)
+        for a in entropy.alerts
+        if a.action_space is not None and "unknown" in a.action_space
+    }
+    assert unscoped == {"warning": (0.1, 10), "critical": (0.05, 10)}
+    discrete = {
+        a.severity: (a.threshold, a.basis)
+        for a in entropy.alerts
+        if a.action_space == ("discrete",)
+    }
+    assert discrete == {"warning": (0.1, "max_entropy"), "critical": (0.02, "max_entropy")}
     clip = builtin.metric("clip_fraction")
     assert (clip.limits.min, clip.limits.max) == (0, 1)
 

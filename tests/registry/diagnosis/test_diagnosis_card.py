@@ -39,8 +39,14 @@ def with_tail(data: Data, metric: str, tail: list[float]) -> Data:
     return {**data, metric: (steps, values)}
 
 
-def card(reg: registry.Registry, metric: str, data: Data, **kw: object) -> Card:
-    return build_card(reg, metric, data, **kw)  # type: ignore[arg-type]
+# These synthetic runs are drawn against explicit stage boundaries (the registry's step defaults);
+# without them the stages follow the run's cadence (tests/registry/diagnosis/test_run_context.py).
+STAGES = {"stage_boundaries": {"early_end": 2000, "mid_end": 20000}}
+
+
+def card(reg: registry.Registry, metric: str, data: Data, **kw: Any) -> Card:
+    kw["config"] = {**STAGES, **(kw.get("config") or {})}
+    return build_card(reg, metric, data, **kw)
 
 
 def kinds(c: Card) -> dict[str, str]:
@@ -77,7 +83,7 @@ def test_the_card_is_json_ready_and_carries_the_contract_fields(
         ({}, "no points logged"),
         ({"policy_entropy": ([], [])}, "no points logged"),
         ({"policy_entropy": ([5], [1.0])}, "only 1 finite point"),
-        ({"policy_entropy": ([1, 2, 3, 4], [1.0] * 4)}, "only 4 finite point"),
+        ({"policy_entropy": ([1, 2], [1.0] * 2)}, "only 2 finite point"),
         ({"policy_entropy": ([1, 2, 3, 4, 5, 6], [NAN] * 6)}, "all 6 logged values are NaN"),
     ],
 )

@@ -81,7 +81,14 @@ def _shapes(window: int) -> Iterator[tuple[str, Shape]]:
     def alternate(a: float) -> Shape:
         return lambda s, e, lvl: lvl * (1 + a * np.where(np.arange(s.size) % 2 == 0, 1.0, -1.0))
 
+    def rise_then_fall(s: Arr, e: int, lvl: float) -> Arr:
+        # learns over the first 60 %, then falls below where it started: a reward collapse
+        x = np.linspace(0.0, 1.0, s.size)
+        gain = abs(lvl or 1.0)
+        return lvl + gain * np.where(x < 0.6, x / 0.6, -0.5)
+
     yield "flat", flat
+    yield "rise_then_fall", rise_then_fall
     for k in (0.5, 2.0, 10.0):
         yield f"up{k}", up(k)
         yield f"down{k}", down(k)
@@ -132,6 +139,16 @@ def _healthy(
     return as_series((steps, level * noise))
 
 
+def _explicit_stages(r: registry.Registry) -> dict[str, Any]:
+    """The cases are built against the registry's step stages and no action space; cards get
+    both explicitly (a card without them fits stages, and caps windows, to the run's own cadence
+    and length, and infers the action space from the values)."""
+    return {
+        "stage_boundaries": {"early_end": r.stages.early_end, "mid_end": r.stages.mid_end},
+        "action_space": "unknown",  # as the rule context: no action space inferred from values
+    }
+
+
 def test_every_rule_fires_on_a_case_built_from_its_conditions(any_reg: registry.Registry) -> None:
     steps = _steps(any_reg)
     ctx = RuleContext.of(any_reg)
@@ -144,7 +161,10 @@ def test_every_rule_fires_on_a_case_built_from_its_conditions(any_reg: registry.
         res = evaluate_rule(rule, series, ctx)
         assert res.fired, (rule.id, res)
         card = build_card(
-            any_reg, rule.metrics[0], {k: (v.steps, v.values) for k, v in series.items()}
+            any_reg,
+            rule.metrics[0],
+            {k: (v.steps, v.values) for k, v in series.items()},
+            _explicit_stages(any_reg),
         )
         assert any(e.kind == "rule" and rule.id in e.text for e in card.evidence), card.reading
 

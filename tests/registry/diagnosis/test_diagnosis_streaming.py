@@ -19,40 +19,40 @@ N = 400
 
 
 def _rules(make_rule: Callable[..., Rule]) -> list[Rule]:
-    """Windows are in steps; the scenario logs every 10 steps."""
+    """Windows are in points (the scenario logs every 10 steps; entropy every 20, KL every 30)."""
     return [
         make_rule(
-            "last_high", ("raw_reward", "last", ">", 1.2), for_steps=3, window=100, min_points=2
+            "last_high", ("raw_reward", "last", ">", 1.2), for_steps=3, window=10, min_points=2
         ),
-        make_rule("mean_low", ("raw_reward", "mean", "<", 0.8), window=300),
-        make_rule("min_neg", ("raw_reward", "min", "<", 0.0), window=200, min_points=4),
-        make_rule("kl_max", ("policy_kl", "max", ">", 0.05), window=150, min_points=3, for_steps=2),
+        make_rule("mean_low", ("raw_reward", "mean", "<", 0.8), window=30),
+        make_rule("min_neg", ("raw_reward", "min", "<", 0.0), window=20, min_points=4),
+        make_rule("kl_max", ("policy_kl", "max", ">", 0.05), window=5, min_points=3, for_steps=2),
         make_rule(
-            "kl_silent", ("policy_kl", "std", "==", 0.0), window=400, min_points=10, for_steps=5
+            "kl_silent", ("policy_kl", "std", "==", 0.0), window=13, min_points=10, for_steps=5
         ),
-        make_rule("cv_high", ("grad_norm", "cv", ">", 0.3), window=400),
+        make_rule("cv_high", ("grad_norm", "cv", ">", 0.3), window=30),
         make_rule(
-            "ent_slope", ("policy_entropy", "slope_per_1k", "<", -2.0), window=600, for_steps=4
+            "ent_slope", ("policy_entropy", "slope_per_1k", "<", -2.0), window=30, for_steps=4
         ),
         make_rule(
             "hack",
             ("shaped_reward", "change_pct", ">", 5.0),
             ("raw_reward", "change_pct", "<", -5.0),
-            window=500,
+            window=50,
             min_points=10,
             for_steps=3,
             severity="critical",
         ),
-        make_rule("abs_chg", ("grad_norm", "abs_change_pct", ">", 50.0), window=400),
+        make_rule("abs_chg", ("grad_norm", "abs_change_pct", ">", 50.0), window=30),
         make_rule(
             "ent_out",
             ("policy_entropy", "outside_band", "==", 1.0),
-            window=100,
+            window=5,
             min_points=1,
             for_steps=5,
         ),
         make_rule(
-            "ent_rel", ("policy_entropy", "relative_to_early", "<", 0.6), window=100, min_points=1
+            "ent_rel", ("policy_entropy", "relative_to_early", "<", 0.6), window=5, min_points=1
         ),
     ]
 
@@ -148,8 +148,8 @@ def test_memory_is_bounded_by_the_longest_rule_window(
     for step in range(2500):
         engine.update(step, {"raw_reward": 1.0, "grad_norm": 1.0, "policy_entropy": 1.0})
     buffers = engine._buffers  # white-box: the point of this test
-    assert len(buffers["raw_reward"].points) == 500  # longest window using raw_reward
-    assert len(buffers["grad_norm"].points) == 400
+    assert len(buffers["raw_reward"].points) == 50  # longest window (in points) using raw_reward
+    assert len(buffers["grad_norm"].points) == 30
     assert len(buffers["policy_entropy"].early) == 2000  # early-stage values, capped by early_end
     assert all(len(h) <= r.for_steps for r in reg.rules for h in [engine._holds[r.id]])
 

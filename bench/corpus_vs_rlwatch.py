@@ -1,0 +1,111 @@
+"""The calibration corpus through `rlvitals evaluate` and through rlwatch 0.5.1, side by side.
+
+    pip install -e '.[bench]'          # rlwatch==0.5.1
+    python bench/corpus_vs_rlwatch.py  # prints the README's Markdown table
+
+Both read the same values: each run's event files translated by the registry (`load_run`).
+rlwatch's `DetectorSuite` (its default `RLWatchConfig`) is fed, per logged step, entropy
+(policy_entropy), KL (policy_kl, or TRL's ref_kl), reward mean and std (episodic_return or
+raw_reward, reward_std), loss (total_loss, else policy_loss) and grad_norm, exactly as its
+`log_step` would pass them; its first warning and first critical alert are reported with the
+detector that raised them. rlvitals' columns are the `evaluate` verdicts.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import registry
+from exporter.evaluate import Expected, LoadedRun, load_run, verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = ROOT / "tests" / "fixtures" / "runs"
+
+
+def _value(run: LoadedRun, metric: str, step: int) -> float | None:
+    s = run.series.get(metric)
+    if s is None:
+        return None
+    i = int(s.steps.searchsorted(step))
+    if i < len(s) and int(s.steps[i]) == step:
+        return float(s.values[i])
+    return None
+
+
+def rlwatch_first(run: LoadedRun) -> dict[str, tuple[int, str] | None]:
+    from rlwatch.config import RLWatchConfig
+    from rlwatch.detectors import DetectorSuite
+
+    suite = DetectorSuite(RLWatchConfig())
+    kl = "ref_kl" if "ref_kl" in run.series else "policy_kl"
+    reward = "raw_reward" if "raw_reward" in run.series else "episodic_return"
+    loss = "total_loss" if "total_loss" in run.series else "policy_loss"
+    steps = sorted({int(x) for s in run.series.values() for x in s.steps})
+    first: dict[str, tuple[int, str] | None] = {"warning": None, "critical": None}
+    for step in steps:
+        kwargs: dict[str, Any] = {
+            "entropy": _value(run, "policy_entropy", step),
+            "kl_divergence": _value(run, kl, step),
+            "reward_mean": _value(run, reward, step),
+            "reward_std": _value(run, "reward_std", step),
+            "loss": _value(run, loss, step),
+            "grad_norm": _value(run, "grad_norm", step),
+        }
+        for alert in suite.check_step(step, **kwargs):
+            level = "critical" if alert.severity == "critical" else "warning"
+            if first[level] is None:
+                first[level] = (step, alert.detector)
+            if level == "critical" and first["warning"] is None:
+                first["warning"] = (step, alert.detector)
+    return first
+
+
+def _fmt(x: tuple[int, str] | None) -> str:
+    return "–" if x is None else f"{x[0]:,} ({x[1]})"
+
+
+def main() -> int:
+    reg = registry.load()
+    expected = yaml.safe_load((RUNS / "expected.yaml").read_text())["runs"]
+    rows = [
+        "| run | expected | failure step | rlvitals first warning | rlvitals first critical | rlvitals end | rlvitals as expected | rlwatch first warning | rlwatch first critical |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    rv_ok = rw_healthy_quiet = rw_bad_flagged = healthy = bad = 0
+    for name, doc in expected.items():
+        exp = Expected.of(doc)
+        run = load_run(RUNS / name, reg)
+        v = verdict(reg, run, exp)
+        rw = rlwatch_first(run)
+        rv_ok += v.passed
+        if exp.verdict == "healthy":
+            healthy += 1
+            rw_healthy_quiet += rw["warning"] is None
+        else:
+            bad += 1
+            rw_bad_flagged += rw["warning"] is not None
+        exp_text = exp.verdict + (", dead at end" if exp.dead_at_end else "")
+        fail = "–" if exp.failure_step is None else f"{exp.failure_step:,} {exp.failure}"
+        w, c = v.first["warning"], v.first["critical"]
+        rows.append(
+            f"| {name} | {exp_text} | {fail} | {'–' if w is None else f'{w:,}'} | "
+            f"{'–' if c is None else f'{c:,}'} | {v.end_status} | "
+            f"{'yes' if v.passed else 'no: ' + '; '.join(v.problems)} | {_fmt(rw['warning'])} | {_fmt(rw['critical'])} |"
+        )
+        print(f"{name}: done", file=sys.stderr)
+    rows.append("")
+    rows.append(
+        f"rlvitals: {rv_ok}/{len(expected)} runs as expected. rlwatch 0.5.1 (defaults): "
+        f"{rw_healthy_quiet}/{healthy} healthy runs without a warning, "
+        f"{rw_bad_flagged}/{bad} destabilised runs with one."
+    )
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,326 @@
+"""Replay a training run's logs through the diagnosis engine, card by card, at every logged step.
+
+`load_run(folder)` reads a run's event files as `rlvitals import` would (the registry's names,
+its transforms, the framework detected from the keys, the run context from the logs' text
+summaries and keys); `timeline(run)` builds every core metric's card at every logged step from
+the history up to that step, as a dashboard refreshed at that moment would show it; `verdict()`
+condenses that into the first watch / warning / critical steps, the status at the end, and the
+evidence of the first flag, and compares it with an expected verdict (tests/fixtures/runs/
+expected.yaml).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from registry import Registry
+from registry.diagnosis import build_card
+from registry.diagnosis.card import Card
+from registry.diagnosis.context import RunContext, run_context
+from registry.diagnosis.stats import Series, as_series
+from registry.errors import AmbiguousName, UnknownName
+
+from .log_context import context_from_logs
+from .sources.tensorboard import TensorBoardSource, is_event_file
+from .sources.text_summaries import read_text_summaries
+
+__all__ = [
+    "FAILURE_KINDS",
+    "Expected",
+    "LoadedRun",
+    "RunVerdict",
+    "StepStatus",
+    "failure_kinds",
+    "load_run",
+    "timeline",
+    "verdict",
+]
+
+_RANK = {"no_data": -1, "ok": 0, "watch": 1, "warning": 2, "critical": 3}
+FAILURE_KINDS = (
+    "entropy_collapse",
+    "trust_region",
+    "reward_collapse",
+    "grad_explosion",
+    "dead_policy",
+)
+# which failure a flagged card names, by metric (a firing rule names its own: _RULE_KINDS)
+_METRIC_KINDS: dict[str, str] = {
+    "policy_entropy": "entropy_collapse",
+    "policy_kl": "trust_region",
+    "clip_fraction": "trust_region",
+    "kl_clip_ratio": "trust_region",
+    "episodic_return": "reward_collapse",
+    "raw_reward": "reward_collapse",
+    "grad_norm": "grad_explosion",
+    "zero_std_group_fraction": "dead_policy",
+    "reward_std": "dead_policy",
+}
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    name: str
+    framework: str | None
+    series: Mapping[str, Series]
+    config: Mapping[str, Any]
+    context: RunContext
+
+
+def load_run(
+    folder: Path,
+    registry: Registry,
+    framework: str | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> LoadedRun:
+    """One run from the event files under `folder`; `config` overrides what the logs say."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and is_event_file(p))
+    if not files:
+        raise FileNotFoundError(f"{folder}: no TensorBoard event files under it")
+    records = []
+    texts: dict[str, str] = {}
+    for path in files:
+        records += list(TensorBoardSource(path, lambda _m: None).poll(final=True))
+        for tag, text in read_text_summaries(path).items():
+            texts.setdefault(tag, text)
+    keys = sorted({k for r in records for k in r.values})
+    fw = framework or registry.detect_framework(keys)
+    raw: dict[str, dict[int, tuple[int, float]]] = {}
+    for r in records:
+        for key, value in r.values.items():
+            try:
+                res = registry.resolve(key, framework=fw)
+            except (UnknownName, AmbiguousName):
+                continue
+            if res.field != res.metric:
+                continue
+            per_step = raw.setdefault(res.metric, {})
+            # the alias listed first wins a step (CleanRL's approx_kl over old_approx_kl)
+            rank = res.alias.precedence if res.alias is not None else 0
+            prev = per_step.get(r.step)
+            if prev is None or rank <= prev[0]:
+                # several values at one step (episode returns): their mean, as the store keeps
+                number = float(np.mean(value)) if isinstance(value, list) else float(value)
+                per_step[r.step] = (rank, res.transform.apply(number))
+    series = {
+        m: as_series((np.array(sorted(v)), np.array([v[s][1] for s in sorted(v)])))
+        for m, v in raw.items()
+    }
+    cfg = {**context_from_logs(fw, keys, texts), **dict(config or {})}
+    return LoadedRun(folder.name, fw, series, cfg, run_context(cfg, series))
+
+
+@dataclass(frozen=True)
+class StepStatus:
+    step: int
+    status: str
+    worst: tuple[Card, ...]  # the cards at that status
+
+
+def _core_ids(registry: Registry, run: LoadedRun) -> list[str]:
+    return [m.id for m in registry.metrics if m.id in run.series and m.pattern is None]
+
+
+def timeline(
+    registry: Registry, run: LoadedRun, steps: Sequence[int] | None = None
+) -> list[StepStatus]:
+    """The worst card status at every logged step (or at `steps`), with the cards at it."""
+    ids = _core_ids(registry, run)
+    all_steps = np.unique(np.concatenate([s.steps for s in run.series.values()]))
+    out = []
+    for step in all_steps.tolist() if steps is None else steps:
+        upto = {m: s.until(int(step)) for m, s in run.series.items()}
+        upto = {m: s for m, s in upto.items() if len(s)}
+        cards = [build_card(registry, m, upto, run.config) for m in ids if m in upto]
+        cards = [c for c in cards if c.step is not None and c.step <= step]
+        worst = max((_RANK[c.status] for c in cards), default=-1)
+        status = next(k for k, v in _RANK.items() if v == worst)
+        out.append(
+            StepStatus(int(step), status, tuple(c for c in cards if _RANK[c.status] == worst))
+        )
+    return out
+
+
+def failure_kinds(card: Card) -> set[str]:
+    """The failures a flagged card names: its metric's, and each firing rule's sentinel."""
+    kinds = set()
+    if card.metric in _METRIC_KINDS:
+        kinds.add(_METRIC_KINDS[card.metric])
+    for r in card.rules:
+        if r.fired and r.rule.sentinel in _SENTINEL_KINDS:
+            kinds.add(_SENTINEL_KINDS[r.rule.sentinel])
+        if r.fired and r.rule.id in _RULE_KINDS:
+            kinds.add(_RULE_KINDS[r.rule.id])
+    return kinds
+
+
+_SENTINEL_KINDS = {"collapse": "entropy_collapse", "instability": "trust_region"}
+_RULE_KINDS = {
+    "dead_policy": "dead_policy",
+    "dead_policy_no_gradient": "dead_policy",
+    "grpo_groups_dead": "dead_policy",
+    "reward_collapse_from_best": "reward_collapse",
+    "reward_regression_from_best": "reward_collapse",
+}
+
+
+@dataclass(frozen=True)
+class Expected:
+    verdict: str
+    dead_at_end: bool
+    failure_step: int | None = None
+    failure: str | None = None
+    also: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, doc: Mapping[str, Any]) -> Expected:
+        also = []
+        for item in doc.get("also") or ():
+            kind, _, step = str(item).partition("@")
+            also.append((kind, int(step)))
+        return cls(
+            str(doc["verdict"]),
+            bool(doc.get("dead_at_end", False)),
+            doc.get("failure_step"),
+            doc.get("failure"),
+            tuple(also),
+        )
+
+    @property
+    def kinds(self) -> set[str]:
+        return {k for k in (self.failure, *(a for a, _ in self.also)) if k}
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    name: str
+    context: str
+    first: Mapping[str, int | None]  # first step at watch / warning / critical
+    end_status: str
+    verdict: str  # healthy (never warning or critical) / flagged
+    flag_step: int | None  # first warning or critical
+    flag_kinds: tuple[str, ...]  # failures the cards at the first flag name
+    flag_reading: str | None
+    lag_points: int | None  # logged update points from the failure step to the first flag
+    expected: Expected | None = None
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+def _points_between(run: LoadedRun, start: int, end: int) -> int:
+    """Logged update points in (start, end] (negative when end is before start)."""
+    steps = _update_steps(run)
+    if end >= start:
+        return int(np.count_nonzero((steps > start) & (steps <= end)))
+    return -int(np.count_nonzero((steps > end) & (steps <= start)))
+
+
+def _update_steps(run: LoadedRun) -> np.ndarray[Any, np.dtype[np.int64]]:
+    for m in ("policy_entropy", "policy_kl", "grad_norm", "policy_loss", "value_loss"):
+        if m in run.series:
+            return run.series[m].steps
+    return np.unique(np.concatenate([s.steps for s in run.series.values()]))
+
+
+MAX_LAG_POINTS = 2
+
+
+def verdict(registry: Registry, run: LoadedRun, expected: Expected | None = None) -> RunVerdict:
+    """The run's verdict from its timeline, and what disagrees with `expected`."""
+    tl = timeline(registry, run)
+    first: dict[str, int | None] = {"watch": None, "warning": None, "critical": None}
+    for st in tl:
+        for level in first:
+            if first[level] is None and _RANK[st.status] >= _RANK[level]:
+                first[level] = st.step
+    flagged = [st for st in tl if _RANK[st.status] >= _RANK["warning"]]
+    flag = flagged[0] if flagged else None
+    kinds: set[str] = set()
+    if flag is not None:
+        for c in flag.worst:
+            kinds |= failure_kinds(c)
+    end = tl[-1].status if tl else "no_data"
+    lag = None
+    problems: list[str] = []
+    if expected is not None:
+        if expected.verdict == "healthy" and flag is not None:
+            problems.append(f"healthy run flagged {flag.status} at step {flag.step:,}")
+        if expected.verdict == "destabilised":
+            fs = expected.failure_step
+            if flag is None:
+                problems.append("destabilised run never flagged")
+            elif fs is not None:
+                lag = _points_between(run, fs, flag.step)
+                if lag > MAX_LAG_POINTS:
+                    problems.append(f"flagged {lag} logged updates after the failure step {fs:,}")
+                if not kinds & expected.kinds:
+                    problems.append(
+                        f"first flag names {sorted(kinds) or 'nothing'}, not {sorted(expected.kinds)}"
+                    )
+        if expected.dead_at_end and end != "critical":
+            problems.append(f"dead at end but the last step is {end}")
+    reading = None
+    if flag is not None and flag.worst:
+        reading = flag.worst[0].reading
+    return RunVerdict(
+        name=run.name,
+        context=run.context.describe(),
+        first=first,
+        end_status=end,
+        verdict="flagged" if flag is not None else "healthy",
+        flag_step=None if flag is None else flag.step,
+        flag_kinds=tuple(sorted(kinds)),
+        flag_reading=reading,
+        lag_points=lag,
+        expected=expected,
+        problems=tuple(problems),
+    )
+
+
+def _fmt(step: int | None) -> str:
+    return "–" if step is None else f"{step:,}"
+
+
+def table(verdicts: Sequence[RunVerdict]) -> str:
+    """The evaluation as a Markdown table, and the totals under it."""
+    rows = [
+        "| run | expected | failure step | first watch | first warning | first critical | end | lag (updates) | names | ok |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for v in verdicts:
+        e = v.expected
+        exp = "–" if e is None else e.verdict + (", dead at end" if e.dead_at_end else "")
+        fail = "–" if e is None or e.failure_step is None else f"{e.failure_step:,} {e.failure}"
+        lag = "–" if v.lag_points is None else f"{v.lag_points:+d}"
+        rows.append(
+            f"| {v.name} | {exp} | {fail} | {_fmt(v.first['watch'])} | {_fmt(v.first['warning'])} |"
+            f" {_fmt(v.first['critical'])} | {v.end_status} | {lag} | {', '.join(v.flag_kinds) or '–'} |"
+            f" {'yes' if v.passed else 'NO: ' + '; '.join(v.problems)} |"
+        )
+    judged = [v for v in verdicts if v.expected is not None]
+    passed = sum(v.passed for v in judged)
+    healthy = [v for v in judged if v.expected and v.expected.verdict == "healthy"]
+    bad = [v for v in judged if v.expected and v.expected.verdict == "destabilised"]
+    dead = [v for v in judged if v.expected and v.expected.dead_at_end]
+    rows.append("")
+    rows.append(
+        f"{passed}/{len(judged)} runs as expected; healthy never warned: "
+        f"{sum(v.flag_step is None for v in healthy)}/{len(healthy)}; destabilised flagged within "
+        f"{MAX_LAG_POINTS} updates naming the failure: "
+        f"{sum(v.passed or (v.flag_step is not None and not any('updates after' in p or 'names' in p for p in v.problems)) for v in bad)}/{len(bad)}; "
+        f"dead at end critical: {sum(v.end_status == 'critical' for v in dead)}/{len(dead)}"
+    )
+    return "\n".join(rows)
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)

@@ -1,0 +1,130 @@
+"""`rlvitals evaluate PATH...`: replay runs' event files through the diagnosis engine at every
+logged step and compare each verdict with the expected one (see `evaluate.py`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import registry
+from registry import FRAMEWORKS
+
+from .commands import add_config_arguments, read_config_arguments
+from .errors import ExporterError
+from .evaluate import Expected, RunVerdict, load_run, table, verdict
+
+__all__ = ["register"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="replay training logs through the diagnosis at every logged step; compare verdicts",
+        description="Each PATH is a run folder holding TensorBoard event files (a folder of run "
+        "folders is searched one level down). Every core metric's card is built at every logged "
+        "step from the history up to it; per run: the first watch / warning / critical step, the "
+        "status at the end, and, with --expected, the lag of the first flag behind the failure "
+        "step (in logged updates) and whether the flag names the failure.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="run folders (or folders of them)")
+    p.add_argument(
+        "--expected",
+        metavar="FILE",
+        help="expected verdicts (YAML: runs: {name: {verdict, failure_step, failure, also, "
+        "dead_at_end}}), e.g. tests/fixtures/runs/expected.yaml",
+    )
+    p.add_argument("--framework", choices=("auto", *FRAMEWORKS), default="auto")
+    p.add_argument("--registry", metavar="DIR", help="registry folder instead of the built-in one")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a Markdown table")
+    add_config_arguments(p)
+    p.set_defaults(handler=_evaluate)
+
+
+def _fail(message: str) -> int:
+    print(f"rlvitals: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _run_folders(paths: list[str]) -> list[Path]:
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            raise FileNotFoundError(f"{path}: not a folder")
+        if any(p.name.startswith("events.out.tfevents") for p in path.iterdir()):
+            out.append(path)
+            continue
+        subs = sorted(
+            d
+            for d in path.iterdir()
+            if d.is_dir() and any(p.name.startswith("events.out.tfevents") for p in d.rglob("*"))
+        )
+        if not subs:
+            raise FileNotFoundError(f"{path}: no TensorBoard event files in it or its folders")
+        out += subs
+    return out
+
+
+def _expected(path: str | None) -> dict[str, Expected]:
+    if path is None:
+        return {}
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FileNotFoundError(f"--expected {path}: cannot read it ({exc.strerror})") from None
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    if not isinstance(runs, dict):
+        raise ValueError(f"--expected {path}: expected a mapping with a 'runs' mapping")
+    out = {}
+    for name, entry in runs.items():
+        try:
+            out[str(name)] = Expected.of(entry)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"--expected {path}: run {name!r}: {exc!r} (needs verdict)") from None
+    return out
+
+
+def _as_json(v: RunVerdict) -> dict[str, Any]:
+    return {
+        "run": v.name,
+        "context": v.context,
+        "first": dict(v.first),
+        "end": v.end_status,
+        "verdict": v.verdict,
+        "flag_step": v.flag_step,
+        "flag_names": list(v.flag_kinds),
+        "lag_updates": v.lag_points,
+        "reading": v.flag_reading,
+        "as_expected": v.passed if v.expected is not None else None,
+        "problems": list(v.problems),
+    }
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    try:
+        reg = registry.load(args.registry)
+        config = read_config_arguments(args)
+        folders = _run_folders(args.paths)
+        expected = _expected(args.expected)
+    except (registry.RegistryError, ExporterError, OSError, ValueError) as exc:
+        return _fail(str(exc).splitlines()[0])
+    framework = None if args.framework == "auto" else args.framework
+    verdicts = []
+    for folder in folders:
+        try:
+            run = load_run(folder, reg, framework, config)
+        except (OSError, ValueError) as exc:
+            return _fail(str(exc).splitlines()[0])
+        verdicts.append(verdict(reg, run, expected.get(folder.name)))
+        print(f"rlvitals: {folder.name}: {verdicts[-1].context}", file=sys.stderr)
+    if args.json:
+        print(json.dumps([_as_json(v) for v in verdicts], indent=2))
+    else:
+        print(table(verdicts))
+    judged = [v for v in verdicts if v.expected is not None]
+    return 1 if any(not v.passed for v in judged) else 0

@@ -1,0 +1,344 @@
+"""The run context: what kind of run the engine is reading, as one typed object.
+
+A number means something only in its setting (DESIGN.md, "Diagnosis principles"): entropy's
+scale is set by the action space, a step is an env timestep in SB3/CleanRL and an optimizer
+update in TRL, GRPO with one iteration has a clip ratio of 0 by construction. `run_context()`
+reads the setting from the run config (which the user and the importers fill: `--config`,
+`--set`, the event files' text summaries) and, for what the config does not say, infers it from
+the framework, which metrics were logged and their values, saying where each field came from.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from .stats import Series
+
+__all__ = [
+    "ACTION_SPACES",
+    "ALGORITHMS",
+    "CONTEXT_KEYS",
+    "RunContext",
+    "run_context",
+]
+
+ActionSpace = Literal["discrete", "continuous", "token"]
+StepUnit = Literal["env_steps", "updates"]
+ACTION_SPACES: tuple[str, ...] = ("discrete", "continuous", "token")
+ALGORITHMS: tuple[str, ...] = ("PPO", "A2C", "SAC", "TD3", "DQN", "GRPO", "RLOO", "REINFORCE")
+# run-config keys the context reads (beside clip_epsilon / n_actions, read since before it)
+CONTEXT_KEYS: tuple[str, ...] = (
+    "framework",
+    "algorithm",
+    "num_iterations",
+    "step_unit",
+    "planned_steps",
+    "action_space",
+    "n_actions",
+    "action_dims",
+    "vocab_size",
+    "clip_epsilon",
+    "kl_coef",
+    "lr_schedule",
+)
+_UPDATE_FRAMEWORKS = ("trl", "openrlhf", "verl")
+_ENV_FRAMEWORKS = ("sb3", "cleanrl", "rllib")
+# a uniform policy over n actions logs ln n before learning: within 2 % of it names n
+_LN_N_TOLERANCE = 0.02
+_LR_ANNEALED = 0.01  # a learning rate under 1 % of its peak has annealed to ~0
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything about the run that changes how a value is read; None where not known.
+
+    `cadence` is measured: the median step difference between consecutive logged points of the
+    update metrics. `sources` names, per field, where it came from ("config", "inferred: ...").
+    """
+
+    framework: str | None = None
+    algorithm: str | None = None
+    num_iterations: int | None = None
+    step_unit: StepUnit | None = None
+    cadence: float | None = None
+    points: int = 0
+    planned_steps: int | None = None
+    action_space: ActionSpace | None = None
+    n_actions: int | None = None
+    action_dims: int | None = None
+    vocab_size: int | None = None
+    clip_epsilon: float | None = None
+    kl_coef: float | None = None
+    lr_schedule: str | None = None
+    lr_annealed: bool = False
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def max_entropy(self) -> float | None:
+        """ln n for a discrete action space of known size."""
+        if self.action_space == "discrete" and self.n_actions and self.n_actions >= 2:
+            return math.log(self.n_actions)
+        return None
+
+    @property
+    def clip_by_construction_zero(self) -> bool:
+        """GRPO/RLOO with one iteration: the ratio is 1 at every token, so nothing is clipped."""
+        return self.algorithm in ("GRPO", "RLOO") and self.num_iterations == 1
+
+    def describe(self) -> str:
+        """One line: "read as: SB3 PPO, 2 discrete actions, one point per 512 env steps, clip 0.2"."""
+        head = " ".join(
+            p
+            for p in (_FRAMEWORK_NAMES.get(self.framework or "", self.framework), self.algorithm)
+            if p
+        )
+        parts = [head or "unknown framework and algorithm"]
+        if self.num_iterations is not None and self.algorithm in ("GRPO", "RLOO", "PPO"):
+            parts[0] += f" (μ={self.num_iterations})"
+        if self.action_space == "discrete":
+            parts.append(
+                f"{self.n_actions} discrete actions" if self.n_actions else "discrete actions"
+            )
+        elif self.action_space == "continuous":
+            dims = f"{self.action_dims}-d " if self.action_dims else ""
+            parts.append(f"{dims}continuous actions")
+        elif self.action_space == "token":
+            parts.append(f"tokens (vocabulary {self.vocab_size})" if self.vocab_size else "tokens")
+        unit = {"env_steps": "env steps", "updates": "updates"}.get(self.step_unit or "", "steps")
+        if self.cadence is not None:
+            if self.cadence >= 1.5:
+                parts.append(f"one point per {self.cadence:,.0f} {unit}")
+            else:
+                parts.append(f"one point per {unit.removesuffix('s')}")
+        if self.planned_steps:
+            parts.append(f"planned {self.planned_steps:,} {unit}")
+        if self.clip_epsilon is not None:
+            parts.append(f"clip {self.clip_epsilon:g}")
+        if self.kl_coef is not None:
+            parts.append(f"KL coef {self.kl_coef:g}")
+        if self.lr_schedule:
+            parts.append(
+                f"lr {self.lr_schedule}" + (" (annealed to ~0)" if self.lr_annealed else "")
+            )
+        return "read as: " + ", ".join(parts)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "framework": self.framework,
+            "algorithm": self.algorithm,
+            "num_iterations": self.num_iterations,
+            "step_unit": self.step_unit,
+            "cadence": self.cadence,
+            "points": self.points,
+            "planned_steps": self.planned_steps,
+            "action_space": self.action_space,
+            "n_actions": self.n_actions,
+            "action_dims": self.action_dims,
+            "vocab_size": self.vocab_size,
+            "clip_epsilon": self.clip_epsilon,
+            "kl_coef": self.kl_coef,
+            "lr_schedule": self.lr_schedule,
+            "lr_annealed": self.lr_annealed,
+            "sources": dict(self.sources),
+            "text": self.describe(),
+        }
+
+
+_FRAMEWORK_NAMES = {
+    "sb3": "SB3",
+    "cleanrl": "CleanRL",
+    "trl": "TRL",
+    "openrlhf": "OpenRLHF",
+    "verl": "verl",
+    "rllib": "RLlib",
+}
+# the metrics whose points are the run's updates (cadence is measured on them)
+_UPDATE_METRICS = ("policy_entropy", "policy_kl", "value_loss", "policy_loss", "grad_norm", "loss")
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def _last(series: Mapping[str, Series], metric: str) -> float | None:
+    s = series.get(metric)
+    if s is None:
+        return None
+    f = s.finite()
+    return float(f.values[-1]) if len(f) else None
+
+
+def _cadence(series: Mapping[str, Series]) -> tuple[float | None, int]:
+    for m in (*_UPDATE_METRICS, *sorted(series)):
+        s = series.get(m)
+        if s is not None and len(s) >= 2:
+            return float(np.median(np.diff(s.steps))), len(s)
+    s = next(iter(series.values()), None)
+    return None, 0 if s is None else len(s)
+
+
+def run_context(
+    config: Mapping[str, Any] | None, series: Mapping[str, Series] | None = None
+) -> RunContext:
+    """The context of a run from its config, completed by inference from its series."""
+    cfg = dict(config or {})
+    ser = dict(series or {})
+    src: dict[str, str] = {}
+
+    def given(key: str) -> Any:
+        if key in cfg and cfg[key] is not None:
+            src[key] = "config"
+            return cfg[key]
+        return None
+
+    framework = given("framework")
+    framework = framework if isinstance(framework, str) else None
+    algorithm = given("algorithm")
+    algorithm = algorithm.upper() if isinstance(algorithm, str) else None
+    if algorithm is None:
+        algorithm = _infer_algorithm(framework, ser)
+        if algorithm is not None:
+            src["algorithm"] = "inferred from the logged metrics"
+    num_iterations = _int(given("num_iterations"))
+
+    step_unit = given("step_unit")
+    if step_unit not in ("env_steps", "updates"):
+        step_unit = None
+        if framework in _UPDATE_FRAMEWORKS:
+            step_unit, src["step_unit"] = "updates", f"{framework} steps are optimizer updates"
+        elif framework in _ENV_FRAMEWORKS:
+            step_unit, src["step_unit"] = "env_steps", f"{framework} steps are env timesteps"
+
+    cadence, points = _cadence(ser)
+    if cadence is not None:
+        src["cadence"] = "measured: median step gap between logged update points"
+    planned = _int(given("planned_steps"))
+
+    action_space = given("action_space")
+    # "unknown" in the config: judge the run without an action space, and do not infer one
+    no_inference = action_space == "unknown"
+    n_actions = _int(given("n_actions"))
+    action_dims = _int(given("action_dims"))
+    vocab = _int(given("vocab_size"))
+    if action_space not in ACTION_SPACES:
+        action_space = None
+        if no_inference:
+            pass
+        elif n_actions is not None:
+            action_space = "discrete"
+            src["action_space"] = "config n_actions"
+        elif framework in _UPDATE_FRAMEWORKS or algorithm in ("GRPO", "RLOO"):
+            action_space, src["action_space"] = (
+                "token",
+                f"{framework or algorithm}: a language model",
+            )
+        elif "action_std" in ser or algorithm in ("SAC", "TD3"):
+            action_space = "continuous"
+            src["action_space"] = (
+                "inferred: action std logged" if "action_std" in ser else f"{algorithm}"
+            )
+    if not no_inference and action_space in (None, "discrete") and n_actions is None:
+        n = _n_from_first_entropy(ser.get("policy_entropy"))
+        if n is not None and (action_space == "discrete" or framework in _ENV_FRAMEWORKS):
+            action_space, n_actions = "discrete", n
+            src["n_actions"] = f"inferred: first entropy ≈ ln {n} (a uniform initial policy)"
+            src.setdefault("action_space", src["n_actions"])
+    ent = ser.get("policy_entropy")
+    if (
+        not no_inference
+        and action_space is None
+        and ent is not None
+        and bool(np.any(ent.finite().values < 0))
+    ):
+        # only a differential (Gaussian) entropy goes below zero
+        action_space, src["action_space"] = "continuous", "inferred: negative entropy logged"
+
+    clip = _float(given("clip_epsilon"))
+    if clip is None:
+        clip = _last(ser, "clip_epsilon")
+        if clip is not None:
+            src["clip_epsilon"] = "logged clip range"
+    kl_coef = _float(given("kl_coef"))
+    if kl_coef is None:
+        kl_coef = _last(ser, "kl_coef")
+        if kl_coef is not None:
+            src["kl_coef"] = "logged KL coefficient"
+    schedule = given("lr_schedule")
+    schedule = schedule if isinstance(schedule, str) else None
+    annealed = False
+    lr = ser.get("learning_rate")
+    if lr is not None and len(lr.finite()) >= 2:
+        v = lr.finite().values
+        peak = float(np.max(v))
+        if schedule is None:
+            schedule = "constant" if np.allclose(v, v[0], rtol=1e-6) else "decaying"
+            src["lr_schedule"] = "inferred from the logged learning rate"
+        annealed = peak > 0 and float(v[-1]) <= _LR_ANNEALED * peak
+    return RunContext(
+        framework=framework,
+        algorithm=algorithm,
+        num_iterations=num_iterations,
+        step_unit=step_unit,
+        cadence=cadence,
+        points=points,
+        planned_steps=planned,
+        action_space=action_space,
+        n_actions=n_actions,
+        action_dims=action_dims,
+        vocab_size=vocab,
+        clip_epsilon=clip,
+        kl_coef=kl_coef,
+        lr_schedule=schedule,
+        lr_annealed=annealed,
+        sources=src,
+    )
+
+
+def _infer_algorithm(framework: str | None, ser: Mapping[str, Series]) -> str | None:
+    if framework in _UPDATE_FRAMEWORKS and (
+        "zero_std_group_fraction" in ser or "reward_std" in ser
+    ):
+        return "GRPO"
+    if "entropy_coef" in ser and "clip_fraction" not in ser:
+        return "SAC"
+    if "clip_fraction" in ser or "clip_epsilon" in ser:
+        return "PPO"
+    if framework in _ENV_FRAMEWORKS and "policy_loss" in ser and "policy_entropy" in ser:
+        return "A2C"
+    return None
+
+
+def _n_from_first_entropy(entropy: Series | None) -> int | None:
+    if entropy is None:
+        return None
+    f = entropy.finite()
+    if not len(f):
+        return None
+    first = float(f.values[0])
+    if not 0.5 < first < 7.0:
+        return None
+    n = round(math.exp(first))
+    # entropy only falls from uniform: the first point may be a little below ln n, never above
+    if n >= 2 and math.log(n) * (1 - _LN_N_TOLERANCE) <= first <= math.log(n) * 1.001:
+        return int(n)
+    if n + 1 >= 2 and math.log(n + 1) * (1 - _LN_N_TOLERANCE) <= first <= math.log(n + 1) * 1.001:
+        return int(n + 1)
+    return None
