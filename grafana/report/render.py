@@ -380,13 +380,16 @@ def _toggle(w: _Writer) -> str:
     )
 
 
-def _context_line(data: ReportData) -> str:
-    """How the diagnosis read the run (the run context every card carries), once for the page."""
+def _context_line(data: ReportData, w: _Writer) -> str:
+    """How the diagnosis read the run (the run context every card carries), once for the page,
+    in the page's language(s); already escaped."""
     for per_metric in data.cards.values():
         for card in per_metric.values():
             ctx = card.get("context")
             if isinstance(ctx, dict) and isinstance(ctx.get("text"), str):
-                return str(ctx["text"])
+                en = str(ctx["text"])
+                texts = {"en": en, "zh": str(ctx.get("text_zh") or en)}
+                return w.both({k: texts.get(k, en) for k in w.langs})
     return ""
 
 
@@ -411,9 +414,9 @@ def render_html(
         + (f"<p>{w.ui('generated')}: {escape(generated)}</p>" if generated else "")
     )
     charts = "".join(_chart_section(c, data, marks, w) for c in data.charts)
-    context = _context_line(data)
+    context = _context_line(data, w)
     if context:
-        meta = f'<p class="context">{escape(context)}</p>' + meta
+        meta = f'<p class="context">{context}</p>' + meta
     body = (
         f"<header><h1>{w.ui('title')}: {escape(data.run)}</h1>{_toggle(w)}{meta}</header>"
         f'<h2>{w.ui("overview")}</h2><nav class="overview">{_overview(data, w)}</nav>'

@@ -260,7 +260,25 @@ _ZH_WORDS = {
     "up": "上升",
     "down": "下降",
     "flat": "平稳",
+    # stages, KL / clip-epsilon zones and entropy shapes named in the reading
+    "early": "早期",
+    "mid": "中期",
+    "late": "后期",
+    "safe": "安全",
+    "danger": "危险",
+    "staircase_collapse": "阶梯式坍缩",
+    "cliff": "断崖",
+    "sawtooth": "锯齿震荡",
+    "gradual_decay": "缓慢衰减",
+    "plateau": "平台",
+    "rising": "上升",
+    "irregular": "无规律",
+    "insufficient": "点数不足",
 }
+
+
+def _zh(word: str) -> str:
+    return _ZH_WORDS.get(word, word)
 
 
 def _against_mean(t: _Lang, summary: Summary) -> str:
@@ -661,18 +679,19 @@ def _band_evidence(t: _Lang, band: BandState | None, summary: Summary) -> list[E
     if band.inside is None:
         text = t(
             f"{band.stage}-stage band is relative to {band.basis}, which this run does not give; band not judged",
-            f"{band.stage} 阶段的健康区间相对于 {band.basis}，本次运行未提供该值，未判断区间",
+            f"{_zh(band.stage)}阶段的健康区间相对于 {band.basis}，本次运行未提供该值，未判断区间",
         )
         return [Evidence("band", "ok", text, data)]
     rng = f"[{_num(band.low)}, {_num(band.high)}]"
     if band.inside:
         text = t(
-            f"inside the {band.stage}-stage band {rng}", f"处于 {band.stage} 阶段健康区间 {rng} 内"
+            f"inside the {band.stage}-stage band {rng}",
+            f"处于{_zh(band.stage)}阶段健康区间 {rng} 内",
         )
         return [Evidence("band", "ok", text, data)]
     text = t(
         f"{_num(summary.value)} is outside the {band.stage}-stage band {rng}",
-        f"{_num(summary.value)} 超出 {band.stage} 阶段健康区间 {rng}",
+        f"{_num(summary.value)} 超出{_zh(band.stage)}阶段健康区间 {rng}",
     )
     return [Evidence("band", "watch", text, data)]
 
@@ -726,7 +745,7 @@ def _alert_evidence(
         head = t(
             f"{cond} {_num(a.threshold)} ({a.alert.severity} threshold) for {a.consecutive} consecutive point(s)"
             f" since step {a.since_step:,}, {a.alert.for_steps} needed",
-            f"{cond} {_num(a.threshold)}（{a.alert.severity} 阈值）已连续 {a.consecutive} 个点"
+            f"{cond} {_num(a.threshold)}（{_zh(a.alert.severity)}阈值）已连续 {a.consecutive} 个点"
             f"（自第 {a.since_step:,} 步），需要 {a.alert.for_steps} 个",
         )
         severity: Status = "watch"
@@ -801,7 +820,7 @@ def _entropy_evidence(
         if shape.collapse:
             sizes = ", ".join(f"{_num(d.size)} @ {d.step:,}" for d in shape.drops)
             en = f"entropy shape over steps {rng}: {shape.kind} (drops {sizes}; net {_num(shape.net_change)})"
-            zh = f"第 {rng} 步的熵形态：{shape.kind}（下降 {sizes}；净变化 {_num(shape.net_change)}）"
+            zh = f"第 {rng} 步的熵形态：{_zh(shape.kind)}（下降 {sizes}；净变化 {_num(shape.net_change)}）"
             # the shape finds drops relative to the window's range; it is a warning only when
             # they add up to half the entropy's level at the shape's start (a 0.2-nat wobble of a
             # noisy policy at 0.5 nats is a shape, not a collapse)
@@ -825,7 +844,7 @@ def _entropy_evidence(
                 f"entropy shape over steps {rng}: {shape.kind} (slope {_num(shape.slope_per_1k)}/1k steps,"
                 f" R² {_num(shape.r2)})"
             )
-            zh = f"第 {rng} 步的熵形态：{shape.kind}（斜率 {_num(shape.slope_per_1k)}/千步，R² {_num(shape.r2)}）"
+            zh = f"第 {rng} 步的熵形态：{_zh(shape.kind)}（斜率 {_num(shape.slope_per_1k)}/千步，R² {_num(shape.r2)}）"
         out.append(Evidence("entropy_shape", sev, t(en, zh), shape.to_dict()))
     grad = entropy_gradient(s)
     if grad is not None and grad.warning:
@@ -865,7 +884,7 @@ def _kl_evidence(t: _Lang, s: Series, eps: float | None) -> list[Evidence]:
     text = t(
         f"KL / clip epsilon = {_num(now.kl)} / {_num(now.clip_epsilon)} = {now.ratio:.2f}: {now.zone} zone"
         " (safe < 0.5, warning 0.5-0.8, danger >= 0.8)",
-        f"KL / clip epsilon = {_num(now.kl)} / {_num(now.clip_epsilon)} = {now.ratio:.2f}：{now.zone} 区"
+        f"KL / clip epsilon = {_num(now.kl)} / {_num(now.clip_epsilon)} = {now.ratio:.2f}：{_zh(now.zone)}区"
         "（安全 < 0.5，预警 0.5-0.8，危险 >= 0.8）",
     )
     if danger_run:
@@ -945,9 +964,9 @@ def _reading(
         key=lambda e: -_RANK[e.severity],
     )
     parts += [e.text for e in ranked]
-    verdict = t(f"Status: {status}.", f"状态：{_ZH_WORDS.get(status, status)}。")
+    verdict = t(f"Status: {status}.", f"状态：{_zh(status)}。")
     if ctx is not None:
-        verdict += f" ({ctx.describe()})"
+        verdict += t(f" ({ctx.describe()})", f"（{ctx.describe('zh')}）")
     return t("; ".join(parts) + ". " + verdict, "；".join(parts) + "。" + verdict)
 
 

@@ -90,42 +90,69 @@ class RunContext:
         """GRPO/RLOO with one iteration: the ratio is 1 at every token, so nothing is clipped."""
         return self.algorithm in ("GRPO", "RLOO") and self.num_iterations == 1
 
-    def describe(self) -> str:
-        """One line: "read as: SB3 PPO, 2 discrete actions, one point per 512 env steps, clip 0.2"."""
+    def describe(self, lang: str = "en") -> str:
+        """One line: "read as: SB3 PPO, 2 discrete actions, one point per 512 env steps, clip 0.2"
+        (`lang="zh"`: the same in Chinese)."""
+        zh = lang == "zh"
         head = " ".join(
             p
             for p in (_FRAMEWORK_NAMES.get(self.framework or "", self.framework), self.algorithm)
             if p
         )
-        parts = [head or "unknown framework and algorithm"]
+        parts = [head or ("框架与算法未知" if zh else "unknown framework and algorithm")]
         if self.num_iterations is not None and self.algorithm in ("GRPO", "RLOO", "PPO"):
             parts[0] += f" (μ={self.num_iterations})"
         if self.action_space == "discrete":
-            parts.append(
-                f"{self.n_actions} discrete actions" if self.n_actions else "discrete actions"
-            )
+            if zh:
+                parts.append(f"{self.n_actions} 个离散动作" if self.n_actions else "离散动作")
+            else:
+                parts.append(
+                    f"{self.n_actions} discrete actions" if self.n_actions else "discrete actions"
+                )
         elif self.action_space == "continuous":
-            dims = f"{self.action_dims}-d " if self.action_dims else ""
-            parts.append(f"{dims}continuous actions")
+            if zh:
+                parts.append(f"{self.action_dims} 维连续动作" if self.action_dims else "连续动作")
+            else:
+                dims = f"{self.action_dims}-d " if self.action_dims else ""
+                parts.append(f"{dims}continuous actions")
         elif self.action_space == "token":
-            parts.append(f"tokens (vocabulary {self.vocab_size})" if self.vocab_size else "tokens")
-        unit = {"env_steps": "env steps", "updates": "updates"}.get(self.step_unit or "", "steps")
+            if zh:
+                parts.append(f"词元（词表 {self.vocab_size}）" if self.vocab_size else "词元")
+            else:
+                parts.append(
+                    f"tokens (vocabulary {self.vocab_size})" if self.vocab_size else "tokens"
+                )
+        units = (
+            {"env_steps": "环境步", "updates": "次更新"}
+            if zh
+            else {"env_steps": "env steps", "updates": "updates"}
+        )
+        unit = units.get(self.step_unit or "", "步" if zh else "steps")
         if self.cadence is not None:
-            if self.cadence >= 1.5:
+            if zh:
+                every = f"{self.cadence:,.0f} " if self.cadence >= 1.5 else ""
+                parts.append(f"每 {every}{unit}一个点")
+            elif self.cadence >= 1.5:
                 parts.append(f"one point per {self.cadence:,.0f} {unit}")
             else:
                 parts.append(f"one point per {unit.removesuffix('s')}")
         if self.planned_steps:
-            parts.append(f"planned {self.planned_steps:,} {unit}")
-        if self.clip_epsilon is not None:
-            parts.append(f"clip {self.clip_epsilon:g}")
-        if self.kl_coef is not None:
-            parts.append(f"KL coef {self.kl_coef:g}")
-        if self.lr_schedule:
             parts.append(
-                f"lr {self.lr_schedule}" + (" (annealed to ~0)" if self.lr_annealed else "")
+                f"计划 {self.planned_steps:,} {unit}"
+                if zh
+                else f"planned {self.planned_steps:,} {unit}"
             )
-        return "read as: " + ", ".join(parts)
+        if self.clip_epsilon is not None:
+            parts.append(f"{'裁剪' if zh else 'clip'} {self.clip_epsilon:g}")
+        if self.kl_coef is not None:
+            parts.append(f"{'KL 系数' if zh else 'KL coef'} {self.kl_coef:g}")
+        if self.lr_schedule:
+            annealed = "（已退火至约 0）" if zh else " (annealed to ~0)"
+            parts.append(
+                f"{'学习率' if zh else 'lr'} {self.lr_schedule}"
+                + (annealed if self.lr_annealed else "")
+            )
+        return ("解读依据：" + "，".join(parts)) if zh else "read as: " + ", ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -146,6 +173,7 @@ class RunContext:
             "lr_annealed": self.lr_annealed,
             "sources": dict(self.sources),
             "text": self.describe(),
+            "text_zh": self.describe("zh"),
         }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -268,10 +269,29 @@ def test_the_chinese_reading_names_the_same_numbers(
     en = card(reg, "policy_entropy", data)
     zh = card(reg, "policy_entropy", data, lang="zh")
     assert zh.status == en.status == "watch"
-    assert "0.25 超出 mid 阶段健康区间 [0.3, 1.2]" in zh.reading and "第 4,990 步" in zh.reading
+    assert "0.25 超出中期阶段健康区间 [0.3, 1.2]" in zh.reading and "第 4,990 步" in zh.reading
     assert zh.title == "策略熵" and any(
         "检查" in a or "提高" in a or "梯度" in a for a in zh.actions
     )
+
+
+def test_the_chinese_reading_has_no_english_words_of_its_own(
+    reg: registry.Registry, rng: np.random.Generator
+) -> None:
+    # An entropy collapse touches every word the reading names: stage, alert severity, the
+    # entropy's shape, the status and the run context ("read as: ...").
+    data = healthy(rng)
+    steps, values = data["policy_entropy"]
+    values = values.copy()
+    values[len(values) // 2 :] = np.linspace(0.2, 0.01, len(values) - len(values) // 2)
+    zh = card(reg, "policy_entropy", {**data, "policy_entropy": (steps, values)}, lang="zh")
+    assert zh.status in ("warning", "critical"), zh.reading
+    ids = {"policy_entropy", "policy_kl", "clip_fraction", "entropy_gradient", "kl_clip_ratio"}
+    text = zh.reading
+    for word in ids | {"PPO", "SB3", "CleanRL", "TRL", "GRPO", "KL", "nats", "R²", "n/a"}:
+        text = text.replace(word, "")
+    assert not re.findall(r"[A-Za-z_]{3,}", text), zh.reading
+    assert "解读依据" in zh.reading
 
 
 def test_smoothing_and_its_lag_are_reported(
