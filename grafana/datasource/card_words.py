@@ -19,6 +19,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from registry.diagnosis import ZH_WORDS
+
 __all__ = ["DEVIATION_PCT_SHOWN", "WORDS", "deviation_text", "labelled", "number", "word"]
 
 DEVIATION_PCT_SHOWN = 1000.0
@@ -39,14 +41,7 @@ WORDS: dict[str, dict[str, str]] = {
         "per_1k": "per 1k steps",
     },
     "zh": {
-        "ok": "正常",
-        "watch": "关注",
-        "warning": "警告",
-        "critical": "严重",
-        "no_data": "无数据",
-        "up": "上升",
-        "down": "下降",
-        "flat": "平稳",
+        **ZH_WORDS,
         "vs_mean": "相对全程均值",
         "no_trend": "最近 {steps:,} 步内点数不足，无法拟合趋势",
         "per_1k": "每千步",

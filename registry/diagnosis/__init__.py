@@ -14,7 +14,7 @@ from .bands import (
     consecutive_violations,
     early_mean,
 )
-from .card import Card, CardOptions, Evidence, Related, build_card
+from .card import ZH_WORDS, Card, CardOptions, Evidence, Related, build_card
 from .coupling import Coupling, couplings, pearson
 from .entropy_shape import Drop, EntropyGradient, EntropyShape, classify_entropy, entropy_gradient
 from .fingerprint import (
@@ -47,6 +47,7 @@ from .stats import (
 from .streaming import StreamingDiagnosis
 
 __all__ = [
+    "ZH_WORDS",
     "AlertState",
     "BandState",
     "Card",

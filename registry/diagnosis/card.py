@@ -250,8 +250,9 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}%"
 
 
-# The reading's status and trend words in Chinese (the codes stay English in the card fields).
-_ZH_WORDS = {
+# The reading's status and trend words in Chinese (the codes stay English in the card fields);
+# the datasource and report show the same words (grafana/datasource/card_words.py).
+ZH_WORDS = {
     "ok": "正常",
     "watch": "关注",
     "warning": "警告",
@@ -278,7 +279,7 @@ _ZH_WORDS = {
 
 
 def _zh(word: str) -> str:
-    return _ZH_WORDS.get(word, word)
+    return ZH_WORDS.get(word, word)
 
 
 def _against_mean(t: _Lang, summary: Summary) -> str:
@@ -956,7 +957,7 @@ def _reading(
         parts.append(
             t(
                 f"trend {_num(tr.slope_per_1k)}/1k steps ({tr.direction}) over the last {summary.recent_steps} steps",
-                f"最近 {summary.recent_steps} 步趋势 {_num(tr.slope_per_1k)}/千步（{_ZH_WORDS.get(tr.direction, tr.direction)}）",
+                f"最近 {summary.recent_steps} 步趋势 {_num(tr.slope_per_1k)}/千步（{ZH_WORDS.get(tr.direction, tr.direction)}）",
             )
         )
     ranked = sorted(

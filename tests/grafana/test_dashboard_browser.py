@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import ARGS, ARTIFACTS, CHROMIUM
 from werkzeug.serving import make_server
 
 import exporter
@@ -29,16 +30,6 @@ from grafana.live import PALETTE, UI
 
 pw = pytest.importorskip("playwright.sync_api", reason="PyPI playwright is in the test extra")
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 STEPS = 400
 UNREGISTERED_KEY = "custom/my_probe"
 CONFIG = {"clip_epsilon": 0.2, "n_steps": 2048, "policy": "MlpPolicy", "net_arch": [64, 64]}

@@ -10,23 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import ARGS, ARTIFACTS, CHROMIUM
 
 import registry
 from grafana.datasource.history.embedded import EmbeddedHistory
 from grafana.report import gather, render_report
 
 pw = pytest.importorskip("playwright.sync_api", reason="PyPI playwright is in the test extra")
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 @pytest.fixture(scope="module")
