@@ -4,7 +4,9 @@ A registry entry with `derived: {method, of, config, window}` is not logged by a
 exporter computes it per step so every consumer (embedded store, InfluxDB, dashboards, cards,
 alerts) sees the same series:
 
-- `ratio_to_config`: of[0] / run config[config]   (policy KL / clip epsilon)
+- `ratio_to_config`: of[0] / run config[config]   (policy KL / clip epsilon); when the config
+  does not give it, the value the run logs under that id at the step (SB3's `train/clip_range`,
+  which also follows a clip-range schedule)
 - `ratio`, `difference`: of[0] / of[1], of[0] - of[1], once both are logged for the step
 - `gradient`: least-squares slope of of[0] per 1000 steps over the trailing `window` steps
 
@@ -40,6 +42,7 @@ class _Rule:
     inputs: tuple[_Key, ...]
     divisor: float | None
     window: int
+    logged_divisor: _Key | None = None
 
 
 def _config_number(config: Mapping[str, Any], key: str | None) -> float | None:
@@ -61,11 +64,16 @@ class StepDeriver:
             if d is None:
                 continue
             divisor = _config_number(config, d.config) if d.method == "ratio_to_config" else None
-            if d.method == "ratio_to_config" and divisor is None:
-                continue  # the run did not say its clip epsilon: nothing to divide by
+            logged_divisor = (
+                (d.config, "")
+                if d.method == "ratio_to_config" and divisor is None and d.config
+                else None
+            )
             window = d.window or _DEFAULT_WINDOW
             inputs = tuple((name, "") for name in d.of)
-            self._rules.append(_Rule(metric, (metric.id, ""), d.method, inputs, divisor, window))
+            self._rules.append(
+                _Rule(metric, (metric.id, ""), d.method, inputs, divisor, window, logged_divisor)
+            )
         self._inputs = tuple({key for rule in self._rules for key in rule.inputs})
         self._nonfinite_group = (
             registry.metric(NONFINITE_FIELD).group if registry.has_metric(NONFINITE_FIELD) else None
@@ -122,8 +130,12 @@ class StepDeriver:
             if key not in values:
                 return None
         first = values[rule.inputs[0]]
-        if rule.method == "ratio_to_config" and rule.divisor is not None:
-            return first / rule.divisor
+        if rule.method == "ratio_to_config":
+            if rule.divisor is not None:
+                return first / rule.divisor
+            # the run did not say its clip epsilon: the one it logs at this step, if any
+            logged_divisor = values.get(rule.logged_divisor) if rule.logged_divisor else None
+            return first / logged_divisor if logged_divisor else None
         if rule.method == "ratio" and len(rule.inputs) > 1:
             second = values[rule.inputs[1]]
             return first / second if second != 0 else None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..catalog import Registry
 from ..model import Metric, Rule, Stages
@@ -55,6 +56,7 @@ STATS = (
     "abs_max",
     "fraction_of_scale",
     "drop_from_best",
+    "acceleration",
 )
 
 
@@ -104,6 +106,8 @@ def window_stat(
     `history` (the whole series up to the window's end) is what `drop_from_best` reads."""
     if stat == "drop_from_best":
         return drop_from_best(history if history is not None else window)
+    if stat == "acceleration":
+        return acceleration(window, history)
     f = window.finite()
     v = f.values
     if v.size == 0:
@@ -167,6 +171,40 @@ SMOOTH_MIN = 5
 SIGNIFICANCE = (
     3.0  # a gain or a drop counts past 3 standard errors of a difference of two such means
 )
+
+
+_LEVEL_NOISE = 0.05
+"""Rises under 5 % of a metric's level are noise to `acceleration`: the floor of its divisor."""
+
+
+def _rise(v: npt.NDArray[np.float64]) -> float:
+    q = max(1, v.size // 4)
+    return float(v[-q:].mean() - v[:q].mean())
+
+
+def acceleration(window: Series, history: Series | None) -> float | None:
+    """How much faster the metric rises in the window than over as many points just before it:
+    rise(window) / rise(previous), each rise the mean of the last quarter minus the mean of the
+    first (as `change_pct` reads a window). The previous rise is floored at 5 % of the previous
+    level, so a rise after a flat stretch reads as a large acceleration.
+
+    None (not judged) without a previous window of four finite points, or when the previous
+    window sits at exactly zero and did not rise: a quantity that starts at zero by construction
+    (the KL to a reference the policy starts equal to) has no level yet to surge from, and its
+    climb out of zero is how every run starts, not a symptom."""
+    if history is None:
+        return None
+    n = len(window)
+    before = history.values[max(0, len(history) - 2 * n) : len(history) - n]
+    now = window.values[np.isfinite(window.values)]
+    before = before[np.isfinite(before)]
+    if now.size < 4 or before.size < 4:
+        return None
+    previous = _rise(before)
+    level = abs(float(before.mean()))
+    if level == 0.0 and previous <= 0.0:
+        return None
+    return _rise(now) / max(previous, _LEVEL_NOISE * level, 1e-12)
 
 
 def drop_from_best(series: Series) -> float | None:

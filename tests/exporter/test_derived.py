@@ -51,6 +51,17 @@ def test_without_clip_epsilon_no_ratio_is_invented(
     assert _series(tmp_path, "ppo", "kl_clip_ratio") == {}
 
 
+def test_kl_clip_ratio_uses_the_clip_range_the_run_logs_when_the_config_has_none(
+    tmp_path: Path, shipped: registry.Registry
+) -> None:
+    # SB3 logs train/clip_range beside train/approx_kl at every update (a schedule shows there)
+    with exporter.init("ppo", registry=shipped, settings=_settings(tmp_path)) as run:
+        for step, clip in enumerate((0.2, 0.2, 0.1)):
+            run.log(step, {"train/approx_kl": 0.02, "train/clip_range": clip}, framework="sb3")
+    ratio = _series(tmp_path, "ppo", "kl_clip_ratio")
+    assert ratio == pytest.approx({0: 0.1, 1: 0.1, 2: 0.2})
+
+
 def test_a_logged_derived_metric_is_not_overwritten(
     tmp_path: Path, shipped: registry.Registry
 ) -> None:

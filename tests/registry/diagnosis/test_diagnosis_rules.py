@@ -11,7 +11,14 @@ import numpy.typing as npt
 import pytest
 
 import registry
-from registry.diagnosis.rules import STATS, RuleContext, evaluate_rule, evaluate_rules, window_stat
+from registry.diagnosis.rules import (
+    STATS,
+    RuleContext,
+    acceleration,
+    evaluate_rule,
+    evaluate_rules,
+    window_stat,
+)
 from registry.diagnosis.stats import Series, as_series
 from registry.model import Rule
 
@@ -102,13 +109,30 @@ def test_relative_to_early_compares_the_latest_value_with_the_early_stage_mean(
 def test_every_schema_statistic_is_implemented(reg: registry.Registry) -> None:
     schema_stats = {"last", "mean", "min", "max", "std", "cv", "slope_per_1k", "change_pct", "abs_change_pct",
                     "outside_band", "relative_to_early", "abs_max", "fraction_of_scale",
-                    "drop_from_best"}  # fmt: skip
+                    "drop_from_best", "acceleration"}  # fmt: skip
     assert set(STATS) == schema_stats
     w = as_series((STEPS, 1.0 + 0.01 * STEPS))
     for stat in STATS:
         window_stat(stat, w, RuleContext.of(reg), "policy_entropy", 1.0)
     with pytest.raises(ValueError, match="unknown rule statistic"):
         window_stat("median", w, RuleContext.of(reg), "policy_entropy", 1.0)
+
+
+def _accel(values: list[float], n: int) -> float | None:
+    h = as_series((np.arange(len(values)), np.array(values, dtype=float)))
+    return acceleration(h.tail(n), h)
+
+
+def test_a_kl_climbing_out_of_zero_is_not_a_surge_but_a_jump_after_a_level_is() -> None:
+    # The policy starts equal to its reference: KL is exactly 0, then climbs steadily.
+    climb = [0.0] * 20 + [0.02 * i for i in range(40)]
+    assert _accel(climb[:40], 20) is None  # the previous window sits at zero: nothing to surge from
+    steady = _accel(climb, 20)
+    assert steady is not None and steady < 2  # the same rise as before: a trend, not a surge
+    jump = [0.5] * 40 + [0.5 + 0.05 * i for i in range(20)]
+    surge = _accel(jump, 20)
+    assert surge is not None and surge >= 2
+    assert _accel([0.5] * 10, 8) is None  # no previous window of four points
 
 
 def test_a_rule_fires_only_after_holding_for_its_for_steps(
