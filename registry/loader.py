@@ -389,6 +389,8 @@ def _build(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> Registry:
                     mid_points=t["mid_points"],
                     warmup_points=t["warmup_points"],
                     baseline_points=t["baseline_points"],
+                    cv_points=t.get("cv_points", Timing.cv_points),
+                    trend_points=t.get("trend_points", Timing.trend_points),
                     reason=t["reason"],
                 )
     return Registry(

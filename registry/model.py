@@ -304,6 +304,10 @@ class Timing:
     mid_points: int = 200
     warmup_points: int = 2
     baseline_points: int = 5
+    cv_points: int = 10
+    """A card's CV spans at least this many logged points (its step window widened to fit)."""
+    trend_points: int = 20
+    """A card's recent trend spans at least this many logged points."""
     reason: str = ""
 
 

@@ -307,6 +307,18 @@ class _Lang:
         return zh if self.zh else en
 
 
+def _summary_windows(registry: Registry, opts: CardOptions, ctx: RunContext) -> tuple[int, int]:
+    """The trend and CV windows in steps: the options', widened at sparse cadence to span the
+    registry's `trend_points` / `cv_points` logged points (SB3 logs one point per 2048 steps)."""
+    if ctx.cadence is None or ctx.cadence <= 0:
+        return opts.recent_steps, opts.cv_steps
+    t = registry.timing
+    return (
+        max(opts.recent_steps, math.ceil(t.trend_points * ctx.cadence)),
+        max(opts.cv_steps, math.ceil(t.cv_points * ctx.cadence)),
+    )
+
+
 def _max(a: Status, b: Status) -> Status:
     return a if _RANK[a] >= _RANK[b] else b
 
@@ -350,7 +362,8 @@ def build_card(
             step=None if s is None else s.last_step,
             context=ctx,
         )
-    summary = summarize(s, opts.recent_steps, opts.cv_steps, whole_run)
+    recent_steps, cv_steps = _summary_windows(registry, opts, ctx)
+    summary = summarize(s, recent_steps, cv_steps, whole_run)
     assert summary.step is not None and summary.value is not None
     stages = registry.stages_for(cfg, ctx.planned_steps, ctx.cadence)
     early = early_mean(s, stages)
@@ -948,16 +961,16 @@ def _reading(
     if summary.cv is not None:  # none when the window holds under two points (sparse cadence)
         parts.append(
             t(
-                f"CV {_num(summary.cv)} over the last {summary.cv_steps} steps",
-                f"最近 {summary.cv_steps} 步变异系数 {_num(summary.cv)}",
+                f"CV {_num(summary.cv)} over the last {summary.cv_steps:,} steps",
+                f"最近 {summary.cv_steps:,} 步变异系数 {_num(summary.cv)}",
             )
         )
     if summary.trend is not None:
         tr = summary.trend
         parts.append(
             t(
-                f"trend {_num(tr.slope_per_1k)}/1k steps ({tr.direction}) over the last {summary.recent_steps} steps",
-                f"最近 {summary.recent_steps} 步趋势 {_num(tr.slope_per_1k)}/千步（{ZH_WORDS.get(tr.direction, tr.direction)}）",
+                f"trend {_num(tr.slope_per_1k)}/1k steps ({tr.direction}) over the last {summary.recent_steps:,} steps",
+                f"最近 {summary.recent_steps:,} 步趋势 {_num(tr.slope_per_1k)}/千步（{ZH_WORDS.get(tr.direction, tr.direction)}）",
             )
         )
     ranked = sorted(

@@ -50,7 +50,10 @@ def test_sparse_cadence_cards_say_why_instead_of_printing_n_a(
     assert "CV n/a" not in html
     assert "<dt>trend</dt><dd>–</dd>" not in html  # the trend row says why it has no number
     assert "<dt>band</dt><dd>–</dd>" not in html and "no band declared" in html
-    assert "too few points in the last 1,000 steps to fit a trend" in html
+    # one point per 2048 steps: the trend and CV windows widen to span enough logged points
+    # (registry stages.timing trend_points / cv_points) instead of holding none
+    assert re.search(r"<dt>trend</dt><dd>-?[\d.,]+ per 1k steps \((up|down|flat)\)</dd>", html)
+    assert "over the last 40,960 steps" in html and "over the last 20,480 steps" in html
 
 
 def test_deviation_from_a_near_zero_mean_is_shown_as_a_difference(
