@@ -1,8 +1,9 @@
 """Drive tests/grafana/node/data_path.cjs: Grafana's own @grafana/data code run with Node.
 
-`npm ci` in tests/grafana/node installs the pinned @grafana/data (.ci/run does it); a test that
-needs it is skipped, with the reason, only when `node` is not on PATH. Without `node_modules` the
-test fails, naming the command that installs it.
+`npm ci` in tests/grafana/node installs the pinned @grafana/data from the lock file: .ci/run does
+it, and so does the first test that needs it in a fresh clone (so the README's test command
+works as it stands). A test that needs it is skipped, with the reason, only when `node` is not
+on PATH; when the install fails, it fails naming the command.
 """
 
 from __future__ import annotations
@@ -26,8 +27,27 @@ def require_node() -> str:
     if node is None:
         pytest.skip("node is not on PATH: Grafana's @grafana/data cannot run (install Node 20)")
     if not (NODE_DIR / "node_modules" / "@grafana" / "data").is_dir():
-        pytest.fail(f"@grafana/data is not installed: run `npm ci` in {NODE_DIR}")
+        _npm_ci()
     return node
+
+
+def _npm_ci() -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail(
+            f"@grafana/data is not installed and npm is missing: run `npm ci` in {NODE_DIR}"
+        )
+    done = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund", "--silent"],
+        cwd=NODE_DIR,
+        capture_output=True,
+        timeout=900,
+    )
+    if done.returncode != 0 or not (NODE_DIR / "node_modules" / "@grafana" / "data").is_dir():
+        pytest.fail(
+            f"`npm ci` in {NODE_DIR} failed ({done.returncode}): "
+            f"{done.stderr.decode(errors='replace')[-2000:]}"
+        )
 
 
 def run_panels(panels: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
