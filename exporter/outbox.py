@@ -522,7 +522,7 @@ class Outbox:
                             [(wall, run) for run, wall in active.items()],
                         )
         except sqlite3.OperationalError as exc:
-            busy = "locked" in str(exc) or "busy" in str(exc)
+            busy = _is_busy(exc)
             raise OutboxError(
                 f"cannot write to the outbox at {self.path}: {exc}", retryable=busy
             ) from exc

@@ -12,6 +12,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from influx_server import InfluxDatabase, InfluxServer
@@ -73,3 +74,17 @@ def influx_server_factory(
     yield make
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium under PyPI playwright (see `chromium.py`), one per test module."""
+    from chromium import ARGS, CHROMIUM
+
+    pw = pytest.importorskip("playwright.sync_api", reason="PyPI playwright is in the test extra")
+    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    with pw.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()

@@ -66,11 +66,6 @@ def _values(
 
 
 @pytest.fixture(scope="module")
-def builtin() -> registry.Registry:
-    return registry.load()
-
-
-@pytest.fixture(scope="module")
 def stack(
     builtin: registry.Registry, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:

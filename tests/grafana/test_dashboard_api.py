@@ -48,11 +48,6 @@ class Loaded:
 
 
 @pytest.fixture(scope="module")
-def builtin() -> registry.Registry:
-    return registry.load()
-
-
-@pytest.fixture(scope="module")
 def loaded(
     builtin: registry.Registry, influxd: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Loaded]:

@@ -11,7 +11,6 @@ import csv
 import io
 import json
 import math
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chromium import ARGS, ARTIFACTS, CHROMIUM
+from chromium import ARTIFACTS
 from werkzeug.serving import make_server
 
 import exporter
@@ -48,11 +47,6 @@ def _log_run(run: exporter.Run, first: int, last: int, offset: float) -> None:
                 UNREGISTERED_KEY: (step % 7) + offset,
             },
         )
-
-
-@pytest.fixture(scope="module")
-def builtin() -> registry.Registry:
-    return registry.load()
 
 
 @pytest.fixture(scope="module")
@@ -100,16 +94,6 @@ def base_url(store: Path, live_run: exporter.Run, builtin: registry.Registry) ->
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
     thread.join(5)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    with pw.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 class Page:

@@ -36,11 +36,6 @@ STEPS = 120
 
 
 @pytest.fixture(scope="module")
-def builtin() -> registry.Registry:
-    return registry.load()
-
-
-@pytest.fixture(scope="module")
 def loaded(
     builtin: registry.Registry, influxd: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> InfluxDatabase:

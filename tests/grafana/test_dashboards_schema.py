@@ -51,11 +51,6 @@ def _panel_validator(kind: str, part: str) -> jsonschema.Draft7Validator:
 
 
 @pytest.fixture(scope="module")
-def builtin() -> registry.Registry:
-    return registry.load()
-
-
-@pytest.fixture(scope="module")
 def files(builtin: registry.Registry) -> dict[str, dict[str, Any]]:
     return {path: json.loads(text) for path, text in dashboard_files(builtin, ("en", "zh")).items()}
 

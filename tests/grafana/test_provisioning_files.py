@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 import registry
@@ -23,11 +22,6 @@ _UID = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 def _yaml(rel: str) -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load((ROOT / rel).read_text(encoding="utf-8"))
     return data
-
-
-@pytest.fixture(scope="module")
-def builtin() -> registry.Registry:
-    return registry.load()
 
 
 def _rules() -> list[dict[str, Any]]:

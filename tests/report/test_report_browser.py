@@ -4,29 +4,17 @@ registry tooltips present and shown on hover, the language toggle works, a scree
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from chromium import ARGS, ARTIFACTS, CHROMIUM
+from chromium import ARTIFACTS
 
 import registry
 from grafana.datasource.history.embedded import EmbeddedHistory
 from grafana.report import gather, render_report
 
 pw = pytest.importorskip("playwright.sync_api", reason="PyPI playwright is in the test extra")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    with pw.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 @pytest.mark.parametrize("run", ["r-kl_blowup", "r-nan_loss", "r-resume"])
