@@ -240,6 +240,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="loop length per logger")
     parser.add_argument("--rates", default="100,1000", help="target steps/s, comma-separated")
     parser.add_argument("--loops", default="numpy,python", help="numpy and/or python")
+    parser.add_argument(
+        "--loggers",
+        default="floor,SummaryWriter,wandb offline,rlvitals,rlvitals+influx",
+        help="which loggers to measure, comma-separated",
+    )
     args = parser.parse_args()
     logging.getLogger("exporter").setLevel(logging.ERROR)
     reg = registry.load()
@@ -262,7 +267,10 @@ def main() -> None:
                         ("SummaryWriter", lambda: _summary_writer(tmp)),
                         ("wandb offline", lambda: _wandb(tmp)),
                     ]
+                    wanted = set(args.loggers.split(","))
                     for who, make in candidates:
+                        if who not in wanted:
+                            continue
                         logger = make()
                         if logger is None:
                             rows.append((label, float("nan"), who, "not installed", ""))
@@ -274,6 +282,8 @@ def main() -> None:
                     if server is not None:
                         targets.append(("rlvitals+influx", server.url))
                     for who, url in targets:
+                        if who not in wanted:
+                            continue
                         name = f"{who}-{kind}-{int(rate)}".replace("+", "-")
                         with _rlvitals(reg, tmp, name, url) as (logger, lag):
                             took, logged_at = _loop(work, logger[0], payloads, rate)

@@ -24,6 +24,7 @@ __all__ = [
 Policy = Literal["strict", "warn", "drop"]
 POLICIES: tuple[Policy, ...] = ("strict", "warn", "drop")
 _APIS = ("v1", "v2")
+_FORWARDERS = ("process", "thread")
 _SECRET = "***"
 
 
@@ -144,6 +145,9 @@ class ExporterSettings:
     outage_wait: float = 30.0
     """Seconds `rlvitals import` (direct to InfluxDB) retries an unreachable InfluxDB before it
     stops with exit 1 (RLVITALS_OUTAGE_WAIT)."""
+    forwarder: Literal["process", "thread"] = "process"
+    """Where a run sends its outbox to InfluxDB (RLVITALS_FORWARDER): a child process, so the
+    training process's GIL is not shared with it, or a thread (where no process can start)."""
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -175,6 +179,10 @@ class ExporterSettings:
             raise ConfigError("RLVITALS_BATCH_SIZE must be at least 1")
         if self.queue_size < 1:
             raise ConfigError("RLVITALS_QUEUE_SIZE must be at least 1")
+        if self.forwarder not in _FORWARDERS:
+            raise ConfigError(
+                f"RLVITALS_FORWARDER={self.forwarder!r} must be one of {', '.join(_FORWARDERS)}"
+            )
         if self.outage_wait < 0:
             raise ConfigError("RLVITALS_OUTAGE_WAIT must not be negative")
         if self.flush_timeout < 0:
@@ -206,6 +214,10 @@ class ExporterSettings:
             flush_timeout=_float(env, "RLVITALS_FLUSH_TIMEOUT", default.flush_timeout),
             queue_size=_int(env, "RLVITALS_QUEUE_SIZE", default.queue_size) or default.queue_size,
             outage_wait=_float(env, "RLVITALS_OUTAGE_WAIT", default.outage_wait),
+            forwarder=cast(
+                Literal["process", "thread"],
+                (_str(env, "RLVITALS_FORWARDER") or default.forwarder).lower(),
+            ),
         )
 
     def replace(self, **changes: object) -> ExporterSettings:

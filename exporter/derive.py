@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,14 +75,21 @@ class StepDeriver:
                 _Rule(metric, (metric.id, ""), d.method, inputs, divisor, window, logged_divisor)
             )
         self._inputs = tuple({key for rule in self._rules for key in rule.inputs})
+        # What a rule reads or writes: a call logging none of these derives nothing but the
+        # step's `nonfinite_count`, however many other names it logs.
+        self.relevant = frozenset(
+            {*self._inputs}
+            | {rule.key for rule in self._rules}
+            | {rule.logged_divisor for rule in self._rules if rule.logged_divisor is not None}
+        )
         self._nonfinite_group = (
             registry.metric(NONFINITE_FIELD).group if registry.has_metric(NONFINITE_FIELD) else None
         )
         self._step: int | None = None
         self._values: dict[_Key, float] = {}  # everything logged at the current step
         self._nonfinite_at_step = 0
-        self._history: dict[_Key, deque[tuple[int, float]]] = {
-            rule.inputs[0]: deque() for rule in self._rules if rule.method == "gradient"
+        self._history: dict[_Key, _Window] = {
+            rule.inputs[0]: _Window() for rule in self._rules if rule.method == "gradient"
         }
 
     def derive(
@@ -124,6 +131,30 @@ class StepDeriver:
                 out.append((rule.metric.group, rule.metric.id, value))
         return out
 
+    def derive_steps(
+        self, steps: Sequence[int], keys: Sequence[_Key], columns: Sequence[Sequence[float]]
+    ) -> list[tuple[int, str, str, float]]:
+        """`derive` for consecutive calls, each at a step past the one before, logging `keys`
+        (their values by column) and nothing non-finite: (step, group, field, value) to store.
+        Only the columns a rule reads are looked at, so a call costs a few operations when
+        none is logged."""
+        wanted = [j for j, key in enumerate(keys) if key in self.relevant]
+        out: list[tuple[int, str, str, float]] = []
+        if wanted:
+            for i, step in enumerate(steps):
+                logged = {keys[j]: columns[j][i] for j in wanted}
+                out += [(step, *row) for row in self.derive(step, logged, 0)]
+            return out
+        group = self._nonfinite_group
+        for step in steps:
+            if step != self._step:
+                self._step = step
+                self._values = {}
+                self._nonfinite_at_step = 0
+                if group is not None:
+                    out.append((step, group, NONFINITE_FIELD, 0.0))
+        return out
+
     def _compute(self, rule: _Rule, step: int, logged: Mapping[_Key, float]) -> float | None:
         values = self._values
         for key in rule.inputs:
@@ -146,19 +177,69 @@ class StepDeriver:
         return None
 
     def _slope(self, rule: _Rule, step: int, value: float) -> float | None:
-        points = self._history[rule.inputs[0]]
-        while points and points[-1][0] >= step:  # a re-logged or resumed step replaces history
-            points.pop()
-        points.append((step, value))
-        while points and points[0][0] <= step - rule.window:
-            points.popleft()
-        if len(points) < max(3, rule.window // 2):
+        window = self._history[rule.inputs[0]]
+        window.drop_from(step)  # a re-logged or resumed step replaces history
+        window.add(step, value)
+        window.drop_before(step - rule.window + 1)
+        if window.n < max(3, rule.window // 2):
             return None
-        n = len(points)
-        mean_x = sum(p[0] for p in points) / n
-        mean_y = sum(p[1] for p in points) / n
-        sxx = sum((p[0] - mean_x) ** 2 for p in points)
-        if sxx <= 0:
+        return window.slope()
+
+
+class _Window:
+    """The points of a trailing step window with the sums a least-squares slope needs, kept as
+    points come and go (a slope per step would otherwise cost a pass over the window). Steps
+    are summed relative to an anchor inside the window, re-taken every `len` additions, so the
+    sums stay small and exact enough whatever the step numbers."""
+
+    def __init__(self) -> None:
+        self.points: deque[tuple[int, float]] = deque()
+        self._anchor = 0
+        self._since = 0
+        self._sx = self._sy = self._sxx = self._sxy = 0.0
+
+    @property
+    def n(self) -> int:
+        return len(self.points)
+
+    def _add_sums(self, step: int, value: float, sign: float) -> None:
+        x = float(step - self._anchor)
+        self._sx += sign * x
+        self._sy += sign * value
+        self._sxx += sign * x * x
+        self._sxy += sign * x * value
+
+    def _rebuild(self) -> None:
+        self._anchor = self.points[0][0] if self.points else 0
+        self._since = 0
+        self._sx = self._sy = self._sxx = self._sxy = 0.0
+        for step, value in self.points:
+            self._add_sums(step, value, 1.0)
+
+    def add(self, step: int, value: float) -> None:
+        self.points.append((step, value))
+        self._add_sums(step, value, 1.0)
+        self._since += 1
+        if self._since > len(self.points):
+            self._rebuild()
+
+    def drop_from(self, step: int) -> None:
+        dropped = False
+        while self.points and self.points[-1][0] >= step:
+            self.points.pop()
+            dropped = True
+        if dropped:
+            self._rebuild()
+
+    def drop_before(self, step: int) -> None:
+        while self.points and self.points[0][0] < step:
+            old = self.points.popleft()
+            self._add_sums(*old, -1.0)
+
+    def slope(self) -> float | None:
+        n = len(self.points)
+        sxx = self._sxx - self._sx * self._sx / n
+        if sxx <= 1e-9 * max(1.0, self._sxx):
             return None
-        sxy = sum((p[0] - mean_x) * (p[1] - mean_y) for p in points)
+        sxy = self._sxy - self._sx * self._sy / n
         return 1000.0 * sxy / sxx

@@ -216,9 +216,16 @@ class Forwarder:
     """Owns one writer and one outbox connection; `flush` waits until nothing is left to send."""
 
     def __init__(
-        self, outbox_path: Path, writer: Writer, counters: RunCounters, *, batch_size: int = 5000
+        self,
+        outbox_path: Path,
+        writer: Writer,
+        counters: RunCounters,
+        *,
+        batch_size: int = 5000,
+        idle_wait: float = 1.0,
     ) -> None:
         self._path = outbox_path
+        self._idle_wait = idle_wait
         self._writer = writer
         self._counters = counters
         self._batch = batch_size
@@ -304,7 +311,7 @@ class Forwarder:
                     with self._cond:
                         self._empty_passes += 1
                         self._cond.notify_all()
-                    self._wake.wait(1.0)
+                    self._wake.wait(self._idle_wait)
                     self._wake.clear()
         finally:
             outbox.close()

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from . import running_stats
 from .errors import OutboxError
@@ -52,6 +53,7 @@ __all__ = [
     "PendingSample",
     "RejectKey",
     "RunRecord",
+    "SampleBlock",
     "SampleRow",
     "SeriesStats",
     "SourcePosition",
@@ -174,6 +176,71 @@ ON CONFLICT (run, rank, step, kind) DO UPDATE SET
     fields = excluded.fields, wall_time = excluded.wall_time, seq = excluded.seq, sent = 0
 """
 
+# The same upsert for a whole batch in one statement, its rows one JSON array: sqlite3 lets go of
+# the GIL around every step it runs, and `executemany` runs one step per row, so in a training
+# process whose loop holds the GIL each row would wait up to a switch interval (5 ms) to get it
+# back. One statement is one step: the rows are stored while the training thread runs.
+_UPSERT_SAMPLES_JSON = """
+INSERT INTO samples (run, rank, step, measurement, gpu, field, value, wall_time, seq, sent)
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+       json_extract(value, '$[6]'), json_extract(value, '$[7]'), :first + key, 0
+FROM json_each(:rows) WHERE true
+ON CONFLICT (run, rank, step, measurement, gpu, field) DO UPDATE SET
+    value = excluded.value, wall_time = excluded.wall_time, seq = excluded.seq, sent = 0
+"""
+
+# A columnar block (`SampleBlock`) in three statements whatever its size: its steps and columns
+# into two per-connection tables keyed by position, then every value, numbered in row-major
+# order, joined to its step and column by the position it has in the JSON array.
+_BLOCK_TABLES = (
+    "CREATE TEMP TABLE IF NOT EXISTS block_steps "
+    "(i INTEGER PRIMARY KEY, step INTEGER NOT NULL, wall_time REAL NOT NULL)",
+    "CREATE TEMP TABLE IF NOT EXISTS block_columns "
+    "(i INTEGER PRIMARY KEY, measurement TEXT NOT NULL, gpu TEXT NOT NULL, field TEXT NOT NULL)",
+)
+_BLOCK_STEPS = """
+INSERT INTO temp.block_steps (i, step, wall_time)
+SELECT key, json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:steps)
+"""
+_BLOCK_COLUMNS = """
+INSERT INTO temp.block_columns (i, measurement, gpu, field)
+SELECT key, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]')
+FROM json_each(:columns)
+"""
+_UPSERT_BLOCK = """
+INSERT INTO samples (run, rank, step, measurement, gpu, field, value, wall_time, seq, sent)
+SELECT :run, :rank, s.step, c.measurement, c.gpu, c.field, v.value, s.wall_time, :first + v.key, 0
+FROM json_each(:values) v
+JOIN temp.block_steps s ON s.i = v.key / :width
+JOIN temp.block_columns c ON c.i = v.key % :width
+WHERE true
+ON CONFLICT (run, rank, step, measurement, gpu, field) DO UPDATE SET
+    value = excluded.value, wall_time = excluded.wall_time, seq = excluded.seq, sent = 0
+"""
+
+# Numbers whose decimal text is hard to read back exactly (subnormals, the largest double, halfway
+# cases, 2**53 + 1): the JSON statement is used only when this sqlite reads every one back as the
+# same double, since an old sqlite's text-to-double conversion may round differently.
+_HARD_FLOATS = (
+    5e-324,
+    2.2250738585072014e-308,
+    2.225073858507201e-308,
+    1.7976931348623157e308,
+    8.98846567431158e307,
+    0.1,
+    0.30000000000000004,
+    1.0000000000000002,
+    9007199254740992.0,
+    1e23,
+    123456789012345680.0,
+    7e-10,
+    1e-7,
+    1e16,
+    -0.0,
+    0.0,
+)
+
 _NUMERIC = "typeof(value) IN ('real', 'integer')"
 
 # Highest step of a run and rank: per field (a skip-scan over the key's (run, field) prefix), the
@@ -208,6 +275,34 @@ class SourcePosition:
     lines: int
     head: bytes
     mark: bytes
+
+
+@dataclass(frozen=True)
+class SampleBlock:
+    """Samples of consecutive log calls that logged the same names, as columns: the value of
+    column j at step i is `values[i, j]`. What `SampleRow`s (run, rank, steps[i], *columns[j],
+    values[i, j], wall_times[i]) in row-major order would be, without an object per sample.
+    Every value is finite (the translator leaves anything else to the row path)."""
+
+    run: str
+    rank: int
+    steps: Sequence[int]
+    wall_times: Sequence[float]
+    columns: Sequence[tuple[str, str, str]]  # (measurement, gpu, field)
+    values: npt.NDArray[np.float64]  # shape (len(steps), len(columns))
+
+    @property
+    def size(self) -> int:
+        return len(self.steps) * len(self.columns)
+
+    def rows(self) -> list[SampleRow]:
+        """The same samples as rows (for a store that cannot take the block whole)."""
+        values = self.values.tolist()
+        return [
+            (self.run, self.rank, step, measurement, gpu, field, row[j], wall)
+            for step, wall, row in zip(self.steps, self.wall_times, values, strict=True)
+            for j, (measurement, gpu, field) in enumerate(self.columns)
+        ]
 
 
 @dataclass(frozen=True)
@@ -316,25 +411,77 @@ def _run_record(row: Sequence[Any]) -> RunRecord:
     return RunRecord(row[0], row[1], json.loads(row[2]), row[3], row[4], row[5], row[6])
 
 
+def _merged(
+    samples: Sequence[SampleRow], blocks: Sequence[tuple[int, SampleBlock]]
+) -> list[SampleRow]:
+    """Rows and blocks as rows, in their order."""
+    out: list[SampleRow] = []
+    done = 0
+    for at, block in blocks:
+        out += samples[done:at]
+        out += block.rows()
+        done = at
+    out += samples[done:]
+    return out
+
+
 def _activity(
     samples: Sequence[SampleRow],
     progress: Sequence[tuple[str, int, int]],
     given: Mapping[str, float] | None,
+    blocks: Sequence[tuple[int, SampleBlock]] = (),
 ) -> dict[str, float]:
-    """Wall time of each progressing run's latest logged step: the caller's, or its last row's
-    (rows are in logging order, so the scan from the end stops at once in the common case)."""
+    """Wall time of each progressing run's latest logged step: the caller's, or the latest of
+    its rows and blocks (rows are in logging order, so the scan from the end stops at once in the
+    common case)."""
     wanted = {run for run, _, _ in progress}
     found = {run: wall for run, wall in (given or {}).items() if run in wanted}
+    from_rows: dict[str, float] = {}
     for row in reversed(samples):
-        if len(found) == len(wanted):
+        if len(from_rows) + len(found) >= len(wanted):
             break
-        if row[0] in wanted and row[0] not in found:
-            found[row[0]] = row[7]
-    return found
+        if row[0] in wanted and row[0] not in found and row[0] not in from_rows:
+            from_rows[row[0]] = row[7]
+    for _, block in blocks:
+        if block.run in wanted and block.run not in found and block.wall_times:
+            latest = max(block.wall_times)
+            from_rows[block.run] = max(latest, from_rows.get(block.run, latest))
+    return {**from_rows, **found}
 
 
 def _rank(value: int) -> int | None:
     return None if value == NO_RANK else value
+
+
+def _reads_json_exactly(db: sqlite3.Connection) -> bool:
+    """Whether this sqlite has `json_each` and reads every `_HARD_FLOATS` text back exactly."""
+    try:
+        text = orjson.dumps([[x] for x in _HARD_FLOATS]).decode()
+        got = [
+            r[0]
+            for r in db.execute("SELECT json_extract(value, '$[0]') FROM json_each(?)", (text,))
+        ]
+    except sqlite3.Error:
+        return False
+    return len(got) == len(_HARD_FLOATS) and all(
+        type(g) is float and g == x and math.copysign(1, g) == math.copysign(1, x)
+        for g, x in zip(got, _HARD_FLOATS, strict=True)
+    )
+
+
+def _json_rows(samples: Sequence[SampleRow]) -> str | None:
+    """The rows as one JSON array for `_UPSERT_SAMPLES_JSON`, or None when JSON cannot carry them
+    exactly (a non-finite float, an integer beyond 64 bits, a string that is not valid UTF-8):
+    `executemany` then binds them one by one and refuses what sqlite cannot take."""
+    try:
+        text = orjson.dumps(samples, option=orjson.OPT_STRICT_INTEGER).decode()
+    except (orjson.JSONEncodeError, UnicodeError):
+        return None
+    if "null" in text and any(
+        type(row[6]) is float and not math.isfinite(row[6]) for row in samples
+    ):
+        return None
+    return text
 
 
 class Outbox:
@@ -360,6 +507,9 @@ class Outbox:
             self._ensure_lifecycle_columns()
             self._ensure_stats()
             running_stats.prepare(self._db)
+            for statement in _BLOCK_TABLES:
+                self._db.execute(statement)
+            self._json_writes = _reads_json_exactly(self._db)
         except (OSError, sqlite3.Error) as exc:
             raise OutboxError(
                 f"cannot open the outbox at {self.path}: {exc}. Check RLVITALS_STORE points to a "
@@ -472,21 +622,29 @@ class Outbox:
         positions: Sequence[SourcePosition] = (),
         progress: Sequence[tuple[str, int, int]] = (),
         activity: Mapping[str, float] | None = None,
+        blocks: Sequence[tuple[int, SampleBlock]] = (),
     ) -> bool:
         """Store samples and events in one transaction; False (nothing stored) when over budget.
+
+        `blocks` are columnar samples, each (i, block) stored after `samples[:i]` and before
+        `samples[i:]` (a later sample of the same key wins, as in logging order).
 
         `positions` (how far log sources have read) and `progress` ((run, rank, last step)
         logged) are stored in the same transaction, so they never run ahead of the samples.
         Each run in `progress` gets its `last_activity`: from `activity` (run -> wall time) when
         given, else the wall time of its last sample row in this batch.
         """
-        if not samples and not events and not positions and not progress:
+        if blocks and not self._json_writes:  # an sqlite without exact JSON: rows it is
+            samples, blocks = _merged(samples, blocks), ()
+        in_blocks = sum(block.size for _, block in blocks)
+        if not samples and not in_blocks and not events and not positions and not progress:
             return True
-        if (samples or events) and (
-            self.over_budget() or len(samples) + len(events) > self.room(quiet=True)
+        stored = len(samples) + in_blocks
+        if (stored or events) and (
+            self.over_budget() or stored + len(events) > self.room(quiet=True)
         ):
             return False
-        count = len(samples) + len(events)
+        count = stored + len(events)
         try:
             with self._transaction() as db:
                 if count:
@@ -495,11 +653,9 @@ class Outbox:
                         "UPDATE sequence SET n = n + ? RETURNING n", (count,)
                     ).fetchone()
                     first = last - count + 1
-                    db.executemany(
-                        _UPSERT_SAMPLE, [(*row, first + i) for i, row in enumerate(samples)]
-                    )
-                    running_stats.fold(db, first, first + len(samples) - 1)
-                    first += len(samples)
+                    self._upsert_samples(db, samples, blocks, first)
+                    running_stats.fold(db, first, first + stored - 1)
+                    first += stored
                     db.executemany(
                         _UPSERT_EVENT, [(*row, first + i) for i, row in enumerate(events)]
                     )
@@ -514,7 +670,7 @@ class Outbox:
                     )
                 if progress:
                     db.executemany(_UPSERT_PROGRESS, progress)
-                    active = _activity(samples, progress, activity)
+                    active = _activity(samples, progress, activity, blocks)
                     if active:
                         db.executemany(
                             "UPDATE runs SET last_activity = max(coalesce(last_activity, 0), ?)"
@@ -533,6 +689,53 @@ class Outbox:
                 f"cannot write to the outbox at {self.path}: {type(exc).__name__}: {exc}"
             ) from exc
         return True
+
+    def _upsert_samples(
+        self,
+        db: sqlite3.Connection,
+        samples: Sequence[SampleRow],
+        blocks: Sequence[tuple[int, SampleBlock]],
+        first: int,
+    ) -> None:
+        """Rows and blocks in their order, numbered from `first` on."""
+        done = 0
+        for at, block in [*blocks, (len(samples), None)]:
+            if at > done:
+                first = self._upsert_rows(db, samples[done:at], first)
+                done = at
+            if block is not None and block.size:
+                db.execute(
+                    _BLOCK_STEPS,
+                    {
+                        "steps": orjson.dumps(
+                            list(zip(block.steps, block.wall_times, strict=True))
+                        ).decode()
+                    },
+                )
+                db.execute(_BLOCK_COLUMNS, {"columns": orjson.dumps(list(block.columns)).decode()})
+                db.execute(
+                    _UPSERT_BLOCK,
+                    {
+                        "run": block.run,
+                        "rank": block.rank,
+                        "first": first,
+                        "width": len(block.columns),
+                        "values": orjson.dumps(
+                            block.values.reshape(-1), option=orjson.OPT_SERIALIZE_NUMPY
+                        ).decode(),
+                    },
+                )
+                db.execute("DELETE FROM temp.block_steps")
+                db.execute("DELETE FROM temp.block_columns")
+                first += block.size
+
+    def _upsert_rows(self, db: sqlite3.Connection, rows: Sequence[SampleRow], first: int) -> int:
+        text = _json_rows(rows) if self._json_writes else None
+        if text is not None:
+            db.execute(_UPSERT_SAMPLES_JSON, {"rows": text, "first": first})
+        else:
+            db.executemany(_UPSERT_SAMPLE, [(*row, first + i) for i, row in enumerate(rows)])
+        return first + len(rows)
 
     def mark_finished(self, run: str, when: float, *, wait: float = 2.0) -> None:
         """Record that `run` ended at wall time `when` (logging to it again makes it live).

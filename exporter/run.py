@@ -24,9 +24,10 @@ from registry import FRAMEWORKS, Registry, ResolveError
 from . import live_states
 from .config import POLICIES, ExporterSettings, Policy
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError
+from .forward_process import ForwarderProcess
 from .forwarder import Forwarder
 from .metrics_endpoint import MetricsEndpoint
-from .outbox import NO_RANK, EventRow, Outbox, SampleRow, SourcePosition
+from .outbox import NO_RANK, EventRow, Outbox, SampleBlock, SampleRow, SourcePosition
 from .stats import LiveState, RunCounters, RunStats
 from .transform_record import FieldTransform
 from .translate import (
@@ -49,6 +50,9 @@ __all__ = ["Run", "init"]
 _log = logging.getLogger("exporter")
 _WORKER_BATCH = 2000
 _IDLE_POLL = 0.01
+_BLOCK_AT_LEAST = 4
+"""Consecutive calls logging the same names that are translated as one columnar block: below
+this, the per-call path costs less than building the block's arrays."""
 
 # Queue items: ("log", step, values, wall_time, framework), ("event", step, kind, text, fields,
 # wall_time), ("position", SourcePosition) or a threading.Event flush marker the worker sets once
@@ -130,12 +134,6 @@ class Run:
                 self.requested_name,
                 name,
             )
-        writer = make_writer(settings)
-        self._forwarder = (
-            Forwarder(settings.outbox_path, writer, self._counters, batch_size=settings.batch_size)
-            if writer is not None
-            else None
-        )
         self._translator = Translator(
             registry,
             self._counters,
@@ -152,10 +150,9 @@ class Run:
         self._in_progress: list[_Item] = []
         self._run_recorded = False
         self._worker_lock = threading.Lock()
+        self._forwarder = _start_forwarder(settings, self._counters)
         self._worker = threading.Thread(target=self._work, name=f"rlvitals-{name}", daemon=True)
         self._worker.start()
-        if self._forwarder is not None:
-            self._forwarder.start()
         self._endpoint: MetricsEndpoint | None = None
         self._shared_endpoint = endpoint
         if endpoint is not None:
@@ -523,7 +520,10 @@ class Run:
         positions: list[SourcePosition] = []
         last_step = self._translator.last_step
         at_position: int | None = None
-        for item in batch:
+        i = 0
+        while i < len(batch):
+            item = batch[i]
+            i += 1
             if isinstance(item, threading.Event):
                 markers.append(item)
                 continue
@@ -535,6 +535,14 @@ class Run:
                 self._translator.restart_from(outbox.last_step(self.name, self.rank, stored=False))
                 last_step = self._translator.last_step
                 continue
+            if item[0] == "log":
+                end = _same_names(batch, i - 1)
+                if end - (i - 1) >= _BLOCK_AT_LEAST:
+                    part = self._translate_block(batch[i - 1 : end])
+                    if part is not None:
+                        parts.append(part)
+                        i = end
+                        continue
             try:
                 if item[0] == "log":
                     r, e = self._translator.log(item[1], item[2], item[3], item[4])
@@ -553,6 +561,28 @@ class Run:
         for marker in markers:
             marker.set()
 
+    def _translate_block(self, items: list[_Item]) -> _Part | None:
+        """Log calls with the same names as one block; None when they are not all plain (the
+        caller then takes them one by one)."""
+        calls = [item for item in items if not isinstance(item, threading.Event)]
+        try:
+            out = self._translator.log_block(
+                [c[1] for c in calls],
+                [list(c[2].values()) for c in calls],
+                list(calls[0][2]),
+                [c[3] for c in calls],
+                calls[0][4],
+            )
+        except Exception as exc:  # a bug here must not stop the worker: the slow path instead
+            self._translator.take_held()
+            self._report("translate_error", exc)
+            return None
+        if out is None:
+            return None
+        block, rows = out
+        rows += self._translator.take_transform_rows(calls[0][3])
+        return _Part(rows, [], self._translator.take_held(), block)
+
     def _store(
         self,
         outbox: Outbox,
@@ -564,28 +594,35 @@ class Run:
         what one of them holds, halve the batch until that call is isolated, so it alone is
         dropped (counted, reported once) and its neighbours are stored."""
         room = outbox.room() if outbox.budget_bytes is not None else None
-        if room is not None and sum(len(p.rows) + len(p.events) for p in parts) > room:
+        if room is not None and sum(p.stored for p in parts) > room:
             # the disk budget: store the calls that fit, refuse (and count) the rest
             fits, used = 0, 0
             for part in parts:
-                if used + len(part.rows) + len(part.events) > room:
+                if used + part.stored > room:
                     break
-                used += len(part.rows) + len(part.events)
+                used += part.stored
                 fits += 1
             refused = sum(p.size for p in parts[fits:])  # samples, as stats count them
             with self._counters.lock:
                 self._counters.refused_disk += refused
             outbox.over_budget()
             parts = parts[:fits]
-        rows = [row for part in parts for row in part.rows]
+        rows: list[SampleRow] = []
+        blocks: list[tuple[int, SampleBlock]] = []
+        for part in parts:
+            if part.block is not None:
+                blocks.append((len(rows), part.block))
+            rows += part.rows
         events = [event for part in parts for event in part.events]
-        if not rows and not events and not positions and not progress:
+        if not rows and not blocks and not events and not positions and not progress:
             for part in parts:
                 self._translator.count_stored(part.held)
             return
         try:
-            stored = self._write_retrying(outbox, rows, events, positions, progress)
+            stored = self._write_retrying(outbox, rows, events, positions, progress, blocks)
         except Exception as exc:
+            if len(parts) == 1 and parts[0].block is not None and len(parts[0].block.steps) > 1:
+                parts = parts[0].halves()  # a block is many calls: isolate the one refused
             if len(parts) > 1:
                 half = len(parts) // 2
                 self._store(outbox, parts[:half])
@@ -604,7 +641,7 @@ class Run:
             return
         for part in parts:
             self._translator.count_stored(part.held)
-        if not rows and not events:
+        if not rows and not blocks and not events:
             return
         with self._counters.lock:
             if self._forwarder is None:
@@ -619,13 +656,18 @@ class Run:
         events: list[EventRow],
         positions: list[SourcePosition] | None,
         progress: list[tuple[str, int, int]] | None,
+        blocks: list[tuple[int, SampleBlock]] | None = None,
     ) -> bool:
         """Write; while another process holds the outbox's lock, wait and try again (until the
         run is finished) instead of dropping the batch."""
         while True:
             try:
                 return outbox.write(
-                    rows, events, positions=positions or (), progress=progress or ()
+                    rows,
+                    events,
+                    positions=positions or (),
+                    progress=progress or (),
+                    blocks=blocks or (),
                 )
             except OutboxError as exc:
                 if not exc.retryable or self._stop.is_set():
@@ -647,10 +689,86 @@ class _Part:
     rows: list[SampleRow]
     events: list[EventRow]
     held: tuple[int, int, int]
+    block: SampleBlock | None = None  # several calls' samples as columns, before `rows`
+
+    @property
+    def stored(self) -> int:
+        """Rows it takes in the store."""
+        return len(self.rows) + len(self.events) + (0 if self.block is None else self.block.size)
 
     @property
     def size(self) -> int:
-        return sum(self.held) or len(self.rows) + len(self.events)
+        return sum(self.held) or self.stored
+
+    def halves(self) -> list[_Part]:
+        """A block's calls in two parts, each with the rows derived at its steps and its share
+        of the counts (every call of a block counts the same)."""
+        assert self.block is not None
+        b = self.block
+        n = len(b.steps)
+        mid = n // 2
+        cut = b.steps[mid]
+        out: list[_Part] = []
+        for lo, hi, rows in (
+            (0, mid, [r for r in self.rows if r[2] < cut or r[3] == "run_config"]),
+            (mid, n, [r for r in self.rows if r[2] >= cut and r[3] != "run_config"]),
+        ):
+            block = SampleBlock(
+                b.run, b.rank, b.steps[lo:hi], b.wall_times[lo:hi], b.columns, b.values[lo:hi]
+            )
+            held = (
+                self.held[0] * (hi - lo) // n,
+                self.held[1] * (hi - lo) // n,
+                self.held[2] * (hi - lo) // n,
+            )
+            out.append(_Part(rows, [], held, block))
+        return out
+
+
+def _same_names(batch: list[_Item], start: int) -> int:
+    """The end of the run of log calls from `start` on that logged the same names in the same
+    order, for the same framework."""
+    first = batch[start]
+    assert not isinstance(first, threading.Event)
+    names = tuple(first[2])
+    framework = first[4]
+    end = start + 1
+    while end < len(batch):
+        item = batch[end]
+        if (
+            isinstance(item, threading.Event)
+            or item[0] != "log"
+            or item[4] != framework
+            or len(item[2]) != len(names)
+            or tuple(item[2]) != names
+        ):
+            break
+        end += 1
+    return end
+
+
+def _start_forwarder(
+    settings: ExporterSettings, counters: RunCounters
+) -> Forwarder | ForwarderProcess | None:
+    """The run's forwarder when InfluxDB is configured: a child process unless the settings say
+    thread, or no process can be started here."""
+    writer = make_writer(settings)
+    if writer is None:
+        return None
+    if settings.forwarder == "process":
+        child = ForwarderProcess(settings, counters)
+        try:
+            child.start()
+        except OSError as exc:
+            _log.warning(
+                "rlvitals: cannot start the forwarder process (%s); forwarding on a thread", exc
+            )
+        else:
+            writer.close()
+            return child
+    thread = Forwarder(settings.outbox_path, writer, counters, batch_size=settings.batch_size)
+    thread.start()
+    return thread
 
 
 def _safe_transforms(outbox: Outbox | None, run: str) -> dict[str, tuple[FieldTransform, ...]]:

@@ -13,11 +13,13 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from registry import AmbiguousName, Registry, Resolution, ResolveError
 
 from .config import Policy
 from .derive import StepDeriver
-from .outbox import NO_RANK, SPREAD, EventRow, SampleRow
+from .outbox import NO_RANK, SPREAD, EventRow, SampleBlock, SampleRow
 from .stats import RunCounters
 from .transform_record import TRANSFORMS_FIELD, FieldTransform
 
@@ -531,6 +533,143 @@ class Translator:
                 c.rate_window.append((wall_time, istep))
             c.latest.update(latest)
         return rows, events
+
+    def log_block(
+        self,
+        steps: Sequence[Any],
+        rows: Sequence[Sequence[Any]],
+        names: Sequence[Any],
+        wall_times: Sequence[float],
+        framework: str | None,
+    ) -> tuple[SampleBlock, list[SampleRow]] | None:
+        """What `log` makes of consecutive calls that logged the same `names` (in that order;
+        `rows[i]` their values at `steps[i]`): one columnar block and the rows derived from it,
+        with the counts and state one `log` per call leaves. None, with nothing changed, unless
+        the calls are all plain: steps rising from the last one, values Python floats or ints,
+        finite and inside the limits once transformed, names without a problem. `log` takes
+        anything else one call at a time, so the two ways store the same."""
+        floor = 0 if self._last_step is None else self._last_step
+        for step in steps:
+            if step.__class__ is not int or step < floor or step > MAX_STEP:
+                return None
+            floor = step + 1
+        for name in names:
+            if name.__class__ is not str or not name or text_problem("metric name", name):
+                return None
+        if not {value.__class__ for row in rows for value in row} <= {float, int}:
+            return None
+        try:
+            matrix = np.array(rows, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if matrix.shape != (len(steps), len(names)):
+            return None
+        framework = framework or self._framework
+        targets = self._targets.get(framework)
+        if targets is None:
+            targets = self._targets[framework] = {}
+        plan = [targets.get(name) or self._target(name, framework) for name in names]
+        # Transformed and limit-checked by column; anything to report goes the slow way.
+        canonical = matrix.copy()
+        with np.errstate(all="ignore"):
+            for j, target in enumerate(plan):
+                if isinstance(target, str):
+                    continue
+                how = target[6].transform
+                if how.kind == "negate":
+                    canonical[:, j] = -matrix[:, j]
+                elif how.kind == "scale":
+                    canonical[:, j] = matrix[:, j] * how.factor
+                elif how.kind == "reciprocal":
+                    canonical[:, j] = how.factor / matrix[:, j]
+                column = canonical[:, j]
+                if not (np.all(column >= target[4]) and np.all(column <= target[5])):
+                    return None
+            if not np.isfinite(canonical).all():
+                return None
+        if len(self._seen_names) < 200:
+            for _ in steps:
+                self._seen_names.extend(names)
+                if len(self._seen_names) >= 200:
+                    break
+        # What `log` decides per call, decided once: the column that stands for each metric
+        # (the registry's preferred name when two name one metric), what is refused.
+        rejected = unregistered = accepted = 0
+        chosen: list[int] = []  # column of `canonical` behind each stored column
+        stored_as: list[tuple[str, str, str]] = []  # (measurement, gpu, field)
+        metrics: list[tuple[tuple[str, str], int]] = []  # (metric key, stored column)
+        winners: dict[tuple[str, str], int] = {}
+        preferred: dict[tuple[str, str], int] = {}
+        for j, (name, target) in enumerate(zip(names, plan, strict=True)):
+            if isinstance(target, str):
+                if self._policy == "drop":
+                    rejected += 1
+                    continue
+                problem = name_problem("metric name", name)
+                if problem is not None:
+                    rejected += 1
+                    self._warn(f"value:{name!r}", f"{problem} (at step {steps[0]}); rejected")
+                    continue
+                self._warn(f"name:{name}", f"{target} Stored under measurement 'unregistered'.")
+                chosen.append(j)
+                stored_as.append(("unregistered", "", name))
+                unregistered += 1
+                continue
+            field, group, gpu, transform, _, _, res, precedence, key = target
+            accepted += 1
+            if key in winners:
+                if precedence >= preferred.get(key, 0):
+                    continue
+                chosen[winners[key]] = j
+                stored_as[winners[key]] = (group, gpu, field)
+            else:
+                winners[key] = len(stored_as)
+                metrics.append((key, len(stored_as)))
+                chosen.append(j)
+                stored_as.append((group, gpu, field))
+            if precedence:
+                preferred[key] = precedence
+            if transform is not None:
+                self._note_transform(field, name, res)
+        values = np.ascontiguousarray(canonical[:, chosen])
+        run, rank = self._run, self._rank
+        block = SampleBlock(run, rank, list(steps), list(wall_times), stored_as, values)
+        derived = (  # as `log`: a call with no metric in it derives nothing
+            self._deriver.derive_steps(
+                steps, [key for key, _ in metrics], [values[:, at].tolist() for _, at in metrics]
+            )
+            if metrics
+            else []
+        )
+        wall_of = dict(zip(steps, wall_times, strict=True))
+        extra: list[SampleRow] = [
+            (run, rank, step, group, "", field, value, wall_of[step])
+            for step, group, field, value in derived
+        ]
+        latest: dict[tuple[str, str], float] = {}
+        if metrics:
+            last_row = values[-1].tolist()
+            latest = {key: last_row[at] for key, at in metrics}
+        for _, _, field, value in derived:
+            latest[(field, "")] = value
+        n = len(steps)
+        stored = bool(stored_as) or bool(extra)
+        if stored:
+            self._last_step = steps[-1]
+        with self._counters.lock:
+            c = self._counters
+            c.rejected += rejected * n
+            if self._defer:
+                self._held[0] += accepted * n
+                self._held[1] += unregistered * n
+            else:
+                c.accepted += accepted * n
+                c.unregistered += unregistered * n
+            if stored:
+                c.step = steps[-1]
+                c.rate_window.extend(zip(wall_times[-64:], steps[-64:], strict=True))
+            c.latest.update(latest)
+        return block, extra
 
     @staticmethod
     def _convert(transform: Callable[[float], float] | None, value: float) -> float:

@@ -1,0 +1,331 @@
+"""The forwarder in a process of its own, so sending to InfluxDB never competes with training for
+the training process's GIL.
+
+Why a process: sqlite3 lets go of the GIL around every row it reads, and a thread that has let
+go of it waits up to the interpreter's switch interval (5 ms) to get it back while a pure-Python
+training loop runs. Reading a 5,000-row batch in the training process could take seconds, and
+rendering and sending holds the GIL the training loop needs. The outbox is already the durable
+hand-off between the worker and the forwarder, so the forwarder can just as well read it from
+another process: the training process only writes the outbox.
+
+The parent (`ForwarderProcess`, what `Run` uses) starts `python -m exporter.forward_process`
+and talks to it in JSON lines: the settings on its stdin first (credentials never go on the
+command line), then `flush` and `stop` requests; the child answers with counter changes, flush
+results and its log records, which the parent adds to the run's counts and logs as its own. When
+the parent dies (stdin ends) the child goes on sending what the outbox holds for up to the flush
+timeout, then exits. When the child dies, the parent starts another one (nothing is lost: the
+rows wait in the outbox).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from .config import ExporterSettings
+from .forwarder import Forwarder
+from .stats import RunCounters
+from .writers import make_writer
+
+__all__ = ["ForwarderProcess", "main"]
+
+_log = logging.getLogger("exporter.forwarder")
+_COUNTED = ("sent", "write_errors", "server_rejected")
+_REPORT_EVERY = 0.1  # seconds between the child's counter reports, while they change
+_IDLE_POLL = 0.1  # how often the child looks for new rows when it found none
+_RESTART_AFTER = 1.0  # seconds between restarts of a child that died
+
+
+def _settings_json(settings: ExporterSettings) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in settings.__dataclass_fields__:
+        value = getattr(settings, name)
+        out[name] = str(value) if isinstance(value, Path) else value
+    return out
+
+
+def _settings_from(data: dict[str, Any]) -> ExporterSettings:
+    return ExporterSettings(**{**data, "store": Path(data["store"])})
+
+
+class ForwarderProcess:
+    """Same interface as `Forwarder` (start, wake, flush, stop), run in a child process."""
+
+    def __init__(self, settings: ExporterSettings, counters: RunCounters) -> None:
+        self._settings = settings
+        self._counters = counters
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
+        self._waiting: dict[int, tuple[threading.Event, list[bool]]] = {}
+        self._next_id = 0
+        self._stopping = False
+        self._started_at = 0.0
+        self._reported_death = False
+
+    def start(self) -> None:
+        """Start the child; raises OSError when no process can be started (the caller then
+        forwards on a thread instead)."""
+        with self._lock:
+            self._spawn()
+
+    def _spawn(self) -> None:
+        env = dict(os.environ)
+        # the child imports this package the way the parent did, installed or not
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "exporter.forward_process"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            close_fds=True,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        hello = {"settings": _settings_json(self._settings)}
+        proc.stdin.write(json.dumps(hello).encode() + b"\n")
+        proc.stdin.flush()
+        self._proc = proc
+        self._started_at = time.monotonic()
+        self._reader = threading.Thread(
+            target=self._read, args=(proc, proc.stdout), name="rlvitals-forwarder-io", daemon=True
+        )
+        self._reader.start()
+
+    def _read(self, proc: subprocess.Popen[bytes], stream: IO[bytes]) -> None:
+        for line in stream:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            self._take(message)
+        proc.wait()
+        with self._lock:
+            for event, result in self._waiting.values():
+                result.append(False)
+                event.set()
+            self._waiting.clear()
+            if not self._stopping and not self._reported_death:
+                self._reported_death = True
+                _log.error(
+                    "rlvitals forwarder process exited (code %s); starting another (unsent rows "
+                    "wait in the outbox)",
+                    proc.returncode,
+                )
+
+    def _take(self, message: dict[str, Any]) -> None:
+        if "log" in message:
+            _log.log(int(message["log"]), "%s", message.get("text", ""))
+            return
+        if any(k in message for k in _COUNTED):
+            c = self._counters
+            with c.lock:
+                c.sent += int(message.get("sent", 0))
+                c.write_errors += int(message.get("write_errors", 0))
+                c.server_rejected += int(message.get("server_rejected", 0))
+                if message.get("last_write") is not None:
+                    c.last_write = float(message["last_write"])
+        if "flushed" in message:
+            with self._lock:
+                waiting = self._waiting.pop(int(message["flushed"]), None)
+            if waiting is not None:
+                waiting[1].append(bool(message.get("ok")))
+                waiting[0].set()
+
+    def _alive(self) -> bool:
+        """Whether a child runs; starts another when the last one died (at most once a second)."""
+        with self._lock:
+            if self._stopping:
+                return False
+            proc = self._proc
+            if proc is not None and proc.returncode is None and proc.poll() is None:
+                return True
+            if time.monotonic() - self._started_at < _RESTART_AFTER:
+                return False
+            try:
+                self._spawn()
+            except OSError as exc:
+                _log.error("rlvitals: cannot restart the forwarder process: %s", exc)
+                return False
+            return True
+
+    def _send(self, message: dict[str, Any]) -> bool:
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            return False
+        try:
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+            proc.stdin.flush()
+        except (OSError, ValueError):  # the child is gone
+            return False
+        return True
+
+    def wake(self) -> None:
+        """Nothing to do: the child looks for new rows every `_IDLE_POLL` seconds."""
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until the child found nothing unsent; False on timeout or when it is gone."""
+        if not self._alive():
+            return False
+        event = threading.Event()
+        result: list[bool] = []
+        with self._lock:
+            self._next_id += 1
+            ident = self._next_id
+            self._waiting[ident] = (event, result)
+        if not self._send({"flush": ident, "timeout": timeout}):
+            with self._lock:
+                self._waiting.pop(ident, None)
+            return False
+        # the child answers within `timeout`; a little more for the answer to arrive
+        if not event.wait(timeout + 1.0):
+            with self._lock:
+                self._waiting.pop(ident, None)
+            return False
+        return bool(result and result[0])
+
+    def stop(self, timeout: float = 5.0) -> None:
+        with self._lock:
+            self._stopping = True
+            proc = self._proc
+        if proc is None:
+            return
+        self._send({"stop": True})
+        try:
+            proc.wait(max(0.1, timeout))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if self._reader is not None:
+            self._reader.join(1.0)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+# -- the child ---------------------------------------------------------------------------------
+
+
+class _Out:
+    """The child's stdout: one JSON object per line, from any thread."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            try:
+                self._stream.write(json.dumps(message).encode() + b"\n")
+                self._stream.flush()
+            except (OSError, ValueError):
+                pass  # the parent is gone; its rows are still in the outbox
+
+
+class _ToParent(logging.Handler):
+    """Log records go to the parent, which logs them as its own."""
+
+    def __init__(self, out: _Out) -> None:
+        super().__init__()
+        self._out = out
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._out.send({"log": record.levelno, "text": self.format(record)})
+
+
+class _Reporter:
+    """Sends the parent what changed in the counters since the last report."""
+
+    def __init__(self, counters: RunCounters, out: _Out) -> None:
+        self._counters = counters
+        self._out = out
+        self._last = dict.fromkeys(_COUNTED, 0)
+        self._lock = threading.Lock()
+
+    def report(self) -> None:
+        with self._lock:
+            c = self._counters
+            with c.lock:
+                now = {k: int(getattr(c, k)) for k in _COUNTED}
+                last_write = c.last_write
+            delta = {k: now[k] - self._last[k] for k in _COUNTED if now[k] != self._last[k]}
+            if not delta:
+                return
+            self._last = now
+            self._out.send({**delta, "last_write": last_write})
+
+
+def main() -> int:
+    """The child: forward the outbox named in the settings read from stdin until told to stop."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the training; stdin ends it
+    out = _Out(sys.stdout.buffer)
+    handler = _ToParent(out)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    first = sys.stdin.buffer.readline()
+    try:
+        settings = _settings_from(json.loads(first)["settings"])
+    except (ValueError, KeyError, TypeError) as exc:
+        _log.error("rlvitals forwarder process: unreadable settings (%s); exiting", exc)
+        return 2
+    writer = make_writer(settings)
+    if writer is None:
+        return 0
+    counters = RunCounters()
+    forwarder = Forwarder(
+        settings.outbox_path,
+        writer,
+        counters,
+        batch_size=settings.batch_size,
+        idle_wait=_IDLE_POLL,
+    )
+    forwarder.start()
+    reporter = _Reporter(counters, out)
+    done = threading.Event()
+
+    def report_loop() -> None:
+        while not done.wait(_REPORT_EVERY):
+            reporter.report()
+
+    threading.Thread(target=report_loop, name="rlvitals-report", daemon=True).start()
+
+    def flush(ident: int, timeout: float) -> None:
+        ok = forwarder.flush(timeout)
+        reporter.report()
+        out.send({"flushed": ident, "ok": ok})
+
+    stopped = False
+    for line in sys.stdin.buffer:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if "flush" in message:
+            threading.Thread(
+                target=flush,
+                args=(int(message["flush"]), float(message.get("timeout", 10.0))),
+                daemon=True,
+            ).start()
+        elif message.get("stop"):
+            stopped = True
+            break
+    if not stopped:  # the training process is gone: send what it left, then go
+        forwarder.flush(settings.flush_timeout)
+    forwarder.stop(5.0)
+    done.set()
+    reporter.report()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""The worker translates a run of log calls that logged the same names as one columnar block
+(`Translator.log_block`, stored by `Outbox.write(blocks=...)`). Whatever the calls hold, what is
+stored (samples, events, running statistics, rollups) and counted is exactly what translating
+them one call at a time gives."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import exporter
+import registry
+from exporter import run as run_module
+from exporter import translate
+from exporter.derive import StepDeriver
+
+
+def _cleanrl_names(reg: registry.Registry) -> list[str]:
+    """Spellings that exercise every per-name decision: two names for one metric (the registry's
+    precedence picks one), scaled and reciprocal transforms (verl's; unknown names for
+    CleanRL), a canonical id, an unknown name."""
+    aliases = [a for m in reg.metrics for a in m.aliases if not a.is_pattern]
+    kl = [a.key for a in aliases if a.framework == "cleanrl" and a.metric == "policy_kl"]
+    scaled = next(a.key for a in aliases if a.framework == "cleanrl" and a.transform.factor != 1)
+    reciprocal = next(a.key for a in aliases if a.transform.kind == "reciprocal")
+    derived_from = {field for field, _ in StepDeriver(reg, {}).relevant}
+    plain = [
+        a.key
+        for a in aliases
+        if a.framework == "cleanrl" and a.transform.kind == "identity"
+        if a.metric not in derived_from  # the rest of names[6:] derives nothing
+    ]
+    return [
+        *kl,
+        scaled,
+        reciprocal,
+        "policy_kl",
+        "charts/episodic_return",
+        *plain[:3],
+        "my_custom/thing",
+    ]
+
+
+def _calls(names: list[str]) -> st.SearchStrategy[list[tuple[int, dict[str, Any]]]]:
+    """Mostly plain calls (runs of them become blocks), some with one odd value among them."""
+    odd = st.sampled_from([float("nan"), float("inf"), 2.0e9, -5.0, 3, True, "x", [0.1, 0.2]])
+    name_sets = st.sampled_from([names, names[:4], names[3:], names[6:], names[::-1]])
+
+    def call(ns: list[str]) -> st.SearchStrategy[tuple[int, dict[str, Any]]]:
+        values = st.lists(
+            st.floats(min_value=0.001, max_value=0.9), min_size=len(ns), max_size=len(ns)
+        )
+        spoilt = st.none() | st.none() | st.none() | st.tuples(st.sampled_from(ns), odd)
+        delta = st.sampled_from([0, 1, 1, 1, 1, 1, 2, -3])
+
+        def build(d: int, vs: list[float], bad: tuple[str, Any] | None) -> tuple[int, dict]:
+            logged: dict[str, Any] = dict(zip(ns, vs, strict=True))
+            if bad is not None:
+                logged[bad[0]] = bad[1]
+            return d, logged
+
+        return st.builds(build, delta, values, spoilt)
+
+    return st.lists(name_sets.flatmap(call), min_size=1, max_size=40)
+
+
+def _store(
+    tmp: Path,
+    reg: registry.Registry,
+    calls: list[tuple[int, dict[str, Any]]],
+    policy: str,
+    framework: str = "cleanrl",
+    *,
+    all_stored: bool = True,
+) -> tuple[Any, ...]:
+    settings = exporter.ExporterSettings(store=tmp)
+    run = exporter.init("r", registry=reg, settings=settings, policy=policy, framework=framework)
+    step = 100
+    for i, (delta, values) in enumerate(calls):
+        step = max(0, step + delta)
+        run.log(step, values, wall_time=1000.0 + i)
+    assert run.flush() is all_stored
+    latest = run.live().latest
+    stats = run.stats
+    run.finish()
+    db = sqlite3.connect(tmp / "outbox.sqlite")
+    try:
+        return (
+            db.execute(
+                "SELECT run, rank, step, measurement, gpu, field, value, wall_time FROM samples "
+                "ORDER BY 1, 2, 3, 4, 5, 6"
+            ).fetchall(),
+            db.execute(
+                "SELECT run, rank, step, kind, text, fields FROM events ORDER BY 1, 2, 3, 4"
+            ).fetchall(),
+            db.execute("SELECT * FROM sample_stats ORDER BY 1, 2, 3, 4, 5").fetchall(),
+            db.execute("SELECT * FROM sample_rollups ORDER BY 1, 2, 3, 4").fetchall(),
+            stats,
+            latest,
+        )
+    finally:
+        db.close()
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    data=st.data(),
+    policy=st.sampled_from(["warn", "drop"]),
+    framework=st.sampled_from(["cleanrl", "verl"]),
+)
+def test_a_block_stores_and_counts_what_one_call_at_a_time_does(
+    builtin: registry.Registry,
+    monkeypatch: pytest.MonkeyPatch,
+    data: st.DataObject,
+    policy: str,
+    framework: str,
+) -> None:
+    calls = data.draw(_calls(_cleanrl_names(builtin)))
+    with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as other:
+        monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 2)
+        blocks = _store(Path(one), builtin, calls, policy, framework)
+        monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 10**9)
+        single = _store(Path(other), builtin, calls, policy, framework)
+    assert blocks == single
+
+
+def test_plain_calls_do_take_the_block_path(
+    builtin: registry.Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    taken: list[int] = []
+    real = translate.Translator.log_block
+
+    def counting(self: translate.Translator, *args: Any, **kwargs: Any) -> Any:
+        out = real(self, *args, **kwargs)
+        if out is not None:
+            taken.append(out[0].size)
+        return out
+
+    monkeypatch.setattr(translate.Translator, "log_block", counting)
+    names = _cleanrl_names(builtin)
+    calls = [(1, {n: 0.01 * (i % 50 + 1) for n in names}) for i in range(500)]
+    stored = _store(tmp_path, builtin, calls, "warn")
+    assert sum(taken) >= 400 * (len(names) - 2)  # most calls went as blocks
+    assert {row[2] for row in stored[0] if row[3] != "run_config"} == set(range(101, 601))
+
+
+def test_a_refused_call_inside_a_block_is_dropped_alone(
+    builtin: registry.Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    real = exporter.Outbox.write
+
+    def refusing_step_7(self: exporter.Outbox, *args: Any, **kwargs: Any) -> bool:
+        steps = {row[2] for row in (args[0] if args else kwargs.get("samples", ()))}
+        steps |= {s for _, block in kwargs.get("blocks", ()) for s in block.steps}
+        if 107 in steps:
+            raise RuntimeError("injected fault at step 107")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(exporter.Outbox, "write", refusing_step_7)
+    names = _cleanrl_names(builtin)[:4]
+    calls = [(1, dict.fromkeys(names, 0.5)) for _ in range(20)]
+    samples, _, _, _, stats, _ = _store(tmp_path, builtin, calls, "warn", all_stored=False)
+    steps = {row[2] for row in samples if row[3] != "run_config"}
+    assert steps == set(range(101, 121)) - {107}
+    assert stats.dropped_by_reason["store_error"] == len(names)
