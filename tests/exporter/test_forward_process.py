@@ -1,0 +1,156 @@
+"""The forwarder runs in a child process (RLVITALS_FORWARDER=process, the default): the training
+process only writes the outbox. Its counts and log records reach the run; a child that dies is
+replaced without losing rows; a training process killed outright still has everything it stored
+sent by its child, which then exits."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import exporter
+import registry
+from exporter.forward_process import ForwarderProcess
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _steps(influx: Any, run: str) -> list[int]:
+    points = influx.query(f'SELECT "clip_fraction" FROM "policy" WHERE "run" = \'{run}\'')
+    return [p["time"] for p in points]
+
+
+def test_the_forwarder_is_a_child_process_and_its_counts_reach_the_run(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    with exporter.init("r", registry=reg, settings=influx.settings(tmp_path)) as run:
+        child = run._forwarder
+        assert isinstance(child, ForwarderProcess)
+        assert child._proc is not None and child._proc.pid != os.getpid()
+        for step in range(500):
+            run.log(step, {"losses/clipfrac": 0.25})
+        assert run.flush()
+        stats = run.stats
+    assert _steps(influx, "r") == list(range(500))
+    assert stats.sent >= 500  # every sample row (and the run's derived rows) was counted
+    assert child._proc.poll() == 0  # finish() stopped it
+
+
+def test_a_thread_forwarder_is_used_when_the_settings_ask_for_it(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    settings = influx.settings(tmp_path).replace(forwarder="thread")
+    with exporter.init("r", registry=reg, settings=settings) as run:
+        assert isinstance(run._forwarder, exporter.Forwarder)
+        for step in range(50):
+            run.log(step, {"losses/clipfrac": 0.25})
+        assert run.flush()
+    assert _steps(influx, "r") == list(range(50))
+
+
+def test_an_unknown_forwarder_setting_is_refused_with_the_choices() -> None:
+    with pytest.raises(exporter.ConfigError, match=r"RLVITALS_FORWARDER='fork'.*process, thread"):
+        exporter.ExporterSettings.from_env({"RLVITALS_FORWARDER": "fork"})
+
+
+def test_a_child_that_dies_is_replaced_and_nothing_is_lost(
+    tmp_path: Path, reg: registry.Registry, influx: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        caplog.at_level(logging.ERROR),
+        exporter.init("r", registry=reg, settings=influx.settings(tmp_path)) as run,
+    ):
+        child = run._forwarder
+        assert isinstance(child, ForwarderProcess) and child._proc is not None
+        for step in range(100):
+            run.log(step, {"losses/clipfrac": 0.25})
+        assert run.flush()
+        first = child._proc
+        first.kill()
+        first.wait()
+        for step in range(100, 200):
+            run.log(step, {"losses/clipfrac": 0.25})
+        deadline = time.monotonic() + 20
+        while not run.flush(5) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert child._proc is not first
+    assert _steps(influx, "r") == list(range(200))
+    assert any("forwarder process exited" in r.getMessage() for r in caplog.records)
+
+
+def test_a_refusal_logged_by_the_child_is_logged_by_the_run(
+    tmp_path: Path, reg: registry.Registry, influx: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # an event field InfluxDB holds as a string, sent as a number: HTTP 400 for that line
+    with caplog.at_level(logging.ERROR):
+        settings = influx.settings(tmp_path)
+        with exporter.init("r", registry=reg, settings=settings) as run:
+            run.event(1, "checkpoint", text="saved", note="text")
+            assert run.flush()
+            run.event(2, "checkpoint", text="saved", note=2.0)
+            run.flush()
+            stats = run.stats
+    assert stats.server_rejected == 1
+    assert any("refused and kept" in r.getMessage() for r in caplog.records)
+
+
+_TRAINING = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    import exporter, registry
+    settings = exporter.ExporterSettings(
+        store=Path(sys.argv[1]), influx_url=sys.argv[2], influx_database=sys.argv[3]
+    )
+    run = exporter.init("killed", registry=registry.load(sys.argv[4]), settings=settings)
+    for step in range(3000):
+        run.log(step, {"losses/clipfrac": 0.25})
+    assert run.flush(30, sent=False)  # stored in the outbox, not necessarily sent yet
+    print(run._forwarder._proc.pid, flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_a_killed_training_process_has_what_it_stored_sent_by_its_child(
+    tmp_path: Path, influx: Any
+) -> None:
+    mini = _ROOT / "tests" / "fixtures" / "mini_registry"
+    training = subprocess.Popen(
+        [sys.executable, "-c", _TRAINING, str(tmp_path), influx.url, influx.name, str(mini)],
+        stdout=subprocess.PIPE,
+        cwd=_ROOT,
+    )
+    assert training.stdout is not None
+    child_pid = int(training.stdout.readline())
+    training.send_signal(signal.SIGKILL)
+    training.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(_steps(influx, "killed")) < 3000:
+        time.sleep(0.2)
+    assert _steps(influx, "killed") == list(range(3000))
+    while time.monotonic() < deadline and _alive(child_pid):
+        time.sleep(0.2)
+    assert not _alive(child_pid)  # it went once the outbox was sent
+
+
+def _alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not our child: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        stat = Path(f"/proc/{pid}/stat")
+        return stat.exists() and stat.read_text().split()[2] != "Z"
+    return waited == 0
