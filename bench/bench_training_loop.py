@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from workload import metric_names as _names
+from workload import step_values as _values
 
 import exporter
 import registry
@@ -49,24 +51,6 @@ import registry
 _ROOT = Path(__file__).resolve().parents[1]
 
 Logger = tuple[Callable[[int, dict[str, float]], None], Callable[[], None]]
-
-
-def _names(reg: registry.Registry) -> list[str]:
-    """30 registered keys: SB3's own spellings first, then canonical ids of plain measured metrics."""
-    sb3 = [a.key for m in reg.metrics for a in m.aliases if a.framework == "sb3"]
-    names = [k for k in dict.fromkeys(sb3) if not k.startswith("time/")][:12]
-    taken = {reg.resolve(k, framework="sb3").metric for k in names}
-    for m in reg.metrics:
-        if len(names) == 30:
-            break
-        if m.kind == "measured" and m.pattern is None and m.id not in taken:
-            names.append(m.id)
-    return names
-
-
-def _values(names: list[str], step: int) -> dict[str, float]:
-    # In (0, 1): inside every registered metric's physical limits, so nothing is rejected.
-    return {n: 0.01 + 0.0098 * ((step * 7 + i) % 97) for i, n in enumerate(names)}
 
 
 # -- the work of one training step -----------------------------------------------------------

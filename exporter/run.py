@@ -110,6 +110,7 @@ class Run:
         self._capacity = settings.queue_size
         self._closed = False
         self._drop_warned = False
+        self._lost_at_flush = 0  # samples lost up to the last flush (what it reported)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._created = time.time()
@@ -242,13 +243,13 @@ class Run:
         self._ensure_worker()
         if not self._worker.is_alive():
             return False
-        lost_before = self._lost()
         marker = threading.Event()
         self._queue.append(marker)
         self._wake.set()
         if not marker.wait(timeout):
             return False
-        if self._lost() != lost_before:  # something logged since the last flush was not stored
+        lost, self._lost_at_flush = self._lost_at_flush, self._lost()
+        if self._lost_at_flush != lost:  # something logged since the last flush was not stored
             return False
         if self._forwarder is None or not sent:
             return True
@@ -395,11 +396,23 @@ class Run:
         self._counters.drop("finished" if self._closed else "queue_full", n)
         if not self._drop_warned:
             self._drop_warned = True
-            why = (
-                "it was finished" if self._closed else f"its queue is full ({self._capacity} calls)"
-            )
+            if self._closed:
+                why = "it was finished"
+            else:
+                why = (
+                    f"the queue to the worker is full: it holds {self._capacity} calls "
+                    "(RLVITALS_QUEUE_SIZE); while it is full each new call is dropped and the "
+                    "queued ones are kept"
+                )
+            reason = "finished" if self._closed else "queue_full"
             _log.warning(
-                "rlvitals run %r: samples dropped because %s; see run.stats.dropped", self.name, why
+                "rlvitals run %r: samples dropped because %s; counted in "
+                "run.stats.dropped_by_reason[%r] and rlvitals_dropped_total{reason=%r} (this "
+                "warning is given once)",
+                self.name,
+                why,
+                reason,
+                reason,
             )
 
     def _lost(self) -> int:

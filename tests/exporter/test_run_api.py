@@ -123,6 +123,7 @@ def test_a_full_queue_drops_and_counts_instead_of_blocking(
     with exporter.init("tiny", registry=reg, settings=settings) as run:
         for step in range(5000):
             run.log(step, {"losses/clipfrac": 0.1})
-        assert run.flush()
+        flushed = run.flush()
         stats = run.stats
     assert stats.accepted + stats.dropped == 5000
+    assert flushed is (stats.dropped == 0)  # flush says whether all that was logged is stored

@@ -4,6 +4,7 @@ counted with its reason, and `stats` counts only what was stored."""
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,33 @@ def test_dropped_samples_are_served_by_reason_on_metrics(
         assert run.flush() is False
         text = endpoint.render().decode()
     assert 'rlvitals_dropped_total{reason="store_error",run="r"} 2.0' in text
+
+
+def test_a_full_queue_drops_new_calls_counts_them_and_warns_once(
+    tmp_path: Path,
+    reg: registry.Registry,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    release = threading.Event()
+    real = exporter.Outbox.write
+
+    def slow(self: exporter.Outbox, *args: Any, **kwargs: Any) -> bool:
+        release.wait(10)  # the store is stuck: the queue fills
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(exporter.Outbox, "write", slow)
+    settings = exporter.ExporterSettings(store=tmp_path, queue_size=5)
+    with caplog.at_level(logging.WARNING):
+        run = exporter.init("r", registry=reg, settings=settings, policy="warn")
+        for step in range(200):
+            run.log(step, {"losses/clipfrac": 0.1, "losses/value_loss": 0.5})
+        release.set()
+        assert run.flush() is False  # not everything logged was stored, and flush says so
+        run.finish()
+    stats = run.stats
+    assert stats.dropped_by_reason["queue_full"] > 0
+    assert stats.dropped == stats.dropped_by_reason["queue_full"]
+    assert stats.accepted + stats.dropped == 400
+    warned = [r for r in caplog.records if "RLVITALS_QUEUE_SIZE" in r.getMessage()]
+    assert len(warned) == 1 and "queue_full" in warned[0].getMessage()
