@@ -425,6 +425,25 @@ def _merged(
     return out
 
 
+def _written_twice(samples: Sequence[SampleRow], blocks: Sequence[SampleBlock]) -> bool:
+    """Whether a block shares a key (run, rank, measurement, gpu, field and step) with another
+    block or a row of the same batch: two calls at one step logging one name in two shapes."""
+    spans = [
+        (b.run, b.rank, b.steps[0], b.steps[-1], frozenset(b.columns)) for b in blocks if b.steps
+    ]
+    for i, (run, rank, lo, hi, columns) in enumerate(spans):
+        for other in spans[i + 1 :]:
+            overlap = (run, rank) == other[:2] and lo <= other[3] and other[2] <= hi
+            if overlap and columns & other[4]:
+                return True
+    for row in samples:
+        for run, rank, lo, hi, columns in spans:
+            key = (row[3], row[4], row[5])
+            if lo <= row[2] <= hi and key in columns and (row[0], row[1]) == (run, rank):
+                return True
+    return False
+
+
 def _activity(
     samples: Sequence[SampleRow],
     progress: Sequence[tuple[str, int, int]],
@@ -502,6 +521,7 @@ class Outbox:
             )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA temp_store=MEMORY")
             if not self._has_schema():
                 self._db.executescript(_SCHEMA)
             self._ensure_lifecycle_columns()
@@ -653,8 +673,8 @@ class Outbox:
                         "UPDATE sequence SET n = n + ? RETURNING n", (count,)
                     ).fetchone()
                     first = last - count + 1
-                    self._upsert_samples(db, samples, blocks, first)
-                    running_stats.fold(db, first, first + stored - 1)
+                    ranges = self._upsert_samples(db, samples, blocks, first)
+                    self._fold(db, samples, blocks, first, first + stored - 1, ranges)
                     first += stored
                     db.executemany(
                         _UPSERT_EVENT, [(*row, first + i) for i, row in enumerate(events)]
@@ -696,11 +716,14 @@ class Outbox:
         samples: Sequence[SampleRow],
         blocks: Sequence[tuple[int, SampleBlock]],
         first: int,
-    ) -> None:
-        """Rows and blocks in their order, numbered from `first` on."""
+    ) -> list[tuple[int, int]]:
+        """Rows and blocks in their order, numbered from `first` on; the numbers the rows
+        took, as ranges (the blocks took the rest)."""
         done = 0
+        ranges: list[tuple[int, int]] = []
         for at, block in [*blocks, (len(samples), None)]:
             if at > done:
+                ranges.append((first, first + at - done - 1))
                 first = self._upsert_rows(db, samples[done:at], first)
                 done = at
             if block is not None and block.size:
@@ -728,6 +751,30 @@ class Outbox:
                 db.execute("DELETE FROM temp.block_steps")
                 db.execute("DELETE FROM temp.block_columns")
                 first += block.size
+        return ranges
+
+    @staticmethod
+    def _fold(
+        db: sqlite3.Connection,
+        samples: Sequence[SampleRow],
+        blocks: Sequence[tuple[int, SampleBlock]],
+        first: int,
+        last: int,
+        ranges: list[tuple[int, int]],
+    ) -> None:
+        """Add what was just stored to the running statistics: the rows read back from the
+        file, the blocks summed from their values, unless one key was written twice in this
+        batch (then the later value replaced the earlier one in the file, and only reading it
+        back counts it once)."""
+        if not blocks or _written_twice(samples, [b for _, b in blocks]):
+            running_stats.fold(db, first, last)
+            return
+        partials = [
+            row
+            for _, b in blocks
+            for row in running_stats.block_partials(b.run, b.rank, b.steps, b.columns, b.values)
+        ]
+        running_stats.fold(db, first, last, ranges=ranges, partials=orjson.dumps(partials).decode())
 
     def _upsert_rows(self, db: sqlite3.Connection, rows: Sequence[SampleRow], first: int) -> int:
         text = _json_rows(rows) if self._json_writes else None

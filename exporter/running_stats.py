@@ -34,10 +34,16 @@ open, in one transaction (`install`).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "ROLLUP_LEVELS",
     "STATS_VERSION",
+    "block_partials",
     "catch_up",
     "fold",
     "install",
@@ -311,16 +317,95 @@ def catch_up(db: sqlite3.Connection) -> None:
     _fold(db, _FOLD_OTHERS, folded, current)
 
 
-def fold(db: sqlite3.Connection, first: int, last: int) -> None:
+def fold(
+    db: sqlite3.Connection,
+    first: int,
+    last: int,
+    *,
+    ranges: Sequence[tuple[int, int]] | None = None,
+    partials: str | None = None,
+) -> None:
     """Inside the write transaction that stored samples numbered `first`..`last` (unsent): add
     their values to the statistics and rollups, take out the values they replaced, and mark
-    everything numbered up to `last` summed."""
-    _fold(db, _FOLD_BATCH, first, last)
+    everything numbered up to `last` summed.
+
+    With `ranges` only the rows numbered in those ranges are read back and summed; `partials`
+    (a JSON array of `block_partials` rows) brings the sums of the others, computed by the
+    writer from the values it had in hand (a columnar block: `block_partials`)."""
+    _fold(db, _FOLD_BATCH, first, last, ranges=ranges, partials=partials)
 
 
-def _fold(db: sqlite3.Connection, rows: str, first: int, last: int) -> None:
+def block_partials(
+    run: str,
+    rank: int,
+    steps: Sequence[int],
+    columns: Sequence[tuple[str, str, str]],
+    values: npt.NDArray[np.float64],
+) -> list[list[Any]]:
+    """The rows `fold` sums into per series and finest block, for a block of finite values at
+    rising steps (`values[i, j]`: column j at steps[i]), computed with numpy instead of read
+    back from the file."""
+    at = np.asarray(steps, dtype=np.int64)
+    blocks = at // _FINE
+    starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+    ends = np.r_[starts[1:], len(at)]
+    counts = (ends - starts).tolist()
+    first_steps = at[starts].tolist()
+    last_steps = at[ends - 1].tolist()
+    ids = blocks[starts].tolist()
+    totals = np.add.reduceat(values, starts, axis=0).tolist()
+    squares = np.add.reduceat(values * values, starts, axis=0).tolist()
+    lows = np.minimum.reduceat(values, starts, axis=0).tolist()
+    highs = np.maximum.reduceat(values, starts, axis=0).tolist()
+    out: list[list[Any]] = []
+    for j, (measurement, gpu, field) in enumerate(columns):
+        if measurement == "run_config":
+            continue
+        for g, block in enumerate(ids):
+            out.append(
+                [
+                    run,
+                    field,
+                    rank,
+                    measurement,
+                    gpu,
+                    block,
+                    counts[g],
+                    totals[g][j],
+                    squares[g][j],
+                    first_steps[g],
+                    last_steps[g],
+                    lows[g][j],
+                    highs[g][j],
+                ]
+            )
+    return out
+
+
+_PARTIALS = """INSERT INTO temp.stats_batch
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+       json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'),
+       json_extract(value, '$[9]'), json_extract(value, '$[10]'), json_extract(value, '$[11]'),
+       json_extract(value, '$[12]')
+FROM json_each(:partials)"""
+
+
+def _fold(
+    db: sqlite3.Connection,
+    rows: str,
+    first: int,
+    last: int,
+    *,
+    ranges: Sequence[tuple[int, int]] | None = None,
+    partials: str | None = None,
+) -> None:
     args = {"first": first, "last": last}
-    db.execute(rows, args)
+    for lo, hi in [(first, last)] if ranges is None else ranges:
+        if lo <= hi:
+            db.execute(rows, {"first": lo, "last": hi})
+    if partials is not None:
+        db.execute(_PARTIALS, {"partials": partials})
     for statement in _FOLD_REPLACED:
         db.execute(statement)
     db.execute(_APPLY[0])  # the statistics: a series' levels are decided from them

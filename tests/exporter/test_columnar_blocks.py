@@ -5,6 +5,7 @@ them one call at a time gives."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -131,7 +132,29 @@ def test_a_block_stores_and_counts_what_one_call_at_a_time_does(
         blocks = _store(Path(one), builtin, calls, policy, framework)
         monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 10**9)
         single = _store(Path(other), builtin, calls, policy, framework)
-    assert blocks == single
+    samples, events, stats, rollups, counts, latest = blocks
+    assert (samples, events, counts, latest) == (single[0], single[1], single[4], single[5])
+    # statistics: the same counts, steps and extremes; sums equal up to the order of adding
+    assert _close(stats, single[2])
+    assert _close(rollups, single[3])
+
+
+def _close(rows: list[tuple[Any, ...]], others: list[tuple[Any, ...]]) -> bool:
+    """Equal rows, floats up to rounding (sums added in another order)."""
+    if len(rows) != len(others):
+        return False
+    for row, other in zip(rows, others, strict=True):
+        if len(row) != len(other):
+            return False
+        for a, b in zip(row, other, strict=True):
+            same = (
+                math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+                if isinstance(a, float) and isinstance(b, float)
+                else a == b
+            )
+            if not same:
+                return False
+    return True
 
 
 def test_plain_calls_do_take_the_block_path(
@@ -173,3 +196,22 @@ def test_a_refused_call_inside_a_block_is_dropped_alone(
     steps = {row[2] for row in samples if row[3] != "run_config"}
     assert steps == set(range(101, 121)) - {107}
     assert stats.dropped_by_reason["store_error"] == len(names)
+
+
+def test_a_name_logged_again_at_a_step_in_another_shape_counts_once(
+    builtin: registry.Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # three calls in one shape become a block; the fourth logs the same names in another order
+    # at the block's last step: its values replace the block's there, in the statistics too
+    names = _cleanrl_names(builtin)[4:8]
+    calls = [(1, dict.fromkeys(names, 0.25)) for _ in range(3)]
+    calls += [(0, dict.fromkeys(reversed(names), 0.75))]
+    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 2)
+    samples, _, stats, _, _, _ = _store(tmp_path / "blocks", builtin, calls, "warn")
+    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 10**9)
+    single = _store(tmp_path / "single", builtin, calls, "warn")
+    assert samples == single[0]
+    assert _close(stats, single[2])
+    field_stats = [row for row in stats if row[3] not in ("health", "run_config")]
+    assert field_stats and all(row[5] == 3 for row in field_stats)  # steps 101, 102, 103
+    assert all(row[6] == pytest.approx(0.25 + 0.25 + 0.75) for row in field_stats)
