@@ -8,7 +8,7 @@ rendering and sending holds the GIL the training loop needs. The outbox is alrea
 hand-off between the worker and the forwarder, so the forwarder can just as well read it from
 another process: the training process only writes the outbox.
 
-The parent (`ForwarderProcess`, what `Run` uses) starts `python -m exporter.forward_process`
+The parent (`ForwarderProcess`, what `Run` uses) starts `python -m exporter.forward_child`
 and talks to it in JSON lines: the settings on its stdin first (credentials never go on the
 command line), then `flush` and `stop` requests; the child answers with counter changes, flush
 results and its log records, which the parent adds to the run's counts and logs as its own. When
@@ -83,7 +83,7 @@ class ForwarderProcess:
         # the child imports this package the way the parent did, installed or not
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "exporter.forward_process"],
+            [sys.executable, "-m", "exporter.forward_child"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -325,7 +325,3 @@ def main() -> int:
     done.set()
     reporter.report()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
