@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from local_influx import start_influx
 from workload import metric_names, step_values
 
 import exporter
@@ -116,6 +117,18 @@ def main() -> None:
             rows.append(("rlvitals Run.log (warn policy)", _time(run.log, steps, names)))
             run.flush(120)
             stats = run.stats
+        server = start_influx(Path(tmp))
+        if server is not None:
+            # the forwarder sends meanwhile (in its own process): what log() costs then
+            sending = settings.replace(
+                store=Path(tmp) / "store-influx", influx_url=server.url, influx_database="bench"
+            )
+            with exporter.init("bench", registry=reg, settings=sending, framework="sb3") as run:
+                rows.append(
+                    ("rlvitals Run.log, forwarding to InfluxDB", _time(run.log, steps, names))
+                )
+                run.flush(300)
+            server.stop()
         label, tb_log, tb_close = _summary_writer(str(Path(tmp) / "tb"))
         rows.append((f"{label}: 30 x add_scalar", _time(tb_log, max(200, steps // 20), names)))
         tb_close()

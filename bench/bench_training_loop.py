@@ -34,7 +34,6 @@ import logging
 import multiprocessing as mp
 import os
 import sqlite3
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from local_influx import start_influx
 from workload import metric_names as _names
 from workload import step_values as _values
 
@@ -203,23 +203,6 @@ def _loop(
     return time.perf_counter() - start, logged_at
 
 
-def _start_influx(tmp: Path) -> Any:
-    if not _which("influxd"):
-        return None
-    sys.path.insert(0, str(_ROOT / "tests"))
-    from influx_server import InfluxServer
-
-    (tmp / "influx").mkdir()
-    server = InfluxServer(tmp / "influx")
-    server.start()
-    server.post_query("CREATE DATABASE bench")
-    return server
-
-
-def _which(cmd: str) -> bool:
-    return any(os.access(Path(p) / cmd, os.X_OK) for p in os.environ.get("PATH", "").split(":"))
-
-
 def _worker_rate(reg: registry.Registry, tmp: Path, names: list[str], steps: int) -> str:
     """How fast the worker stores when the caller logs as fast as it can: steps/s from the
     first log() until flush() says everything is in the outbox."""
@@ -264,7 +247,7 @@ def main() -> None:
     rows: list[tuple[str, float, str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        server = _start_influx(tmp)
+        server = start_influx(tmp)
         worker = _worker_rate(reg, tmp, names, 50_000)
         try:
             for kind in args.loops.split(","):
