@@ -356,6 +356,18 @@ class Translator:
         cache[name] = target
         return target
 
+    def _refuses_unknown(self, name: str, message: str, step: int) -> bool:
+        """Whether a name the registry does not know is refused (policy drop, or a name no
+        store can hold); else it is stored under `unregistered`, said once per name."""
+        if self._policy == "drop":
+            return True
+        problem = name_problem("metric name", name)
+        if problem is not None:
+            self._warn(f"value:{name!r}", f"{problem} (at step {step}); rejected")
+            return True
+        self._warn(f"name:{name}", f"{message} Stored under measurement 'unregistered'.")
+        return False
+
     def _resolve(self, name: str, framework: str | None) -> Resolution:
         try:
             return self._registry.resolve(name, framework)
@@ -424,16 +436,10 @@ class Translator:
             if target is None:
                 target = self._target(name, framework)
             if isinstance(target, str):  # unknown name: the resolver's message
-                if self._policy == "drop":
+                if self._refuses_unknown(name, target, istep):
                     rejected += 1
-                    continue
-                problem = name_problem("metric name", name)
-                if problem is not None:
-                    rejected += 1
-                    self._warn(f"value:{name!r}", f"{problem} (at step {istep}); rejected")
                     continue
                 field = name
-                self._warn(f"name:{name}", f"{target} Stored under measurement 'unregistered'.")
                 if members is not None:
                     summary = self._summarise(
                         members, field, f" (unregistered {name!r})", nonfinite
@@ -602,15 +608,9 @@ class Translator:
         preferred: dict[tuple[str, str], int] = {}
         for j, (name, target) in enumerate(zip(names, plan, strict=True)):
             if isinstance(target, str):
-                if self._policy == "drop":
+                if self._refuses_unknown(name, target, steps[0]):
                     rejected += 1
                     continue
-                problem = name_problem("metric name", name)
-                if problem is not None:
-                    rejected += 1
-                    self._warn(f"value:{name!r}", f"{problem} (at step {steps[0]}); rejected")
-                    continue
-                self._warn(f"name:{name}", f"{target} Stored under measurement 'unregistered'.")
                 chosen.append(j)
                 stored_as.append(("unregistered", "", name))
                 unregistered += 1
