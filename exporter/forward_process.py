@@ -43,6 +43,7 @@ _COUNTED = ("sent", "write_errors", "server_rejected")
 _REPORT_EVERY = 0.1  # seconds between the child's counter reports, while they change
 _IDLE_POLL = 0.1  # how often the child looks for new rows when it found none
 _RESTART_AFTER = 1.0  # seconds between restarts of a child that died
+_FAILED_STARTS = 2  # children that died before they were ready: then forward on a thread
 
 
 def _settings_json(settings: ExporterSettings) -> dict[str, Any]:
@@ -66,11 +67,14 @@ class ForwarderProcess:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
-        self._waiting: dict[int, tuple[threading.Event, list[bool]]] = {}
+        self._waiting: dict[int, tuple[threading.Event, list[bool | None]]] = {}
         self._next_id = 0
         self._stopping = False
         self._started_at = 0.0
         self._reported_death = False
+        self._ready = False
+        self._failed_starts = 0
+        self._fallback: Forwarder | None = None
 
     def start(self) -> None:
         """Start the child; raises OSError when no process can be started (the caller then
@@ -94,6 +98,7 @@ class ForwarderProcess:
         proc.stdin.write(json.dumps(hello).encode() + b"\n")
         proc.stdin.flush()
         self._proc = proc
+        self._ready = False
         self._started_at = time.monotonic()
         self._reader = threading.Thread(
             target=self._read, args=(proc, proc.stdout), name="rlvitals-forwarder-io", daemon=True
@@ -110,9 +115,14 @@ class ForwarderProcess:
         proc.wait()
         with self._lock:
             for event, result in self._waiting.values():
-                result.append(False)
+                result.append(None)  # no answer: the child died
                 event.set()
             self._waiting.clear()
+            if not self._ready and not self._stopping:
+                self._failed_starts += 1
+                if self._failed_starts >= _FAILED_STARTS and self._fallback is None:
+                    self._fall_back(proc.returncode)
+                    return
             if not self._stopping and not self._reported_death:
                 self._reported_death = True
                 _log.error(
@@ -121,7 +131,33 @@ class ForwarderProcess:
                     proc.returncode,
                 )
 
+    def _fall_back(self, code: int | None) -> None:
+        """No child gets as far as reading its settings here (a frozen or embedded Python that
+        cannot run `-m`): forward on a thread of this process instead."""
+        writer = make_writer(self._settings)
+        if writer is None:
+            return
+        _log.warning(
+            "rlvitals: the forwarder process cannot start here (%s exited with code %s before "
+            "it was ready); forwarding on a thread",
+            sys.executable,
+            code,
+        )
+        fallback = Forwarder(
+            self._settings.outbox_path,
+            writer,
+            self._counters,
+            batch_size=self._settings.batch_size,
+        )
+        fallback.start()
+        self._fallback = fallback
+
     def _take(self, message: dict[str, Any]) -> None:
+        if message.get("ready"):
+            with self._lock:
+                self._ready = True
+                self._failed_starts = 0
+            return
         if "log" in message:
             _log.log(int(message["log"]), "%s", message.get("text", ""))
             return
@@ -143,7 +179,7 @@ class ForwarderProcess:
     def _alive(self) -> bool:
         """Whether a child runs; starts another when the last one died (at most once a second)."""
         with self._lock:
-            if self._stopping:
+            if self._stopping or self._fallback is not None:
                 return False
             proc = self._proc
             if proc is not None and proc.returncode is None and proc.poll() is None:
@@ -172,11 +208,26 @@ class ForwarderProcess:
         """Nothing to do: the child looks for new rows every `_IDLE_POLL` seconds."""
 
     def flush(self, timeout: float) -> bool:
-        """Wait until the child found nothing unsent; False on timeout or when it is gone."""
-        if not self._alive():
-            return False
+        """Wait until the child found nothing unsent; False on timeout. A child that dies
+        meanwhile is replaced and asked again."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._fallback is not None:
+                return self._fallback.flush(max(0.0, deadline - time.monotonic()))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if not self._alive():
+                time.sleep(0.05)
+                continue
+            outcome = self._ask_flush(remaining)
+            if outcome is not None:
+                return outcome
+
+    def _ask_flush(self, timeout: float) -> bool | None:
+        """The child's answer to one flush request; None when it died before answering."""
         event = threading.Event()
-        result: list[bool] = []
+        result: list[bool | None] = []
         with self._lock:
             self._next_id += 1
             ident = self._next_id
@@ -184,18 +235,21 @@ class ForwarderProcess:
         if not self._send({"flush": ident, "timeout": timeout}):
             with self._lock:
                 self._waiting.pop(ident, None)
-            return False
+            return None
         # the child answers within `timeout`; a little more for the answer to arrive
         if not event.wait(timeout + 1.0):
             with self._lock:
                 self._waiting.pop(ident, None)
             return False
-        return bool(result and result[0])
+        return result[0] if result else None
 
     def stop(self, timeout: float = 5.0) -> None:
         with self._lock:
             self._stopping = True
             proc = self._proc
+            fallback = self._fallback
+        if fallback is not None:
+            fallback.stop(timeout)
         if proc is None:
             return
         self._send({"stop": True})
@@ -281,6 +335,7 @@ def main() -> int:
     writer = make_writer(settings)
     if writer is None:
         return 0
+    out.send({"ready": True})
     counters = RunCounters()
     forwarder = Forwarder(
         settings.outbox_path,

@@ -154,3 +154,26 @@ def _alive(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat")
         return stat.exists() and stat.read_text().split()[2] != "Z"
     return waited == 0
+
+
+def test_where_no_child_can_start_the_run_forwards_on_a_thread(
+    tmp_path: Path,
+    reg: registry.Registry,
+    influx: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # an interpreter that cannot run `-m exporter.forward_child` (here: one that exits at once)
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    with (
+        caplog.at_level(logging.WARNING),
+        exporter.init("r", registry=reg, settings=influx.settings(tmp_path / "store")) as run,
+    ):
+        for step in range(100):
+            run.log(step, {"losses/clipfrac": 0.25})
+        assert run.flush(20)
+    assert _steps(influx, "r") == list(range(100))
+    assert any("forwarding on a thread" in r.getMessage() for r in caplog.records)
