@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OutboxError, WriteError
+from .influx_rollups import InfluxRollups
 from .lineprotocol import (
     FieldValue,
     escape_field_key,
@@ -216,7 +217,13 @@ class Forwarder:
     """Owns one writer and one outbox connection; `flush` waits until nothing is left to send."""
 
     def __init__(
-        self, outbox_path: Path, writer: Writer, counters: RunCounters, *, batch_size: int = 5000
+        self,
+        outbox_path: Path,
+        writer: Writer,
+        counters: RunCounters,
+        *,
+        batch_size: int = 5000,
+        rollups: InfluxRollups | None = None,
     ) -> None:
         self._path = outbox_path
         self._writer = writer
@@ -228,6 +235,7 @@ class Forwarder:
         self._empty_passes = 0
         self._failing = False
         self._renderer = LineRenderer()
+        self._rollups = rollups  # step rollups kept in InfluxDB beside the points sent
         self._thread = threading.Thread(target=self._loop, name="rlvitals-forwarder", daemon=True)
 
     def start(self) -> None:
@@ -335,6 +343,8 @@ class Forwarder:
                 len(refused),
                 len(keyed),
             )
+        if self._rollups is not None:
+            self._rollups.sent(rows, projects, exact=not refused)
         outbox.mark_ranges(sample_range, event_range, state=1)
         lost = 0
         if refused:

@@ -25,6 +25,7 @@ from . import live_states
 from .config import POLICIES, ExporterSettings, Policy
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError
 from .forwarder import Forwarder
+from .influx_rollups import make_rollups
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import NO_RANK, EventRow, Outbox, SampleRow, SourcePosition
 from .stats import LiveState, RunCounters, RunStats
@@ -132,7 +133,13 @@ class Run:
             )
         writer = make_writer(settings)
         self._forwarder = (
-            Forwarder(settings.outbox_path, writer, self._counters, batch_size=settings.batch_size)
+            Forwarder(
+                settings.outbox_path,
+                writer,
+                self._counters,
+                batch_size=settings.batch_size,
+                rollups=make_rollups(settings, writer),
+            )
             if writer is not None
             else None
         )

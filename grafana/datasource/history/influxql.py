@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 import registry
+from exporter.running_stats import ROLLUP_LEVELS
 
 from .base import (
     UNREGISTERED,
@@ -33,6 +34,14 @@ from .base import (
 )
 from .fields import metric_of_field
 from .influx_http import InfluxHttp, ResultSeries
+from .influx_rollups import (
+    RollupSpan,
+    count_statement,
+    marker_statement,
+    rolled_up,
+    rollup_series,
+    rollup_stats,
+)
 from .influx_stats import IncrementalStats
 from .quoting import quote_ident, quote_string
 
@@ -156,32 +165,49 @@ class InfluxHistory:
         if hi < lo:
             return empty_points()
         scope = f"FROM {source} WHERE {where} AND {self._time(lo, hi)}"
-        count_r, first_r, last_r = self.http.query(
+        whole = f"FROM {source} WHERE {where}"
+        edges = self.http.query(
             [
-                f"SELECT count({col}) {scope}",
-                f"SELECT first({col}) {scope}",
-                f"SELECT last({col}) {scope}",
+                f"SELECT {col} {scope} ORDER BY time ASC LIMIT 1",
+                f"SELECT {col} {scope} ORDER BY time DESC LIMIT 1",
+                marker_statement(where),
+                f"SELECT {col} {whole} ORDER BY time ASC LIMIT 1",
+                f"SELECT {col} {whole} ORDER BY time DESC LIMIT 1",
+                count_statement(where, field),
             ]
         )
-        count = int(_first_value(count_r, "count") or 0)
-        if count == 0:
+        if _first_value(edges[0], "time") is None:
             return empty_points()
-        data_first = int(_first_value(first_r, "time"))
-        data_last = int(_first_value(last_r, "time"))
+        data_first = int(_first_value(edges[0], "time"))
+        data_last = int(_first_value(edges[1], "time"))
         if data_last - data_first + 1 <= max_points:
             (rows,) = self.http.query([f"SELECT {col} {scope}"])
             steps, values = self._column(rows, field)
             merged = _merge_duplicates(steps, values)
-            return Points(merged.steps, merged.values, 1, count)
+            return Points(merged.steps, merged.values, 1, len(steps))
         first = data_first if start is None else lo
         last = data_last if end is None else hi
         plan = bucket_plan(first, last, max_points)
+        if plan.level in ROLLUP_LEVELS and rolled_up(edges[2]):
+            # the outbox's rule: a level only where its blocks hold enough values on average
+            span = RollupSpan(
+                int(_first_value(edges[5], "n") or 0),
+                int(_first_value(edges[3], "time")),
+                int(_first_value(edges[4], "time")),
+            )
+            if span.dense_enough(plan.level):
+                open_end = None if end is None else hi
+                return rollup_series(
+                    self.http, source, where, field, lo, open_end, plan, max_points
+                )
+        (count_r,) = self.http.query([f"SELECT count({col}) {scope}"])
+        count = int(_first_value(count_r, "count") or 0)
         size = plan.size
         offset = plan.origin % size
         (rows,) = self.http.query(
             [
                 f'SELECT last("step") AS "step", mean({col}) AS "value" '
-                f"FROM {source} WHERE {where} AND {self._time(first, last)} "
+                f"FROM {source} WHERE {where} AND {col} = {col} AND {self._time(first, last)} "
                 f"GROUP BY time({size}s, {offset}s) fill(none)"
             ]
         )
@@ -239,6 +265,9 @@ class InfluxHistory:
         names = list(dict.fromkeys(fields))
         if not names:
             return {}
+        (marker,) = self.http.query([marker_statement(where)])
+        if rolled_up(marker):
+            return rollup_stats(self.http, where, names)
         return self.folded.stats(self.http, run, where, names, self._from)
 
     def events(self, run: str, limit: int) -> tuple[Event, ...]:
