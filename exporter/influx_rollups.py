@@ -43,14 +43,17 @@ import base64
 import json
 import logging
 import math
+import operator
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .config import ExporterSettings, redact_url
-from .lineprotocol import format_line, join_lines
+from .lineprotocol import escape_field_key, format_line, join_lines
 from .outbox import NO_RANK, SampleRow
 from .running_stats import ROLLUP_LEVELS
 from .writers import Writer
@@ -72,6 +75,7 @@ ROLLUP_STATS = ("n", "sum", "min", "max", "last")
 ROLLUP_MARKER = "rlvitals_rollups"
 """One point per run (field `version`) once its rollups cover every point it has."""
 ROLLUP_VERSION = 1
+_CACHE_LIMIT = 10_000
 _SKIP = frozenset({"run_config", "events", ROLLUP_MARKER})
 _BACKFILL_STEPS = 16 * ROLLUP_LEVELS[-1]  # steps per backfill statement
 _FINE, _COARSE = ROLLUP_LEVELS
@@ -147,11 +151,84 @@ class _Series:
     """What this writer knows of one series: the newest step InfluxDB holds for it and, per
     level, the open block it has summed whole (None: that block is recomputed by InfluxDB)."""
 
-    __slots__ = ("frontier", "open")
+    __slots__ = ("fields", "frontier", "open")
 
     def __init__(self, frontier: int) -> None:
         self.frontier = frontier
         self.open: dict[int, tuple[int, _Acc] | None] = dict.fromkeys(ROLLUP_LEVELS)
+        # the fields sent for it: a rollup point holds the fields of every measurement of the run
+        self.fields: set[str] = set()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One field's values in one 64-step block of one batch."""
+
+    field: str
+    block: int
+    n: float
+    total: float
+    low: float
+    high: float
+    first: int
+    last: int
+
+
+_VALUE, _STEP = operator.itemgetter(6), operator.itemgetter(2)
+_COMBO = operator.itemgetter(3, 0, 1, 4, 5)  # measurement, run, rank, gpu, field
+_SHIFT = 40  # a batch's (series, field) number above the 64-step block number
+_MAX_BLOCK = 1 << _SHIFT
+
+
+def _block_sums(rows: Sequence[SampleRow]) -> dict[_Key, list[_Entry]]:
+    """The finite numbers of a batch summed per series, field and 64-step block, in numpy (a
+    sort and a few reductions: no Python work per row beyond transposing the batch)."""
+    if not rows:
+        return {}
+    values_t = list(map(_VALUE, rows))
+    values = np.array(values_t)
+    if values.dtype == np.float64:
+        usable = np.isfinite(values)
+    else:  # text among the numbers (numpy would read "1.5" as a number: it is a string field)
+        numbers = [_numeric(v) for v in values_t]
+        usable = np.array([v is not None for v in numbers])
+        values = np.array([math.nan if v is None else v for v in numbers], dtype=np.float64)
+    combos = list(map(_COMBO, rows))
+    index = {c: i for i, c in enumerate(dict.fromkeys(combos))}
+    codes = np.fromiter(map(index.__getitem__, combos), dtype=np.int64, count=len(combos))
+    steps = np.fromiter(map(_STEP, rows), dtype=np.int64, count=len(rows))
+    skip = np.array([c[0] in _SKIP for c in index], dtype=bool)
+    usable &= ~skip[codes] & (steps >= 0) & (steps // _FINE < _MAX_BLOCK)
+    if not usable.all():
+        codes, steps, values = codes[usable], steps[usable], values[usable]
+    if codes.size == 0:
+        return {}
+    group = (codes << _SHIFT) | (steps // _FINE)
+    order = np.lexsort((steps, group))  # stable: a step's rows stay in the order they were sent
+    group, steps, values = group[order], steps[order], values[order]
+    # a field logged twice at one step in a batch: InfluxDB keeps the value sent last
+    last_of_step = np.r_[(group[1:] != group[:-1]) | (steps[1:] != steps[:-1]), True]
+    if not last_of_step.all():
+        group, steps, values = group[last_of_step], steps[last_of_step], values[last_of_step]
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    ends = np.r_[starts[1:], group.size]
+    out: dict[_Key, list[_Entry]] = {}
+    combo_of = list(index)
+    for g, n, total, low, high, first, last in zip(
+        group[starts].tolist(),
+        (ends - starts).tolist(),
+        np.add.reduceat(values, starts).tolist(),
+        np.minimum.reduceat(values, starts).tolist(),
+        np.maximum.reduceat(values, starts).tolist(),
+        steps[starts].tolist(),
+        steps[ends - 1].tolist(),
+        strict=True,
+    ):
+        measurement, run, rank, gpu, name = combo_of[g >> _SHIFT]
+        out.setdefault((measurement, run, rank, gpu), []).append(
+            _Entry(name, g & (_MAX_BLOCK - 1), float(n), total, low, high, first, last)
+        )
+    return out
 
 
 def _numeric(value: object) -> float | None:
@@ -186,6 +263,8 @@ class InfluxRollups:
         # blocks to recompute on the server: (measurement, run, rank, gpu) -> level -> field -> blocks
         self._owed: _Dirty = {}  # blocks a failed call left to recompute
         self._failing = False
+        self._prefixes: dict[tuple[object, ...], str] = {}
+        self._keys: dict[str, tuple[str, ...]] = {}
 
     def sent(
         self,
@@ -216,41 +295,38 @@ class InfluxRollups:
     def _sent(
         self, rows: Sequence[SampleRow], projects: Mapping[str, str | None], exact: bool
     ) -> None:
-        grouped: dict[_Key, list[tuple[int, str, float]]] = {}
-        for run, rank, step, measurement, gpu, name, value, _ in rows:
-            if measurement in _SKIP:
-                continue
-            number = _numeric(value)
-            if number is None:
-                continue
-            grouped.setdefault((measurement, run, rank, gpu), []).append((step, name, number))
+        grouped = _block_sums(rows)
         if not grouped and not self._owed:
             return
         dirty, self._owed = self._owed, {}
         try:
-            for run in sorted({k[1] for k in grouped} - self._covered):
-                self._cover(run)
+            backfilled = {
+                run for run in sorted({k[1] for k in grouped} - self._covered) if self._cover(run)
+            }
             new = [k for k in grouped if k not in self._series]
             if new:
                 self._learn(new)
             lines: list[str] = []
-            for key, items in grouped.items():
+            for key, entries in grouped.items():
                 state = self._series[key]
+                state.fields.update(e.field for e in entries)
                 if key in new or not exact:
                     # what InfluxDB held in these blocks before this batch is unknown here
-                    _owe(dirty, key, items)
+                    if key[1] not in backfilled:  # (a backfill just summed all of it)
+                        _owe(dirty, key, entries)
                     state.open = dict.fromkeys(ROLLUP_LEVELS)
-                    state.frontier = max(state.frontier, max(s for s, _, _ in items))
+                    state.frontier = max(state.frontier, max(e.last for e in entries))
                     continue
-                lines += self._fold(key, state, items, projects.get(key[1]), dirty)
+                lines += self._fold(key, state, entries, projects.get(key[1]), dirty)
             if lines:
                 self._writer.write(join_lines(lines))
             if dirty:
                 self._recompute(dirty)
+            self._reopen(dirty, [k for k in grouped if k[1] in backfilled])
         except Exception:
             # blocks summed here are no longer known whole either: owe every block touched
-            for key, items in grouped.items():
-                _owe(dirty, key, items)
+            for key, entries in grouped.items():
+                _owe(dirty, key, entries)
                 known = self._series.get(key)
                 if known is not None:
                     known.open = dict.fromkeys(ROLLUP_LEVELS)
@@ -261,65 +337,81 @@ class InfluxRollups:
         self,
         key: _Key,
         state: _Series,
-        items: list[tuple[int, str, float]],
+        entries: list[_Entry],
         project: str | None,
         dirty: _Dirty,
     ) -> list[str]:
-        """Sum the rows of blocks this writer knows whole; note the others in `dirty`."""
+        """Add the batch's block sums where this writer knows the block whole; note the other
+        blocks in `dirty`."""
         _, run, rank, gpu = key
         frontier = state.frontier
-        top = max(frontier, max(s for s, _, _ in items))
+        top = max(frontier, max(e.last for e in entries))
+        bad_fine = _bad(entries, frontier, _FINE, state.open[_FINE])
+        bad_coarse = _bad(entries, frontier, _COARSE, state.open[_COARSE])
+        bad_coarse |= {b * _FINE // _COARSE for b in bad_fine}
+        levels = dirty.setdefault(key, {})
+        owed_fine = levels.setdefault(_FINE, {})
+        owed_coarse = levels.setdefault(_COARSE, {})
+        fine = _carry(state, _FINE, bad_fine, owed_fine)
+        coarse = _carry(state, _COARSE, bad_coarse, owed_coarse)
+        touched_fine: set[int] = set()
+        touched_coarse: set[int] = set()
+        for e in entries:
+            big = e.block * _FINE // _COARSE
+            if big in bad_coarse:
+                owed_coarse.setdefault(e.field, set()).add(big)
+            if e.block in bad_fine:
+                owed_fine.setdefault(e.field, set()).add(e.block)
+                continue
+            cell = [e.n, e.total, e.low, e.high, e.last]
+            _merge(fine.setdefault(e.block, {}), {e.field: cell})
+            touched_fine.add(e.block)
+            if big not in bad_coarse:
+                _merge(coarse.setdefault(big, {}), {e.field: list(cell)})
+                touched_coarse.add(big)
         tags = _tags(run, project, rank, gpu)
         lines: list[str] = []
-        fine_bad: set[int] = set()
-        for level in ROLLUP_LEVELS:
-            edge = frontier // level if frontier >= 0 else -1
-            held = state.open[level]
-            known = None if held is None else held[0]
-            # a re-logged step, or a step in the block a previous writer left open
-            bad = {b * _FINE // level for b in fine_bad}
-            for step, _, _ in items:
-                b = step // level
-                if step <= frontier or (b == edge and known != b):
-                    bad.add(b)
-            if level == _FINE:
-                fine_bad = bad
-            owed = dirty.setdefault(key, {}).setdefault(level, {})
-            for step, name, _ in items:
-                if step // level in bad:
-                    owed.setdefault(name, set()).add(step // level)
-            accs: dict[int, _Acc] = {}
-            if held is not None:
-                if held[0] in bad:
-                    for name in held[1]:
-                        owed.setdefault(name, set()).add(held[0])
-                else:
-                    accs[held[0]] = held[1]
-            for step, name, value in items:
-                b = step // level
-                if b in bad:
-                    continue
-                acc = accs.setdefault(b, {})
-                cell = acc.get(name)
-                if cell is None:
-                    acc[name] = [1.0, value, value, value, float(step)]
-                    continue
-                cell[0] += 1.0
-                cell[1] += value
-                if value < cell[2]:
-                    cell[2] = value
-                if value > cell[3]:
-                    cell[3] = value
-                if step > cell[4]:
-                    cell[4] = float(step)
-            for b in sorted({s // level for s, _, _ in items} - bad):
-                line = format_line(rollup_measurement(level), tags, _fields(accs[b]), b * level)
-                if line is not None:
-                    lines.append(line)
+        for level, accs, touched in (
+            (_FINE, fine, touched_fine),
+            (_COARSE, coarse, touched_coarse),
+        ):
+            prefix = self._prefix(level, tags)
+            for b in sorted(touched):
+                lines.append(f"{prefix} {self._render(accs[b])} {b * level}")
             newest = top // level
             state.open[level] = (newest, accs[newest]) if newest in accs else None
         state.frontier = top
         return lines
+
+    def _prefix(self, level: int, tags: dict[str, str | None]) -> str:
+        """The escaped `measurement,tags` of a rollup series' lines (cached)."""
+        key = (level, *sorted((k, v) for k, v in tags.items() if v))
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            if len(self._prefixes) >= _CACHE_LIMIT:
+                self._prefixes.clear()
+            line = format_line(rollup_measurement(level), tags, {"x": 0})
+            assert line is not None
+            prefix = self._prefixes[key] = line[: -len(" x=0i")]
+        return prefix
+
+    def _render(self, acc: _Acc) -> str:
+        """A block's fields: sums and extremes as floats (the server's `::float` ones are), the
+        count and last step as integers (as `count()` and `max("step")` give them)."""
+        parts: list[str] = []
+        for name, (n, total, low, high, last) in acc.items():
+            keys = self._keys.get(name)
+            if keys is None:
+                if len(self._keys) >= _CACHE_LIMIT:
+                    self._keys.clear()
+                keys = self._keys[name] = tuple(
+                    escape_field_key(rollup_key(stat, name)) for stat in ROLLUP_STATS
+                )
+            parts.append(
+                f"{keys[0]}={int(n)}i,{keys[1]}={float(total)!r},{keys[2]}={float(low)!r},"
+                f"{keys[3]}={float(high)!r},{keys[4]}={int(last)}i"
+            )
+        return ",".join(parts)
 
     def _learn(self, keys: list[_Key]) -> None:
         """The newest step InfluxDB holds for each new series (this batch included)."""
@@ -332,8 +424,41 @@ class InfluxRollups:
             last = _first(result, "last")
             self._series[key] = _Series(int(last) if isinstance(last, int | float) else -1)
 
-    def _cover(self, run: str) -> None:
-        """A run without the marker has points from before rollups: roll all of them up once."""
+    def _reopen(self, dirty: _Dirty, backfilled: list[_Key]) -> None:
+        """Read back the block at each series' newest step where InfluxDB has just summed it:
+        from there on this writer knows it whole and goes on summing it here."""
+        wanted: list[tuple[_Series, int, str]] = []
+        for key in dict.fromkeys([*dirty, *backfilled]):
+            state = self._series.get(key)
+            if state is None or state.frontier < 0:
+                continue
+            levels = dirty.get(key, {})
+            fine = set().union(*levels.get(_FINE, {}).values())
+            coarse = set().union(*levels.get(_COARSE, {}).values())
+            coarse |= {b * _FINE // _COARSE for b in fine}
+            for level, redone in ((_FINE, fine), (_COARSE, coarse)):
+                edge = state.frontier // level
+                if state.open[level] is None and (edge in redone or key in backfilled):
+                    _, run, rank, gpu = key
+                    wanted.append(
+                        (
+                            state,
+                            level,
+                            f"SELECT * FROM {self._rp}{_ident(rollup_measurement(level))} "
+                            f"WHERE {_series_where(run, rank, gpu)} AND time = {edge * level}s",
+                        )
+                    )
+        if not wanted:
+            return
+        results = self._query.run([q for _, _, q in wanted])
+        for (state, level, _), result in zip(wanted, results, strict=True):
+            acc = _read_acc(result, state.fields)
+            if acc is not None:
+                state.open[level] = (state.frontier // level, acc)
+
+    def _cover(self, run: str) -> bool:
+        """A run without the marker has points from before rollups: roll all of them up once
+        (True when it did)."""
         where = f'"run" = {_literal(run)}'
         (marker,) = self._query.run(
             [f'SELECT last("version") FROM {self._rp}{_ident(ROLLUP_MARKER)} WHERE {where}']
@@ -343,7 +468,10 @@ class InfluxRollups:
             line = format_line(ROLLUP_MARKER, {"run": run}, {"version": ROLLUP_VERSION}, 0)
             assert line is not None
             self._writer.write(join_lines([line]))
+            self._covered.add(run)
+            return True
         self._covered.add(run)
+        return False
 
     def _backfill(self, run: str) -> None:
         where = f'"run" = {_literal(run)}'
@@ -444,11 +572,78 @@ class InfluxRollups:
         )
 
 
-def _owe(dirty: _Dirty, key: _Key, items: Iterable[tuple[int, str, float]]) -> None:
-    """Every block of every level the rows touch is to be recomputed by InfluxDB."""
+def _bad(
+    entries: list[_Entry], frontier: int, level: int, held: tuple[int, _Acc] | None
+) -> set[int]:
+    """Blocks of `level` the batch touches that this writer cannot sum: one holding a re-logged
+    step (at or before the newest step InfluxDB held), or the block it goes on in that was
+    started before it (not the one it holds open)."""
+    edge = frontier // level if frontier >= 0 else None
+    known = None if held is None else held[0]
+    bad: set[int] = set()
+    for e in entries:
+        b = e.block * _FINE // level
+        if e.first <= frontier or (b == edge and known != edge):
+            bad.add(b)
+    return bad
+
+
+def _carry(state: _Series, level: int, bad: set[int], owed: dict[str, set[int]]) -> dict[int, _Acc]:
+    """The open block summed so far, unless this batch touched it where it is not known."""
+    held = state.open[level]
+    if held is None:
+        return {}
+    if held[0] in bad:
+        for name in held[1]:
+            owed.setdefault(name, set()).add(held[0])
+        return {}
+    return {held[0]: held[1]}
+
+
+def _read_acc(result: list[dict[str, object]], fields: set[str]) -> _Acc | None:
+    """A block's sums of `fields` as InfluxDB holds them (summed over the series' tag sets), or
+    None when one of them lacks a part."""
+    acc: _Acc = {}
+    for series in result:
+        columns = series.get("columns")
+        if not isinstance(columns, list):
+            continue
+        for row in _values(series):
+            parts: dict[str, dict[str, float]] = {}
+            for column, value in zip(columns, row, strict=False):
+                stat, sep, name = str(column).partition(":")
+                if (
+                    sep
+                    and stat in ROLLUP_STATS
+                    and name in fields
+                    and isinstance(value, int | float)
+                ):
+                    parts.setdefault(name, {})[stat] = float(value)
+            for name, got in parts.items():
+                if len(got) != len(ROLLUP_STATS):
+                    return None
+                _merge(acc, {name: [got[k] for k in ROLLUP_STATS]})
+    return acc
+
+
+def _merge(into: _Acc, more: _Acc) -> None:
+    for name, (n, total, low, high, last) in more.items():
+        cell = into.get(name)
+        if cell is None:
+            into[name] = [n, total, low, high, last]
+            continue
+        cell[0] += n
+        cell[1] += total
+        cell[2] = min(cell[2], low)
+        cell[3] = max(cell[3], high)
+        cell[4] = max(cell[4], last)
+
+
+def _owe(dirty: _Dirty, key: _Key, entries: Iterable[_Entry]) -> None:
+    """Every block of every level the entries touch is to be recomputed by InfluxDB."""
     fine = dirty.setdefault(key, {}).setdefault(_FINE, {})
-    for step, name, _ in items:
-        fine.setdefault(name, set()).add(step // _FINE)
+    for e in entries:
+        fine.setdefault(e.field, set()).add(e.block)
 
 
 def _series_where(run: str, rank: int, gpu: str) -> str:
@@ -463,19 +658,6 @@ def _tags(run: str, project: str | None, rank: int, gpu: str) -> dict[str, str |
     if gpu:
         tags["gpu"] = gpu
     return tags
-
-
-def _fields(acc: _Acc) -> dict[str, float | int]:
-    """A block's rollup fields: sums and extremes as floats (the server's `::float` ones are),
-    the count and last step as integers (as `count()` and `max("step")` give them)."""
-    out: dict[str, float | int] = {}
-    for name, (n, total, low, high, last) in acc.items():
-        out[rollup_key("n", name)] = int(n)
-        out[rollup_key("sum", name)] = float(total)
-        out[rollup_key("min", name)] = float(low)
-        out[rollup_key("max", name)] = float(high)
-        out[rollup_key("last", name)] = int(last)
-    return out
 
 
 def _values(series: dict[str, object]) -> list[list[object]]:
