@@ -44,6 +44,7 @@ from .influx_rollups import (
 )
 from .influx_stats import IncrementalStats
 from .quoting import quote_ident, quote_string
+from .recent import Recent
 
 __all__ = ["InfluxHistory", "UnknownField", "UnknownRun", "measurement_of"]
 
@@ -98,6 +99,7 @@ class InfluxHistory:
     http: InfluxHttp
     registry: registry.Registry
     folded: IncrementalStats = field(default_factory=IncrementalStats, compare=False, repr=False)
+    recent: Recent = field(default_factory=Recent, compare=False, repr=False)
 
     @property
     def kind(self) -> str:
@@ -132,6 +134,10 @@ class InfluxHistory:
     # -- the store ------------------------------------------------------------------------------
 
     def runs(self) -> tuple[str, ...]:
+        listed: tuple[str, ...] = self.recent.get("runs", self._list_runs)
+        return listed
+
+    def _list_runs(self) -> tuple[str, ...]:
         (result,) = self.http.query(['SHOW TAG VALUES WITH KEY = "run"'])
         names = {str(row[1]) for s in result for row in s.values if len(row) > 1}
         return tuple(sorted(names))
@@ -265,8 +271,9 @@ class InfluxHistory:
         names = list(dict.fromkeys(fields))
         if not names:
             return {}
-        (marker,) = self.http.query([marker_statement(where)])
-        if rolled_up(marker):
+        if self.recent.get(
+            ("rolled up", run), lambda: rolled_up(self.http.query([marker_statement(where)])[0])
+        ):
             return rollup_stats(self.http, where, names)
         return self.folded.stats(self.http, run, where, names, self._from)
 
