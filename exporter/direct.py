@@ -255,10 +255,12 @@ class DirectRun:
                 self._busy = True
                 self._cond.notify_all()
             try:
+                refused = self._counters.server_rejected  # only this thread adds to it
                 if self._send(rows, events, text):
                     self._translator.count_stored(held)
                     if self._rollups is not None:
-                        self._rollups.sent(rows, {self.name: self.project})
+                        exact = self._counters.server_rejected == refused
+                        self._rollups.sent(rows, {self.name: self.project}, exact=exact)
             except Exception as exc:  # never let the thread die silently: count and say so
                 self._counters.drop("send_error", len(rows) + len(events))
                 _log.error("rlvitals import of run %r: %s: %s", self.name, type(exc).__name__, exc)

@@ -343,13 +343,13 @@ class Forwarder:
                 len(refused),
                 len(keyed),
             )
-        if self._rollups is not None:
-            self._rollups.sent(rows, projects, exact=not refused)
         outbox.mark_ranges(sample_range, event_range, state=1)
         lost = 0
         if refused:
             outbox.reject(refused, sample_range, event_range)
             lost = sum(_rows_of(key, rows, events) for key, _, _ in refused)
+        if self._rollups is not None:
+            self._rollups.sent(rows, projects, exact=not refused)
         with self._counters.lock:
             self._counters.sent += count - lost
             self._counters.server_rejected += lost

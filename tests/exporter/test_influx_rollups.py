@@ -10,12 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from influx_server import InfluxDatabase
 
 import exporter
 import registry
 from exporter.direct import DirectRun
-from exporter.influx_rollups import ROLLUP_MARKER, rollup_measurement
+from exporter.forwarder import LineRenderer
+from exporter.influx_rollups import ROLLUP_MARKER, make_rollups, rollup_measurement
+from exporter.lineprotocol import join_lines
+from exporter.outbox import NO_RANK, SampleRow
 from exporter.running_stats import ROLLUP_LEVELS
+from exporter.writers import make_writer
 
 Blocks = dict[int, tuple[int, float, float, float, int]]
 
@@ -64,6 +69,14 @@ def _assert_exact(influx: Any, run: str, measurement: str, field: str) -> None:
             got = kept[block]
             assert got[0] == want[0] and got[4] == want[4], (level, block, got, want)
             assert got[1:4] == pytest.approx(want[1:4], rel=1e-9, abs=1e-9), (level, block)
+
+
+def _post(influx: Any, lines: str) -> None:
+    request = urllib.request.Request(
+        f"{influx.url}/write?db={influx.name}&precision=s", data=lines.encode()
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        response.read()
 
 
 def _marked(influx: Any, run: str) -> bool:
@@ -143,15 +156,13 @@ def test_a_run_written_before_rollups_is_rolled_up_whole_at_its_next_write(
     tmp_path: Path, reg: registry.Registry, influx: Any
 ) -> None:
     # points as an older exporter wrote them: no rollups, no marker
-    lines = "\n".join(
-        f"policy,run=old policy_kl={step / 7},step={step}i,wall_time={step}.0 {step}"
-        for step in range(10_000)
+    _post(
+        influx,
+        "\n".join(
+            f"policy,run=old policy_kl={step / 7},step={step}i,wall_time={step}.0 {step}"
+            for step in range(10_000)
+        ),
     )
-    request = urllib.request.Request(
-        f"{influx.url}/write?db={influx.name}&precision=s", data=lines.encode()
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        response.read()
     assert not _marked(influx, "old")
     settings = influx.settings(tmp_path)
     with exporter.init("old", registry=reg, settings=settings, resume=True) as run:
@@ -160,3 +171,84 @@ def test_a_run_written_before_rollups_is_rolled_up_whole_at_its_next_write(
     assert _marked(influx, "old")
     _assert_exact(influx, "old", "policy", "policy_kl")
     assert sum(b[0] for b in _kept(influx, "old", "policy_kl", 4096).values()) == 10_200
+
+
+def test_refused_lines_are_left_out_of_the_rollups(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    # an earlier run wrote `policy_kl` as text: this run's policy points are refused (HTTP 400)
+    _post(influx, 'policy,run=earlier policy_kl="text",step=1i 1')
+    settings = influx.settings(tmp_path, batch_size=200)
+    with exporter.init("r", registry=reg, settings=settings) as run:
+        for step in range(1000):
+            run.log(step, {"policy_kl": 0.5, "value_loss": float(step % 7)})
+    assert not influx.query('SELECT * FROM "policy" WHERE "run" = \'r\'')
+    assert _kept(influx, "r", "policy_kl", 64) == {}
+    _assert_exact(influx, "r", "value", "value_loss")
+
+
+def test_a_step_sent_twice_in_one_batch_counts_the_value_influxdb_kept(
+    tmp_path: Path, influx: Any
+) -> None:
+    settings = influx.settings(tmp_path)
+    writer = make_writer(settings)
+    assert writer is not None
+    rollups = make_rollups(settings, writer)
+    assert rollups is not None
+    for first in (0, 100):  # the second batch goes on in a block the first one opened
+        rows: list[SampleRow] = []
+        for step in range(first, first + 100):
+            rows.append(("r", NO_RANK, step, "value", "", "value_loss", 1.0, 0.0))
+            if step % 10 == 0:
+                rows.append(("r", NO_RANK, step, "value", "", "value_loss", 5.0, 0.0))
+        writer.write(join_lines(LineRenderer().render(rows, (), {"r": None})))
+        rollups.sent(rows, {"r": None})
+    writer.close()
+    _assert_exact(influx, "r", "value", "value_loss")
+    assert _kept(influx, "r", "value_loss", 4096)[0][:2] == (200, 180 * 1.0 + 20 * 5.0)
+
+
+def test_rollups_owed_while_influxdb_is_down_are_recomputed_at_the_next_write(
+    tmp_path: Path, influx_server_factory: Any
+) -> None:
+    server = influx_server_factory()
+    server.post_query('CREATE DATABASE "d"')
+    settings = InfluxDatabase(server, "d").settings(tmp_path)
+    writer = make_writer(settings)
+    assert writer is not None
+    rollups = make_rollups(settings, writer)
+    assert rollups is not None
+
+    def batch(first: int) -> list[SampleRow]:
+        return [
+            ("r", NO_RANK, s, "value", "", "value_loss", s / 3, 0.0)
+            for s in range(first, first + 150)
+        ]
+
+    for first in (0, 150):
+        rows = batch(first)
+        writer.write(join_lines(LineRenderer().render(rows, (), {"r": None})))
+        if first == 150:
+            server.stop()  # the points are in; their rollups cannot be written now
+        rollups.sent(rows, {"r": None})  # never raises
+    server.start()
+    rows = batch(300)
+    writer.write(join_lines(LineRenderer().render(rows, (), {"r": None})))
+    rollups.sent(rows, {"r": None})
+    writer.close()
+    _assert_exact(InfluxDatabase(server, "d"), "r", "value", "value_loss")
+
+
+def test_influxdb_2_gets_no_rollups_and_is_read_from_raw_points(tmp_path: Path) -> None:
+    settings = exporter.ExporterSettings(
+        store=tmp_path,
+        influx_url="http://127.0.0.1:9",
+        influx_api="v2",
+        influx_org="o",
+        influx_bucket="b",
+        influx_token="t",
+    )
+    v1 = make_writer(exporter.ExporterSettings(store=tmp_path, influx_url="http://127.0.0.1:9"))
+    assert v1 is not None
+    assert make_rollups(settings, v1) is None
+    assert make_rollups(exporter.ExporterSettings(store=tmp_path), v1) is None
