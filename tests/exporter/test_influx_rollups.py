@@ -4,6 +4,7 @@ steps in the middle of a block, and for a run written before rollups existed."""
 
 from __future__ import annotations
 
+import json
 import math
 import urllib.request
 from pathlib import Path
@@ -21,7 +22,9 @@ from exporter.lineprotocol import join_lines
 from exporter.outbox import NO_RANK, SampleRow
 from exporter.running_stats import ROLLUP_LEVELS
 from exporter.writers import make_writer
+from rlvitals.cli import main
 
+MINI = str(Path(__file__).parents[1] / "fixtures" / "mini_registry")
 Blocks = dict[int, tuple[int, float, float, float, int]]
 
 
@@ -252,3 +255,27 @@ def test_influxdb_2_gets_no_rollups_and_is_read_from_raw_points(tmp_path: Path) 
     assert v1 is not None
     assert make_rollups(settings, v1) is None
     assert make_rollups(exporter.ExporterSettings(store=tmp_path), v1) is None
+
+
+def test_rlvitals_import_and_tail_keep_rollups_equal_to_the_raw_points(
+    tmp_path: Path, influx: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLVITALS_INFLUX_URL", influx.url)
+    monkeypatch.setenv("RLVITALS_INFLUX_DATABASE", influx.name)
+    monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
+    for folder in ("imported", "tailed"):
+        log = tmp_path / folder / "metrics.jsonl"
+        log.parent.mkdir()
+        log.write_text(
+            "".join(
+                json.dumps({"step": s, "policy_kl": s / 1000, "value_loss": s % 13}) + "\n"
+                for s in range(0, 6000, 3)
+            )
+        )
+    assert main(["import", str(tmp_path / "imported"), "--registry", MINI, "--run", "i"]) == 0
+    args = ["tail", str(tmp_path / "tailed"), "--registry", MINI, "--run", "t", "--no-follow"]
+    assert main(args) == 0
+    for run in ("i", "t"):
+        assert _marked(influx, run)
+        _assert_exact(influx, run, "policy", "policy_kl")
+        _assert_exact(influx, run, "value", "value_loss")

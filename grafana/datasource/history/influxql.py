@@ -2,8 +2,10 @@
 
 Data model (DESIGN.md): one measurement per registry group, tag `run`, fields = canonical field
 names, timestamp = step in seconds. So downsampling is `GROUP BY time(<bucket>s, <offset>s)` in
-step space (the buckets of `bucket_plan`) and the step of a bucket is `last("step")`; whole-run
-statistics are folded incrementally (`influx_stats`). Every identifier that reaches a query is
+step space (the buckets of `bucket_plan`) and the step of a bucket is the last step of the field in
+it. A run the exporter keeps step rollups for (`influx_rollups`) is read from them: long series and
+whole-run statistics cost the same at any run length. Any other run is read from its raw points:
+whole-run statistics folded incrementally (`influx_stats`), series bucketed by InfluxDB. Every identifier that reaches a query is
 checked first (fields against the registry, runs against the runs InfluxDB lists) and then quoted
 by `quoting`; numbers are formatted from ints.
 """
