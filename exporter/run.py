@@ -138,7 +138,7 @@ class Run:
                 writer,
                 self._counters,
                 batch_size=settings.batch_size,
-                rollups=make_rollups(settings, writer),
+                rollups=make_rollups(settings),
             )
             if writer is not None
             else None
