@@ -153,13 +153,16 @@ _Dirty = dict[_Key, dict[int, dict[str, set[int]]]]  # series -> level -> field 
 
 
 class _Series:
-    """What this writer knows of one series: the newest step InfluxDB holds for it and, per
-    level, the open block it has summed whole (None: that block is recomputed by InfluxDB)."""
+    """What this writer knows of one series: the newest step InfluxDB holds for it (`learned`
+    when first seen, then per field as batches come: a batch may end inside a step's rows) and,
+    per level, the open block it has summed whole (None: that block is recomputed by InfluxDB)."""
 
-    __slots__ = ("fields", "frontier", "open")
+    __slots__ = ("fields", "frontier", "last", "learned", "open")
 
     def __init__(self, frontier: int) -> None:
-        self.frontier = frontier
+        self.learned = frontier
+        self.frontier = frontier  # the newest step of any field
+        self.last: dict[str, int] = {}
         self.open: dict[int, tuple[int, _Acc] | None] = dict.fromkeys(ROLLUP_LEVELS)
         # the fields sent for it: a rollup point holds the fields of every measurement of the run
         self.fields: set[str] = set()
@@ -375,7 +378,7 @@ class InfluxRollups:
                     if key[1] not in backfilled:  # (a backfill just summed all of it)
                         _owe(dirty, key, entries)
                     state.open = dict.fromkeys(ROLLUP_LEVELS)
-                    state.frontier = max(state.frontier, max(e.last for e in entries))
+                    _advance(state, entries)
                     continue
                 lines += self._fold(key, state, entries, projects.get(key[1]), dirty)
             if lines:
@@ -404,10 +407,9 @@ class InfluxRollups:
         """Add the batch's block sums where this writer knows the block whole; note the other
         blocks in `dirty`."""
         _, run, rank, gpu = key
-        frontier = state.frontier
-        top = max(frontier, max(e.last for e in entries))
-        bad_fine = _bad(entries, frontier, _FINE, state.open[_FINE])
-        bad_coarse = _bad(entries, frontier, _COARSE, state.open[_COARSE])
+        top = max(state.frontier, max(e.last for e in entries))
+        bad_fine = _bad(entries, state, _FINE)
+        bad_coarse = _bad(entries, state, _COARSE)
         bad_coarse |= {b * _FINE // _COARSE for b in bad_fine}
         levels = dirty.setdefault(key, {})
         owed_fine = levels.setdefault(_FINE, {})
@@ -440,7 +442,7 @@ class InfluxRollups:
                 lines.append(f"{prefix} {self._render(accs[b])} {b * level}")
             newest = top // level
             state.open[level] = (newest, accs[newest]) if newest in accs else None
-        state.frontier = top
+        _advance(state, entries)
         return lines
 
     def _prefix(self, level: int, tags: dict[str, str | None]) -> str:
@@ -580,11 +582,12 @@ class InfluxRollups:
             # Only up to the newest step this thread has handled: the sender may have written
             # the next batches already, and their steps are summed when they come here.
             state = self._series.get(key)
-            cap = _MAX_BLOCK * _FINE if state is None else state.frontier + 1
             big: dict[str, set[int]] = {
                 name: set(blocks) for name, blocks in levels.get(_COARSE, {}).items()
             }
             for name, blocks in levels.get(_FINE, {}).items():
+                newest = None if state is None else state.last.get(name, state.frontier)
+                cap = _MAX_BLOCK * _FINE if newest is None else newest + 1
                 for lo, hi in _ranges(blocks, _FINE):
                     if lo < cap:
                         fine.append(self._fine_into(measurement, where, name, lo, min(hi, cap)))
@@ -639,20 +642,27 @@ class InfluxRollups:
         )
 
 
-def _bad(
-    entries: list[_Entry], frontier: int, level: int, held: tuple[int, _Acc] | None
-) -> set[int]:
+def _bad(entries: list[_Entry], state: _Series, level: int) -> set[int]:
     """Blocks of `level` the batch touches that this writer cannot sum: one holding a re-logged
-    step (at or before the newest step InfluxDB held), or the block it goes on in that was
-    started before it (not the one it holds open)."""
-    edge = frontier // level if frontier >= 0 else None
+    step of a field (at or before the newest one InfluxDB held), or the block a field goes on in
+    that was started before this writer (not the one it holds open)."""
+    held = state.open[level]
     known = None if held is None else held[0]
     bad: set[int] = set()
     for e in entries:
+        newest = state.last.get(e.field, state.learned)
         b = e.block * _FINE // level
-        if e.first <= frontier or (b == edge and known != edge):
+        if e.first <= newest or (newest >= 0 and b == newest // level and known != b):
             bad.add(b)
     return bad
+
+
+def _advance(state: _Series, entries: list[_Entry]) -> None:
+    for e in entries:
+        if e.last > state.last.get(e.field, state.learned):
+            state.last[e.field] = e.last
+        if e.last > state.frontier:
+            state.frontier = e.last
 
 
 def _carry(state: _Series, level: int, bad: set[int], owed: dict[str, set[int]]) -> dict[int, _Acc]:
