@@ -79,7 +79,7 @@ class DirectRun:
         self.project = project
         self.settings = settings
         self._writer: Writer = writer
-        self._rollups = make_rollups(settings)
+        self._rollups = make_rollups(settings, writer)
         self._counters = RunCounters()
         self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
         self.name = name = self._outbox.claim_run(name, resume=resume)  # `name-2` if taken
@@ -184,8 +184,6 @@ class DirectRun:
                 self._cond.wait(remaining)
         if self._failure is not None:
             return False
-        if self._rollups is not None and not self._rollups.drain(deadline - time.monotonic()):
-            return False
         self._save_progress()
         return True
 
@@ -206,8 +204,6 @@ class DirectRun:
         self._counters.drop("unfinished", left)
         self._sender.join(max(0.1, deadline - time.monotonic()))
         self._writer.close()
-        if self._rollups is not None:
-            self._rollups.close(max(0.1, deadline - time.monotonic()))
         self._outbox.close()
         self._closed = True
 

@@ -258,8 +258,6 @@ class Forwarder:
                     return False
                 self._cond.wait(min(remaining, 0.1))
                 self._wake.set()
-        if self._rollups is not None:
-            return self._rollups.drain(max(0.0, deadline - time.monotonic()))
         return True
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -268,8 +266,6 @@ class Forwarder:
         if self._thread.is_alive():
             self._thread.join(timeout)
         self._writer.close()
-        if self._rollups is not None:
-            self._rollups.close(timeout)
 
     def _loop(self) -> None:
         reported = False

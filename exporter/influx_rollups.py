@@ -44,9 +44,6 @@ import json
 import logging
 import math
 import operator
-import queue
-import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -59,7 +56,7 @@ from .config import ExporterSettings, redact_url
 from .lineprotocol import escape_field_key, format_line, join_lines
 from .outbox import NO_RANK, SampleRow
 from .running_stats import ROLLUP_LEVELS
-from .writers import Writer, make_writer
+from .writers import Writer
 
 __all__ = [
     "ROLLUP_MARKER",
@@ -79,7 +76,6 @@ ROLLUP_MARKER = "rlvitals_rollups"
 """One point per run (field `version`) once its rollups cover every point it has."""
 ROLLUP_VERSION = 1
 _CACHE_LIMIT = 10_000
-_QUEUED = 2  # batches waiting for the rollup thread before `sent` waits
 _SKIP = frozenset({"run_config", "events", ROLLUP_MARKER})
 _BACKFILL_STEPS = 16 * ROLLUP_LEVELS[-1]  # steps per backfill statement
 _FINE, _COARSE = ROLLUP_LEVELS
@@ -147,7 +143,6 @@ class _Query:
 
 
 _Key = tuple[str, str, int, str]  # measurement, run, rank, gpu
-_Batch = tuple[Sequence[SampleRow], Mapping[str, str | None], bool]
 _Acc = dict[str, list[float]]  # field -> [n, sum, min, max, last step]
 _Dirty = dict[_Key, dict[int, dict[str, set[int]]]]  # series -> level -> field -> blocks
 
@@ -273,12 +268,6 @@ class InfluxRollups:
         self._failing = False
         self._prefixes: dict[tuple[object, ...], str] = {}
         self._keys: dict[str, tuple[str, ...]] = {}
-        # the thread keeping the rollups, off the sender's path (it waits on InfluxDB meanwhile)
-        self._queue: queue.Queue[_Batch | None] = queue.Queue(maxsize=_QUEUED)
-        self._lock = threading.Lock()
-        self._idle = threading.Condition(self._lock)
-        self._pending = 0
-        self._thread: threading.Thread | None = None
 
     def sent(
         self,
@@ -288,52 +277,8 @@ class InfluxRollups:
         exact: bool = True,
     ) -> None:
         """`rows` were written (`exact` False: some of their lines may have been refused, so
-        their blocks are recomputed from what InfluxDB holds). Returns at once: the rollups are
-        kept by this object's thread (a batch or two behind; the caller waits only when two are
-        queued). Never raises."""
-        with self._lock:
-            self._pending += 1
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._loop, name="rlvitals-rollups", daemon=True
-                )
-                self._thread.start()
-        self._queue.put((rows, projects, exact))
-
-    def drain(self, timeout: float) -> bool:
-        """Wait until every batch handed over is rolled up; False on timeout."""
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            while self._pending:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._idle.wait(remaining)
-        return True
-
-    def close(self, timeout: float = 30.0) -> None:
-        """Roll up what was handed over, then stop the thread and close the connection."""
-        self.drain(timeout)
-        with self._lock:
-            thread = self._thread
-            self._thread = None
-        if thread is not None and thread.is_alive():
-            self._queue.put(None)
-            thread.join(timeout)
-        self._writer.close()
-
-    def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            try:
-                self._apply(*item)
-            finally:
-                with self._lock:
-                    self._pending -= 1
-                    if not self._pending:
-                        self._idle.notify_all()
+        their blocks are recomputed from what InfluxDB holds). Never raises."""
+        self._apply(rows, projects, exact)
 
     def _apply(
         self, rows: Sequence[SampleRow], projects: Mapping[str, str | None], exact: bool
@@ -579,8 +524,8 @@ class InfluxRollups:
         for key, levels in dirty.items():
             measurement, run, rank, gpu = key
             where = _series_where(run, rank, gpu)
-            # Only up to the newest step this thread has handled: the sender may have written
-            # the next batches already, and their steps are summed when they come here.
+            # Only up to the newest step handled here: another batch may be in InfluxDB already
+            # (its steps are summed when it comes here).
             state = self._series.get(key)
             big: dict[str, set[int]] = {
                 name: set(blocks) for name, blocks in levels.get(_COARSE, {}).items()
@@ -754,13 +699,12 @@ def _first(result: list[dict[str, object]], column: str) -> object:
     return None
 
 
-def make_rollups(settings: ExporterSettings) -> InfluxRollups | None:
-    """Rollups for InfluxDB 1.x, with their own connection; None for 2.x (its v1 API has no
-    `SELECT ... INTO`) or without InfluxDB. `close()` it when the writer of the points stops."""
+def make_rollups(settings: ExporterSettings, writer: Writer) -> InfluxRollups | None:
+    """Rollups for InfluxDB 1.x; None for 2.x (its v1 API has no `SELECT ... INTO`) or without
+    InfluxDB. `writer` is the raw points' writer (the rollup lines go the same way, from the
+    same thread)."""
     if not settings.influx_url or settings.influx_api != "v1":
         return None
-    writer = make_writer(settings)
-    assert writer is not None
     query = _Query(
         settings.influx_url,
         settings.influx_database,

@@ -138,7 +138,7 @@ class Run:
                 writer,
                 self._counters,
                 batch_size=settings.batch_size,
-                rollups=make_rollups(settings),
+                rollups=make_rollups(settings, writer),
             )
             if writer is not None
             else None
