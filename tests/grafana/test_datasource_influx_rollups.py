@@ -49,6 +49,8 @@ def history(
         values = {"policy_kl": _value(step)}
         if step % 100 == 0:  # every 100 steps: too sparse for 64-step blocks
             values["value_loss"] = _value(step) * 2
+        if step % 10 == 0:  # less often than the other field of its measurement
+            values["clip_fraction"] = (step % 1000) / 1000
         run.log(step, values)
     run.finish(60)
     run = DirectRun("r", project=None, registry=reg, settings=settings, framework=None, resume=True)
@@ -58,11 +60,12 @@ def history(
     raw = influx_db.query('SELECT * FROM "policy", "value" WHERE "run" = \'r\'')
     lines = []
     for row in raw:
-        field = "policy_kl" if row.get("policy_kl") is not None else "value_loss"
-        lines.append(
-            f"{row['_measurement']},run=legacy {field}={row[field]!r},step={row['time']}i "
-            f"{row['time']}"
+        fields = ",".join(
+            f"{k}={row[k]!r}"
+            for k in ("policy_kl", "value_loss", "clip_fraction")
+            if row.get(k) is not None
         )
+        lines.append(f"{row['_measurement']},run=legacy {fields},step={row['time']}i {row['time']}")
     for i in range(0, len(lines), 5000):
         request = urllib.request.Request(
             f"{influx_db.url}/write?db={influx_db.name}&precision=s",
@@ -196,3 +199,18 @@ def test_cards_read_from_rollups_equal_cards_read_from_raw_points(
     assert rolled
     for a, b in zip(rolled, legacy, strict=True):
         _assert_close(a, b, a.get("metric"))
+
+
+def test_card_windows_hold_each_fields_newest_values_whatever_its_cadence(
+    history: InfluxHistory, influx_db: InfluxDatabase
+) -> None:
+    for last_n in (50, 3000):
+        got = history.windows("r", ["policy_kl", "clip_fraction", "value_loss"], last_n)
+        for field, measurement in (
+            ("policy_kl", "policy"),
+            ("clip_fraction", "policy"),
+            ("value_loss", "value"),
+        ):
+            steps, values = _raw(influx_db, field, measurement)
+            assert got[field].steps.tolist() == steps[-last_n:].tolist()
+            np.testing.assert_allclose(got[field].values, values[-last_n:], rtol=1e-12)

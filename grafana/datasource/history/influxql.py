@@ -256,17 +256,38 @@ class InfluxHistory:
         names = list(dict.fromkeys(fields))
         if not names:
             return {}
-        statements = [
-            f"SELECT {quote_ident(f)} FROM {self._from(f)} WHERE {where} "
-            f"ORDER BY time DESC LIMIT {int(last_n)}"
-            for f in names
-        ]
-        results = self.http.query(statements)
-        out: dict[str, Points] = {}
-        for name, rows in zip(names, results, strict=True):
-            steps, values = self._column(rows, name)
-            out[name] = _merge_duplicates(steps, values)
-        return out
+        # The fields of one measurement in one statement: its newest `last_n` rows hold each
+        # field's newest `last_n` values unless the field is logged less often than the others
+        # (fewer values while the rows reached the limit); only such a field is asked alone.
+        by_source: dict[str, list[str]] = {}
+        for f in names:
+            by_source.setdefault(self._from(f), []).append(f)
+        limit = f"ORDER BY time DESC LIMIT {int(last_n)}"
+        sources = list(by_source)
+        results = self.http.query(
+            [
+                f"SELECT {', '.join(quote_ident(f) for f in by_source[src])} FROM {src} "
+                f"WHERE {where} {limit}"
+                for src in sources
+            ]
+        )
+        found: dict[str, tuple[list[int], list[float | None]]] = {}
+        alone: list[tuple[str, str]] = []
+        for src, rows in zip(sources, results, strict=True):
+            full = sum(len(r.values) for r in rows) >= last_n
+            for f in by_source[src]:
+                steps, values = self._column(rows, f)
+                if full and len(steps) < last_n:
+                    alone.append((src, f))
+                else:
+                    found[f] = (steps, values)
+        if alone:
+            again = self.http.query(
+                [f"SELECT {quote_ident(f)} FROM {src} WHERE {where} {limit}" for src, f in alone]
+            )
+            for (_, f), rows in zip(alone, again, strict=True):
+                found[f] = self._column(rows, f)
+        return {f: _merge_duplicates(*found[f]) for f in names}
 
     def stats(self, run: str, fields: Sequence[str]) -> Mapping[str, FieldStats]:
         where = self._run_filter(run)
