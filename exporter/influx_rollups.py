@@ -8,33 +8,49 @@ A reader sums those over series and blocks: a 1000-point series or a whole-run m
 number of points however long the run. `ROLLUP_MARKER` holds one point per run whose rollups are
 complete (written once every earlier point of the run has been rolled up).
 
-How they are kept (`InfluxRollups.sent`, called once after a batch was written):
-- a block this writer has seen from its first step (steps past the newest one InfluxDB held for
-  the series when the writer first touched it) is summed in Python from the rows just sent, kept
-  open in memory for the series' newest block, and written as one line per block and level;
+How they are kept (`InfluxRollups.sent`, called once after a batch was written, on the writer's
+thread):
+- the batch's finite numbers are summed per series, field and 64-step block in numpy (a sort and
+  a few reductions; a step sent twice counts the value sent last, the one InfluxDB keeps);
+- a block this writer knows whole (its steps past the newest step InfluxDB held for that field
+  when the writer first saw the series) takes those sums in Python: the series' newest block is
+  kept open in memory, and each block touched is written as one line per level;
 - every other block the batch touched (a resume re-logging steps, the block a restarted writer
-  goes on in, the first batch of a series in this process, lines InfluxDB refused) is recomputed by
-  InfluxDB itself: `SELECT count(f), sum(f), ... INTO <rollup> ... GROUP BY time(64s), *` over
-  those blocks for the writer's own series, then the 4096-step level from the 64-step one. Both
-  are idempotent (same timestamps and tags overwrite), so a re-logged step is recomputed, never
-  added twice;
+  goes on in, the first batch of a series in this process, lines InfluxDB refused) is recomputed
+  by InfluxDB itself: `SELECT count(f), sum(f::float), ... INTO <rollup> ... GROUP BY time(64s), *`
+  over those blocks of the writer's own series (up to the newest step handled), then the
+  4096-step level from the 64-step one, and the open block is read back. Both are idempotent
+  (same timestamps and tags overwrite): a re-logged step is recomputed, never added twice;
 - a run without the marker (written before rollups existed) is backfilled the same way, whole,
   at its first batch; then the marker is written.
+One writer per series is assumed (a trainer process per rank, or one import); several ranks of a
+run each keep their own series' rollups, and readers sum them.
 
-Why not only the server-side `SELECT ... INTO` after every batch (evidence, InfluxDB 1.6.7 on this
-2-core machine, 30 metrics in 9 measurements, 333-step batches of 10,000 values): writing a batch
-took 29.7 ms, recomputing its blocks with INTO 39.4 ms per batch with one statement per
-measurement (the last step is then per measurement, not per field) and 91.9 ms with one per field:
-the import would run at a half to a quarter of its speed. Continuous queries (1.x) and tasks (2.x)
-do not apply: both run over a window ending at the server's wall clock (`now()`), while these
-points are stamped with the training step (1970); they would never see a step written after the
-window passed, nor a resume rewriting old steps. Python sums cost only what the writer already
-holds; the server recomputes only blocks Python cannot know whole.
+Why this and not the alternatives (evidence on this 2-core machine, InfluxDB 1.6.7, other work
+running; 30 metrics in 9 measurements):
+- Continuous queries (1.x) and tasks (2.x) do not apply: a CQ covers "the time range between
+  now() and now() minus the GROUP BY time() interval" of the server's clock
+  (docs.influxdata.com/influxdb/v1.1/query_language/continuous_queries/, "Schedule and
+  coverage"), while these points are stamped with the training step (1970): they would never
+  see a step, nor a resume rewriting old steps; RESAMPLE FOR the whole of 1970 would rescan every
+  run at every interval. A 2.x task is a scheduled Flux script whose usual window,
+  `range(start: -task.every)`, is relative to the server clock as well (not run here: no 2.x).
+- `SELECT ... INTO` for every batch's blocks (no Python sums): 333-step batches of 10,000 values
+  took 29.7 ms to write and 39.4 ms (one statement per measurement, whose last step is then per
+  measurement, not per field) or 91.9 ms (one per field) to roll up: the import would run at a half
+  to a quarter of its speed.
+- These Python sums (`bench/bench_cards.py`, writer cost, 100,000 steps x 30 metrics, fresh
+  databases, one run): `rlvitals import` 247k and 224k values/s without rollups, 196k with (0.79 to
+  0.88); a training process's outbox and forwarder 62.7k and 56.1k values/s (0.89). Isolated, the
+  sums cost 0.42 us per value; most of the rest is the extra request per batch and taking turns
+  at the GIL with the reading thread. On their own thread (tried) they were slower still for the
+  import (three threads taking turns at the GIL).
 
 Failures never reach the writer: a rollup write or query that fails is logged and its blocks are
 owed (recomputed by InfluxDB at the next call). Not kept: a process killed between writing a batch
-and its rollups leaves those blocks stale until they are written again. InfluxDB 2.x (no `INTO`
-through its v1 API) gets no rollups: `make_rollups` returns None and readers use the raw points.
+and its rollups leaves those blocks stale until they are written again. InfluxDB 2.x gets no
+rollups (whether its v1 API runs `SELECT ... INTO` was not checked here): `make_rollups` returns
+None and readers use the raw points.
 """
 
 from __future__ import annotations
