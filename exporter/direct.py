@@ -39,6 +39,7 @@ from registry import Registry
 from .config import ExporterSettings, Policy
 from .errors import OutboxError, WriteError
 from .forwarder import LineRenderer, isolate_refused, keyed_lines
+from .influx_rollups import make_rollups
 from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
 from .stats import RunCounters, RunStats
@@ -78,6 +79,7 @@ class DirectRun:
         self.project = project
         self.settings = settings
         self._writer: Writer = writer
+        self._rollups = make_rollups(settings, writer)
         self._counters = RunCounters()
         self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
         self.name = name = self._outbox.claim_run(name, resume=resume)  # `name-2` if taken
@@ -253,8 +255,12 @@ class DirectRun:
                 self._busy = True
                 self._cond.notify_all()
             try:
+                refused = self._counters.server_rejected  # only this thread adds to it
                 if self._send(rows, events, text):
                     self._translator.count_stored(held)
+                    if self._rollups is not None:
+                        exact = self._counters.server_rejected == refused
+                        self._rollups.sent(rows, {self.name: self.project}, exact=exact)
             except Exception as exc:  # never let the thread die silently: count and say so
                 self._counters.drop("send_error", len(rows) + len(events))
                 _log.error("rlvitals import of run %r: %s: %s", self.name, type(exc).__name__, exc)

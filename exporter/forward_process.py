@@ -33,6 +33,7 @@ from typing import IO, Any
 
 from .config import ExporterSettings
 from .forwarder import Forwarder
+from .influx_rollups import make_rollups
 from .stats import RunCounters
 from .writers import make_writer
 
@@ -148,6 +149,7 @@ class ForwarderProcess:
             writer,
             self._counters,
             batch_size=self._settings.batch_size,
+            rollups=make_rollups(self._settings, writer),
         )
         fallback.start()
         self._fallback = fallback
@@ -343,6 +345,7 @@ def main() -> int:
         counters,
         batch_size=settings.batch_size,
         idle_wait=_IDLE_POLL,
+        rollups=make_rollups(settings, writer),
     )
     forwarder.start()
     reporter = _Reporter(counters, out)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OutboxError, WriteError
+from .influx_rollups import InfluxRollups
 from .lineprotocol import (
     FieldValue,
     escape_field_key,
@@ -223,6 +224,7 @@ class Forwarder:
         *,
         batch_size: int = 5000,
         idle_wait: float = 1.0,
+        rollups: InfluxRollups | None = None,
     ) -> None:
         self._path = outbox_path
         self._idle_wait = idle_wait
@@ -235,6 +237,7 @@ class Forwarder:
         self._empty_passes = 0
         self._failing = False
         self._renderer = LineRenderer()
+        self._rollups = rollups  # step rollups kept in InfluxDB beside the points sent
         self._thread = threading.Thread(target=self._loop, name="rlvitals-forwarder", daemon=True)
 
     def start(self) -> None:
@@ -347,6 +350,8 @@ class Forwarder:
         if refused:
             outbox.reject(refused, sample_range, event_range)
             lost = sum(_rows_of(key, rows, events) for key, _, _ in refused)
+        if self._rollups is not None:
+            self._rollups.sent(rows, projects, exact=not refused)
         with self._counters.lock:
             self._counters.sent += count - lost
             self._counters.server_rejected += lost

@@ -26,6 +26,7 @@ from .config import POLICIES, ExporterSettings, Policy
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError
 from .forward_process import ForwarderProcess
 from .forwarder import Forwarder
+from .influx_rollups import make_rollups
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import NO_RANK, EventRow, Outbox, SampleBlock, SampleRow, SourcePosition
 from .stats import LiveState, RunCounters, RunStats
@@ -779,7 +780,13 @@ def _start_forwarder(
         else:
             writer.close()
             return child
-    thread = Forwarder(settings.outbox_path, writer, counters, batch_size=settings.batch_size)
+    thread = Forwarder(
+        settings.outbox_path,
+        writer,
+        counters,
+        batch_size=settings.batch_size,
+        rollups=make_rollups(settings, writer),
+    )
     thread.start()
     return thread
 

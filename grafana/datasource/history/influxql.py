@@ -2,8 +2,10 @@
 
 Data model (DESIGN.md): one measurement per registry group, tag `run`, fields = canonical field
 names, timestamp = step in seconds. So downsampling is `GROUP BY time(<bucket>s, <offset>s)` in
-step space (the buckets of `bucket_plan`) and the step of a bucket is `last("step")`; whole-run
-statistics are folded incrementally (`influx_stats`). Every identifier that reaches a query is
+step space (the buckets of `bucket_plan`) and the step of a bucket is the last step of the field in
+it. A run the exporter keeps step rollups for (`influx_rollups`) is read from them: long series and
+whole-run statistics cost the same at any run length. Any other run is read from its raw points:
+whole-run statistics folded incrementally (`influx_stats`), series bucketed by InfluxDB. Every identifier that reaches a query is
 checked first (fields against the registry, runs against the runs InfluxDB lists) and then quoted
 by `quoting`; numbers are formatted from ints.
 """
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 
 import registry
+from exporter.running_stats import ROLLUP_LEVELS
 
 from .base import (
     UNREGISTERED,
@@ -33,14 +36,24 @@ from .base import (
 )
 from .fields import metric_of_field
 from .influx_http import InfluxHttp, ResultSeries
+from .influx_rollups import (
+    RollupSpan,
+    count_statement,
+    marker_statement,
+    rolled_up,
+    rollup_series,
+    rollup_stats,
+)
 from .influx_stats import IncrementalStats
 from .quoting import quote_ident, quote_string
+from .recent import Recent
 
 __all__ = ["InfluxHistory", "UnknownField", "UnknownRun", "measurement_of"]
 
 _EVENTS = "events"
 _RUN_CONFIG = "run_config"
 _MAX_STEP = 2**62 // 10**9  # InfluxDB timestamps are int64 nanoseconds
+_NUMBERS = (int, float)
 _EVENT_SKIP = frozenset({"time", "run", "project", "kind", "text", "step", "wall_time"})
 
 
@@ -89,6 +102,7 @@ class InfluxHistory:
     http: InfluxHttp
     registry: registry.Registry
     folded: IncrementalStats = field(default_factory=IncrementalStats, compare=False, repr=False)
+    recent: Recent = field(default_factory=Recent, compare=False, repr=False)
 
     @property
     def kind(self) -> str:
@@ -123,6 +137,10 @@ class InfluxHistory:
     # -- the store ------------------------------------------------------------------------------
 
     def runs(self) -> tuple[str, ...]:
+        listed: tuple[str, ...] = self.recent.get("runs", self._list_runs)
+        return listed
+
+    def _list_runs(self) -> tuple[str, ...]:
         (result,) = self.http.query(['SHOW TAG VALUES WITH KEY = "run"'])
         names = {str(row[1]) for s in result for row in s.values if len(row) > 1}
         return tuple(sorted(names))
@@ -156,32 +174,49 @@ class InfluxHistory:
         if hi < lo:
             return empty_points()
         scope = f"FROM {source} WHERE {where} AND {self._time(lo, hi)}"
-        count_r, first_r, last_r = self.http.query(
+        whole = f"FROM {source} WHERE {where}"
+        edges = self.http.query(
             [
-                f"SELECT count({col}) {scope}",
-                f"SELECT first({col}) {scope}",
-                f"SELECT last({col}) {scope}",
+                f"SELECT {col} {scope} ORDER BY time ASC LIMIT 1",
+                f"SELECT {col} {scope} ORDER BY time DESC LIMIT 1",
+                marker_statement(where),
+                f"SELECT {col} {whole} ORDER BY time ASC LIMIT 1",
+                f"SELECT {col} {whole} ORDER BY time DESC LIMIT 1",
+                count_statement(where, field),
             ]
         )
-        count = int(_first_value(count_r, "count") or 0)
-        if count == 0:
+        if _first_value(edges[0], "time") is None:
             return empty_points()
-        data_first = int(_first_value(first_r, "time"))
-        data_last = int(_first_value(last_r, "time"))
+        data_first = int(_first_value(edges[0], "time"))
+        data_last = int(_first_value(edges[1], "time"))
         if data_last - data_first + 1 <= max_points:
             (rows,) = self.http.query([f"SELECT {col} {scope}"])
             steps, values = self._column(rows, field)
             merged = _merge_duplicates(steps, values)
-            return Points(merged.steps, merged.values, 1, count)
+            return Points(merged.steps, merged.values, 1, len(steps))
         first = data_first if start is None else lo
         last = data_last if end is None else hi
         plan = bucket_plan(first, last, max_points)
+        if plan.level in ROLLUP_LEVELS and rolled_up(edges[2]):
+            # the outbox's rule: a level only where its blocks hold enough values on average
+            span = RollupSpan(
+                int(_first_value(edges[5], "n") or 0),
+                int(_first_value(edges[3], "time")),
+                int(_first_value(edges[4], "time")),
+            )
+            if span.dense_enough(plan.level):
+                open_end = None if end is None else hi
+                return rollup_series(
+                    self.http, source, where, field, lo, open_end, plan, max_points
+                )
+        (count_r,) = self.http.query([f"SELECT count({col}) {scope}"])
+        count = int(_first_value(count_r, "count") or 0)
         size = plan.size
         offset = plan.origin % size
         (rows,) = self.http.query(
             [
                 f'SELECT last("step") AS "step", mean({col}) AS "value" '
-                f"FROM {source} WHERE {where} AND {self._time(first, last)} "
+                f"FROM {source} WHERE {where} AND {col} = {col} AND {self._time(first, last)} "
                 f"GROUP BY time({size}s, {offset}s) fill(none)"
             ]
         )
@@ -207,11 +242,10 @@ class InfluxHistory:
             it, iv = s.column("time"), s.column(field)
             if it is None or iv is None:
                 continue
-            for row in s.values:
-                v = row[iv]
-                if isinstance(v, int | float) and not isinstance(v, bool):
-                    steps.append(int(row[it]))
-                    values.append(float(v))
+            # `type(...) in`: a bool is no number here (and `isinstance` per value is slow)
+            kept = [(row[it], row[iv]) for row in s.values if type(row[iv]) in _NUMBERS]
+            steps += [int(t) for t, _ in kept]
+            values += [float(v) for _, v in kept]
         return steps, values
 
     def window(self, run: str, field: str, last_n: int) -> Points:
@@ -222,23 +256,48 @@ class InfluxHistory:
         names = list(dict.fromkeys(fields))
         if not names:
             return {}
-        statements = [
-            f"SELECT {quote_ident(f)} FROM {self._from(f)} WHERE {where} "
-            f"ORDER BY time DESC LIMIT {int(last_n)}"
-            for f in names
-        ]
-        results = self.http.query(statements)
-        out: dict[str, Points] = {}
-        for name, rows in zip(names, results, strict=True):
-            steps, values = self._column(rows, name)
-            out[name] = _merge_duplicates(steps, values)
-        return out
+        # The fields of one measurement in one statement: its newest `last_n` rows hold each
+        # field's newest `last_n` values unless the field is logged less often than the others
+        # (fewer values while the rows reached the limit); only such a field is asked alone.
+        by_source: dict[str, list[str]] = {}
+        for f in names:
+            by_source.setdefault(self._from(f), []).append(f)
+        limit = f"ORDER BY time DESC LIMIT {int(last_n)}"
+        sources = list(by_source)
+        results = self.http.query(
+            [
+                f"SELECT {', '.join(quote_ident(f) for f in by_source[src])} FROM {src} "
+                f"WHERE {where} {limit}"
+                for src in sources
+            ]
+        )
+        found: dict[str, tuple[list[int], list[float | None]]] = {}
+        alone: list[tuple[str, str]] = []
+        for src, rows in zip(sources, results, strict=True):
+            full = sum(len(r.values) for r in rows) >= last_n
+            for f in by_source[src]:
+                steps, values = self._column(rows, f)
+                if full and len(steps) < last_n:
+                    alone.append((src, f))
+                else:
+                    found[f] = (steps, values)
+        if alone:
+            again = self.http.query(
+                [f"SELECT {quote_ident(f)} FROM {src} WHERE {where} {limit}" for src, f in alone]
+            )
+            for (_, f), rows in zip(alone, again, strict=True):
+                found[f] = self._column(rows, f)
+        return {f: _merge_duplicates(*found[f]) for f in names}
 
     def stats(self, run: str, fields: Sequence[str]) -> Mapping[str, FieldStats]:
         where = self._run_filter(run)
         names = list(dict.fromkeys(fields))
         if not names:
             return {}
+        if self.recent.get(
+            ("rolled up", run), lambda: rolled_up(self.http.query([marker_statement(where)])[0])
+        ):
+            return rollup_stats(self.http, where, names)
         return self.folded.stats(self.http, run, where, names, self._from)
 
     def events(self, run: str, limit: int) -> tuple[Event, ...]:

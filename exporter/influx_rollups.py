@@ -1,0 +1,731 @@
+"""Step rollups kept in InfluxDB 1.x beside the raw points, as the outbox keeps them in sqlite.
+
+For each series (measurement, run, project, rank, gpu: the raw points' tags) and each field, every
+block of `ROLLUP_LEVELS` steps (timestamp = the block's first step) holds `n:<field>`,
+`sum:<field>`, `min:<field>`, `max:<field>` and `last:<field>` (count, sum, lowest, highest value
+and last step of the field's finite values in the block) in measurement `rollup_measurement(level)`.
+A reader sums those over series and blocks: a 1000-point series or a whole-run mean reads a bounded
+number of points however long the run. `ROLLUP_MARKER` holds one point per run whose rollups are
+complete (written once every earlier point of the run has been rolled up).
+
+How they are kept (`InfluxRollups.sent`, called once after a batch was written, on the writer's
+thread):
+- the batch's finite numbers are summed per series, field and 64-step block in numpy (a sort and
+  a few reductions; a step sent twice counts the value sent last, the one InfluxDB keeps);
+- a block this writer knows whole (its steps past the newest step InfluxDB held for that field
+  when the writer first saw the series) takes those sums in Python: the series' newest block is
+  kept open in memory, and each block touched is written as one line per level;
+- every other block the batch touched (a resume re-logging steps, the block a restarted writer
+  goes on in, the first batch of a series in this process, lines InfluxDB refused) is recomputed
+  by InfluxDB itself: `SELECT count(f), sum(f::float), ... INTO <rollup> ... GROUP BY time(64s), *`
+  over those blocks of the writer's own series (up to the newest step handled), then the
+  4096-step level from the 64-step one, and the open block is read back. Both are idempotent
+  (same timestamps and tags overwrite): a re-logged step is recomputed, never added twice;
+- a run without the marker (written before rollups existed) is backfilled the same way, whole,
+  at its first batch; then the marker is written.
+One writer per series is assumed (a trainer process per rank, or one import); several ranks of a
+run each keep their own series' rollups, and readers sum them.
+
+Why this and not the alternatives (evidence on this 2-core machine, InfluxDB 1.6.7, other work
+running; 30 metrics in 9 measurements):
+- Continuous queries (1.x) and tasks (2.x) do not apply: a CQ covers "the time range between
+  now() and now() minus the GROUP BY time() interval" of the server's clock
+  (docs.influxdata.com/influxdb/v1.1/query_language/continuous_queries/, "Schedule and
+  coverage"), while these points are stamped with the training step (1970): they would never
+  see a step, nor a resume rewriting old steps; RESAMPLE FOR the whole of 1970 would rescan every
+  run at every interval. A 2.x task is a scheduled Flux script whose usual window,
+  `range(start: -task.every)`, is relative to the server clock as well (not run here: no 2.x).
+- `SELECT ... INTO` for every batch's blocks (no Python sums): 333-step batches of 10,000 values
+  took 29.7 ms to write and 39.4 ms (one statement per measurement, whose last step is then per
+  measurement, not per field) or 91.9 ms (one per field) to roll up: the import would run at a half
+  to a quarter of its speed.
+- These Python sums (`bench/bench_cards.py`, writer cost, 100,000 steps x 30 metrics, fresh
+  databases, one run): `rlvitals import` 247k and 224k values/s without rollups, 196k with (0.79 to
+  0.88); a training process's outbox and forwarder 62.7k and 56.1k values/s (0.89). Isolated, the
+  sums cost 0.42 us per value; most of the rest is the extra request per batch and taking turns
+  at the GIL with the reading thread. On their own thread (tried) they were slower still for the
+  import (three threads taking turns at the GIL).
+
+Failures never reach the writer: a rollup write or query that fails is logged and its blocks are
+owed (recomputed by InfluxDB at the next call). Not kept: a process killed between writing a batch
+and its rollups leaves those blocks stale until they are written again. InfluxDB 2.x gets no
+rollups (whether its v1 API runs `SELECT ... INTO` was not checked here): `make_rollups` returns
+None and readers use the raw points.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import math
+import operator
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import ExporterSettings, redact_url
+from .lineprotocol import escape_field_key, format_line, join_lines
+from .outbox import NO_RANK, SampleRow
+from .running_stats import ROLLUP_LEVELS
+from .writers import Writer
+
+__all__ = [
+    "ROLLUP_MARKER",
+    "ROLLUP_STATS",
+    "ROLLUP_VERSION",
+    "InfluxRollups",
+    "RollupQueryError",
+    "make_rollups",
+    "rollup_key",
+    "rollup_measurement",
+]
+
+_log = logging.getLogger(__name__)
+
+ROLLUP_STATS = ("n", "sum", "min", "max", "last")
+ROLLUP_MARKER = "rlvitals_rollups"
+"""One point per run (field `version`) once its rollups cover every point it has."""
+ROLLUP_VERSION = 1
+_CACHE_LIMIT = 10_000
+_SKIP = frozenset({"run_config", "events", ROLLUP_MARKER})
+_BACKFILL_STEPS = 16 * ROLLUP_LEVELS[-1]  # steps per backfill statement
+_FINE, _COARSE = ROLLUP_LEVELS
+
+
+def rollup_measurement(level: int) -> str:
+    return f"rlvitals_rollup_{level}"
+
+
+def rollup_key(stat: str, field_name: str) -> str:
+    """The rollup field holding `stat` of `field_name`."""
+    return f"{stat}:{field_name}"
+
+
+class RollupQueryError(Exception):
+    """InfluxDB refused or did not answer a rollup query."""
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@dataclass(frozen=True)
+class _Query:
+    """`POST /query` on InfluxDB 1.x with the writer's credentials (basic auth)."""
+
+    url: str
+    database: str
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    timeout: float = 30.0
+
+    def run(self, statements: Sequence[str]) -> list[list[dict[str, object]]]:
+        body = urllib.parse.urlencode(
+            {"q": ";\n".join(statements), "db": self.database, "epoch": "s"}
+        ).encode()
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if self.username:
+            pair = f"{self.username}:{self.password or ''}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        request = urllib.request.Request(
+            self.url.rstrip("/") + "/query", data=body, headers=headers, method="POST"
+        )
+        where = f"InfluxDB at {redact_url(self.url)} (database {self.database!r})"
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload = json.loads(response.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode("utf-8", "replace")[:300]
+            raise RollupQueryError(f"{where} answered {exc.code}: {detail}") from exc
+        except (OSError, ValueError) as exc:
+            raise RollupQueryError(f"{where} did not answer a rollup query: {exc}") from exc
+        out: list[list[dict[str, object]]] = [[] for _ in statements]
+        for result in payload.get("results") or ():
+            if "error" in result:
+                raise RollupQueryError(f"{where} refused a rollup query: {result['error']}")
+            index = int(result.get("statement_id", 0))
+            if 0 <= index < len(out):
+                out[index] = list(result.get("series") or ())
+        return out
+
+
+_Key = tuple[str, str, int, str]  # measurement, run, rank, gpu
+_Acc = dict[str, list[float]]  # field -> [n, sum, min, max, last step]
+_Dirty = dict[_Key, dict[int, dict[str, set[int]]]]  # series -> level -> field -> blocks
+
+
+class _Series:
+    """What this writer knows of one series: the newest step InfluxDB holds for it (`learned`
+    when first seen, then per field as batches come: a batch may end inside a step's rows) and,
+    per level, the open block it has summed whole (None: that block is recomputed by InfluxDB)."""
+
+    __slots__ = ("fields", "frontier", "last", "learned", "open")
+
+    def __init__(self, frontier: int) -> None:
+        self.learned = frontier
+        self.frontier = frontier  # the newest step of any field
+        self.last: dict[str, int] = {}
+        self.open: dict[int, tuple[int, _Acc] | None] = dict.fromkeys(ROLLUP_LEVELS)
+        # the fields sent for it: a rollup point holds the fields of every measurement of the run
+        self.fields: set[str] = set()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One field's values in one 64-step block of one batch."""
+
+    field: str
+    block: int
+    n: float
+    total: float
+    low: float
+    high: float
+    first: int
+    last: int
+
+
+_VALUE, _STEP = operator.itemgetter(6), operator.itemgetter(2)
+_COMBO = operator.itemgetter(3, 0, 1, 4, 5)  # measurement, run, rank, gpu, field
+_SHIFT = 40  # a batch's (series, field) number above the 64-step block number
+_MAX_BLOCK = 1 << _SHIFT
+
+
+def _block_sums(rows: Sequence[SampleRow]) -> dict[_Key, list[_Entry]]:
+    """The finite numbers of a batch summed per series, field and 64-step block, in numpy (a
+    sort and a few reductions: no Python work per row beyond transposing the batch)."""
+    if not rows:
+        return {}
+    values_t = list(map(_VALUE, rows))
+    values = np.array(values_t)
+    if values.dtype == np.float64:
+        usable = np.isfinite(values)
+    else:  # text among the numbers (numpy would read "1.5" as a number: it is a string field)
+        numbers = [_numeric(v) for v in values_t]
+        usable = np.array([v is not None for v in numbers])
+        values = np.array([math.nan if v is None else v for v in numbers], dtype=np.float64)
+    combos = list(map(_COMBO, rows))
+    index = {c: i for i, c in enumerate(dict.fromkeys(combos))}
+    codes = np.fromiter(map(index.__getitem__, combos), dtype=np.int64, count=len(combos))
+    steps = np.fromiter(map(_STEP, rows), dtype=np.int64, count=len(rows))
+    skip = np.array([c[0] in _SKIP for c in index], dtype=bool)
+    usable &= ~skip[codes] & (steps >= 0) & (steps // _FINE < _MAX_BLOCK)
+    if not usable.all():
+        codes, steps, values = codes[usable], steps[usable], values[usable]
+    if codes.size == 0:
+        return {}
+    group = (codes << _SHIFT) | (steps // _FINE)
+    order = np.lexsort((steps, group))  # stable: a step's rows stay in the order they were sent
+    group, steps, values = group[order], steps[order], values[order]
+    # a field logged twice at one step in a batch: InfluxDB keeps the value sent last
+    last_of_step = np.r_[(group[1:] != group[:-1]) | (steps[1:] != steps[:-1]), True]
+    if not last_of_step.all():
+        group, steps, values = group[last_of_step], steps[last_of_step], values[last_of_step]
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    ends = np.r_[starts[1:], group.size]
+    out: dict[_Key, list[_Entry]] = {}
+    combo_of = list(index)
+    for g, n, total, low, high, first, last in zip(
+        group[starts].tolist(),
+        (ends - starts).tolist(),
+        np.add.reduceat(values, starts).tolist(),
+        np.minimum.reduceat(values, starts).tolist(),
+        np.maximum.reduceat(values, starts).tolist(),
+        steps[starts].tolist(),
+        steps[ends - 1].tolist(),
+        strict=True,
+    ):
+        measurement, run, rank, gpu, name = combo_of[g >> _SHIFT]
+        out.setdefault((measurement, run, rank, gpu), []).append(
+            _Entry(name, g & (_MAX_BLOCK - 1), float(n), total, low, high, first, last)
+        )
+    return out
+
+
+def _numeric(value: object) -> float | None:
+    if type(value) is float:
+        return value if math.isfinite(value) else None
+    if type(value) is int:
+        return float(value)
+    return None
+
+
+def _ranges(blocks: Iterable[int], level: int) -> list[tuple[int, int]]:
+    """Contiguous [start, end) step ranges covering the blocks."""
+    out: list[tuple[int, int]] = []
+    for b in sorted(set(blocks)):
+        lo, hi = b * level, (b + 1) * level
+        if out and out[-1][1] == lo:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+class InfluxRollups:
+    """Keeps the rollups of what one writer sends; call `sent` after each successful write."""
+
+    def __init__(self, query: _Query, writer: Writer, retention_policy: str | None = None) -> None:
+        self._query = query
+        self._writer = writer
+        self._rp = f"{_ident(retention_policy)}." if retention_policy else ""
+        self._series: dict[_Key, _Series] = {}
+        self._covered: set[str] = set()  # runs whose marker this writer has seen or written
+        # blocks to recompute on the server: (measurement, run, rank, gpu) -> level -> field -> blocks
+        self._owed: _Dirty = {}  # blocks a failed call left to recompute
+        self._failing = False
+        self._prefixes: dict[tuple[object, ...], str] = {}
+        self._keys: dict[str, tuple[str, ...]] = {}
+
+    def sent(
+        self,
+        rows: Sequence[SampleRow],
+        projects: Mapping[str, str | None],
+        *,
+        exact: bool = True,
+    ) -> None:
+        """`rows` were written (`exact` False: some of their lines may have been refused, so
+        their blocks are recomputed from what InfluxDB holds). Never raises."""
+        self._apply(rows, projects, exact)
+
+    def _apply(
+        self, rows: Sequence[SampleRow], projects: Mapping[str, str | None], exact: bool
+    ) -> None:
+        try:
+            self._sent(rows, projects, exact)
+            if self._failing:
+                self._failing = False
+                _log.warning("rlvitals: InfluxDB rollups up to date again")
+        except Exception as exc:  # the raw points are written; rollups are owed, not fatal
+            if not self._failing:
+                self._failing = True
+                _log.warning(
+                    "rlvitals: step rollups not written (%s: %s); their blocks are recomputed "
+                    "by InfluxDB at the next write",
+                    type(exc).__name__,
+                    exc,
+                )
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _sent(
+        self, rows: Sequence[SampleRow], projects: Mapping[str, str | None], exact: bool
+    ) -> None:
+        grouped = _block_sums(rows)
+        if not grouped and not self._owed:
+            return
+        dirty, self._owed = self._owed, {}
+        try:
+            backfilled = {
+                run for run in sorted({k[1] for k in grouped} - self._covered) if self._cover(run)
+            }
+            new = [k for k in grouped if k not in self._series]
+            if new:
+                self._learn(new)
+            lines: list[str] = []
+            for key, entries in grouped.items():
+                state = self._series[key]
+                state.fields.update(e.field for e in entries)
+                if key in new or not exact:
+                    # what InfluxDB held in these blocks before this batch is unknown here
+                    if key[1] not in backfilled:  # (a backfill just summed all of it)
+                        _owe(dirty, key, entries)
+                    state.open = dict.fromkeys(ROLLUP_LEVELS)
+                    _advance(state, entries)
+                    continue
+                lines += self._fold(key, state, entries, projects.get(key[1]), dirty)
+            if lines:
+                self._writer.write(join_lines(lines))
+            if dirty:
+                self._recompute(dirty)
+            self._reopen(dirty, [k for k in grouped if k[1] in backfilled])
+        except Exception:
+            # blocks summed here are no longer known whole either: owe every block touched
+            for key, entries in grouped.items():
+                _owe(dirty, key, entries)
+                known = self._series.get(key)
+                if known is not None:
+                    known.open = dict.fromkeys(ROLLUP_LEVELS)
+            self._owed = dirty
+            raise
+
+    def _fold(
+        self,
+        key: _Key,
+        state: _Series,
+        entries: list[_Entry],
+        project: str | None,
+        dirty: _Dirty,
+    ) -> list[str]:
+        """Add the batch's block sums where this writer knows the block whole; note the other
+        blocks in `dirty`."""
+        _, run, rank, gpu = key
+        top = max(state.frontier, max(e.last for e in entries))
+        bad_fine = _bad(entries, state, _FINE)
+        bad_coarse = _bad(entries, state, _COARSE)
+        bad_coarse |= {b * _FINE // _COARSE for b in bad_fine}
+        levels = dirty.setdefault(key, {})
+        owed_fine = levels.setdefault(_FINE, {})
+        owed_coarse = levels.setdefault(_COARSE, {})
+        fine = _carry(state, _FINE, bad_fine, owed_fine)
+        coarse = _carry(state, _COARSE, bad_coarse, owed_coarse)
+        touched_fine: set[int] = set()
+        touched_coarse: set[int] = set()
+        for e in entries:
+            big = e.block * _FINE // _COARSE
+            if big in bad_coarse:
+                owed_coarse.setdefault(e.field, set()).add(big)
+            if e.block in bad_fine:
+                owed_fine.setdefault(e.field, set()).add(e.block)
+                continue
+            cell = [e.n, e.total, e.low, e.high, e.last]
+            _merge(fine.setdefault(e.block, {}), {e.field: cell})
+            touched_fine.add(e.block)
+            if big not in bad_coarse:
+                _merge(coarse.setdefault(big, {}), {e.field: list(cell)})
+                touched_coarse.add(big)
+        tags = _tags(run, project, rank, gpu)
+        lines: list[str] = []
+        for level, accs, touched in (
+            (_FINE, fine, touched_fine),
+            (_COARSE, coarse, touched_coarse),
+        ):
+            prefix = self._prefix(level, tags)
+            for b in sorted(touched):
+                lines.append(f"{prefix} {self._render(accs[b])} {b * level}")
+            newest = top // level
+            state.open[level] = (newest, accs[newest]) if newest in accs else None
+        _advance(state, entries)
+        return lines
+
+    def _prefix(self, level: int, tags: dict[str, str | None]) -> str:
+        """The escaped `measurement,tags` of a rollup series' lines (cached)."""
+        key = (level, *sorted((k, v) for k, v in tags.items() if v))
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            if len(self._prefixes) >= _CACHE_LIMIT:
+                self._prefixes.clear()
+            line = format_line(rollup_measurement(level), tags, {"x": 0})
+            assert line is not None
+            prefix = self._prefixes[key] = line[: -len(" x=0i")]
+        return prefix
+
+    def _render(self, acc: _Acc) -> str:
+        """A block's fields: sums and extremes as floats (the server's `::float` ones are), the
+        count and last step as integers (as `count()` and `max("step")` give them)."""
+        parts: list[str] = []
+        for name, (n, total, low, high, last) in acc.items():
+            keys = self._keys.get(name)
+            if keys is None:
+                if len(self._keys) >= _CACHE_LIMIT:
+                    self._keys.clear()
+                keys = self._keys[name] = tuple(
+                    escape_field_key(rollup_key(stat, name)) for stat in ROLLUP_STATS
+                )
+            parts.append(
+                f"{keys[0]}={int(n)}i,{keys[1]}={float(total)!r},{keys[2]}={float(low)!r},"
+                f"{keys[3]}={float(high)!r},{keys[4]}={int(last)}i"
+            )
+        return ",".join(parts)
+
+    def _learn(self, keys: list[_Key]) -> None:
+        """The newest step InfluxDB holds for each new series (this batch included)."""
+        statements = [
+            f'SELECT last("step") FROM {self._rp}{_ident(m)} WHERE {_series_where(run, rank, gpu)}'
+            for m, run, rank, gpu in keys
+        ]
+        results = self._query.run(statements)
+        for key, result in zip(keys, results, strict=True):
+            last = _first(result, "last")
+            self._series[key] = _Series(int(last) if isinstance(last, int | float) else -1)
+
+    def _reopen(self, dirty: _Dirty, backfilled: list[_Key]) -> None:
+        """Read back the block at each series' newest step where InfluxDB has just summed it:
+        from there on this writer knows it whole and goes on summing it here."""
+        wanted: list[tuple[_Series, int, str]] = []
+        for key in dict.fromkeys([*dirty, *backfilled]):
+            state = self._series.get(key)
+            if state is None or state.frontier < 0:
+                continue
+            levels = dirty.get(key, {})
+            fine = set().union(*levels.get(_FINE, {}).values())
+            coarse = set().union(*levels.get(_COARSE, {}).values())
+            coarse |= {b * _FINE // _COARSE for b in fine}
+            for level, redone in ((_FINE, fine), (_COARSE, coarse)):
+                edge = state.frontier // level
+                if state.open[level] is None and (edge in redone or key in backfilled):
+                    _, run, rank, gpu = key
+                    wanted.append(
+                        (
+                            state,
+                            level,
+                            f"SELECT * FROM {self._rp}{_ident(rollup_measurement(level))} "
+                            f"WHERE {_series_where(run, rank, gpu)} AND time = {edge * level}s",
+                        )
+                    )
+        if not wanted:
+            return
+        results = self._query.run([q for _, _, q in wanted])
+        for (state, level, _), result in zip(wanted, results, strict=True):
+            acc = _read_acc(result, state.fields)
+            if acc is not None:
+                state.open[level] = (state.frontier // level, acc)
+
+    def _cover(self, run: str) -> bool:
+        """A run without the marker has points from before rollups: roll all of them up once
+        (True when it did)."""
+        where = f'"run" = {_literal(run)}'
+        (marker,) = self._query.run(
+            [f'SELECT last("version") FROM {self._rp}{_ident(ROLLUP_MARKER)} WHERE {where}']
+        )
+        if _first(marker, "last") is None:
+            self._backfill(run)
+            line = format_line(ROLLUP_MARKER, {"run": run}, {"version": ROLLUP_VERSION}, 0)
+            assert line is not None
+            self._writer.write(join_lines([line]))
+            self._covered.add(run)
+            return True
+        self._covered.add(run)
+        return False
+
+    def _backfill(self, run: str) -> None:
+        where = f'"run" = {_literal(run)}'
+        (names,) = self._query.run([f"SHOW MEASUREMENTS WHERE {where}"])
+        measurements = [
+            str(row[0])
+            for s in names
+            for row in _values(s)
+            if row
+            and str(row[0]) not in _SKIP
+            and not str(row[0]).startswith(rollup_measurement(0)[:-1])
+        ]
+        if not measurements:
+            return
+        keys = self._query.run([f"SHOW FIELD KEYS FROM {_ident(m)}" for m in measurements])
+        lasts = self._query.run(
+            [f'SELECT last("step") FROM {self._rp}{_ident(m)} WHERE {where}' for m in measurements]
+        )
+        for m, fields_r, last_r in zip(measurements, keys, lasts, strict=True):
+            last = _first(last_r, "last")
+            if not isinstance(last, int | float):
+                continue
+            names_m = [
+                str(row[0])
+                for s in fields_r
+                for row in _values(s)
+                if len(row) > 1
+                and row[1] in ("float", "integer")
+                and row[0] not in ("step", "wall_time")
+            ]
+            for lo in range(0, int(last) + 1, _BACKFILL_STEPS):
+                # nothing past the step it learnt: a later batch may be in InfluxDB already
+                hi = min(lo + _BACKFILL_STEPS, int(last) + 1)
+                self._query.run(
+                    [self._fine_into(m, where, name, lo, hi) for name in names_m]
+                    + [self._coarse_into(where, names_m, lo, hi)]
+                )
+        _log.info("rlvitals: rolled up run %r written before InfluxDB rollups", run)
+
+    def _recompute(self, dirty: _Dirty) -> None:
+        fine: list[str] = []
+        coarse: list[str] = []
+        for key, levels in dirty.items():
+            measurement, run, rank, gpu = key
+            where = _series_where(run, rank, gpu)
+            # Only up to the newest step handled here: another batch may be in InfluxDB already
+            # (its steps are summed when it comes here).
+            state = self._series.get(key)
+            big: dict[str, set[int]] = {
+                name: set(blocks) for name, blocks in levels.get(_COARSE, {}).items()
+            }
+            for name, blocks in levels.get(_FINE, {}).items():
+                newest = None if state is None else state.last.get(name, state.frontier)
+                cap = _MAX_BLOCK * _FINE if newest is None else newest + 1
+                for lo, hi in _ranges(blocks, _FINE):
+                    if lo < cap:
+                        fine.append(self._fine_into(measurement, where, name, lo, min(hi, cap)))
+                big.setdefault(name, set()).update(b * _FINE // _COARSE for b in blocks)
+            by_blocks: dict[frozenset[int], list[str]] = {}
+            for name, blocks in big.items():
+                if blocks:
+                    by_blocks.setdefault(frozenset(blocks), []).append(name)
+            for same, names in by_blocks.items():
+                for lo, hi in _ranges(same, _COARSE):
+                    coarse.append(self._coarse_into(where, sorted(names), lo, hi))
+        if fine:
+            self._query.run(fine)
+        if coarse:  # after the fine level (and the lines written before): it is summed from it
+            self._query.run(coarse)
+
+    def _fine_into(self, measurement: str, where: str, name: str, lo: int, hi: int) -> str:
+        col = _ident(name)
+        parts = ", ".join(
+            f"{fn}({col}{cast}) AS {_ident(rollup_key(stat, name))}"
+            for fn, cast, stat in (
+                ("count", "", "n"),
+                ("sum", "::float", "sum"),
+                ("min", "::float", "min"),
+                ("max", "::float", "max"),
+            )
+        )
+        return (
+            f'SELECT {parts}, max("step") AS {_ident(rollup_key("last", name))} '
+            f"INTO {self._rp}{_ident(rollup_measurement(_FINE))} FROM {self._rp}{_ident(measurement)} "
+            f"WHERE {where} AND {col} = {col} AND time >= {lo}s AND time < {hi}s "
+            f"GROUP BY time({_FINE}s), *"
+        )
+
+    def _coarse_into(self, where: str, names: Sequence[str], lo: int, hi: int) -> str:
+        lo, hi = lo - lo % _COARSE, -(-hi // _COARSE) * _COARSE
+        parts = ", ".join(
+            f"{fn}({_ident(rollup_key(stat, name))}) AS {_ident(rollup_key(stat, name))}"
+            for name in names
+            for fn, stat in (
+                ("sum", "n"),
+                ("sum", "sum"),
+                ("min", "min"),
+                ("max", "max"),
+                ("max", "last"),
+            )
+        )
+        return (
+            f"SELECT {parts} INTO {self._rp}{_ident(rollup_measurement(_COARSE))} "
+            f"FROM {self._rp}{_ident(rollup_measurement(_FINE))} "
+            f"WHERE {where} AND time >= {lo}s AND time < {hi}s GROUP BY time({_COARSE}s), *"
+        )
+
+
+def _bad(entries: list[_Entry], state: _Series, level: int) -> set[int]:
+    """Blocks of `level` the batch touches that this writer cannot sum: one holding a re-logged
+    step of a field (at or before the newest one InfluxDB held), or the block a field goes on in
+    that was started before this writer (not the one it holds open)."""
+    held = state.open[level]
+    known = None if held is None else held[0]
+    bad: set[int] = set()
+    for e in entries:
+        newest = state.last.get(e.field, state.learned)
+        b = e.block * _FINE // level
+        if e.first <= newest or (newest >= 0 and b == newest // level and known != b):
+            bad.add(b)
+    return bad
+
+
+def _advance(state: _Series, entries: list[_Entry]) -> None:
+    for e in entries:
+        if e.last > state.last.get(e.field, state.learned):
+            state.last[e.field] = e.last
+        if e.last > state.frontier:
+            state.frontier = e.last
+
+
+def _carry(state: _Series, level: int, bad: set[int], owed: dict[str, set[int]]) -> dict[int, _Acc]:
+    """The open block summed so far, unless this batch touched it where it is not known."""
+    held = state.open[level]
+    if held is None:
+        return {}
+    if held[0] in bad:
+        for name in held[1]:
+            owed.setdefault(name, set()).add(held[0])
+        return {}
+    return {held[0]: held[1]}
+
+
+def _read_acc(result: list[dict[str, object]], fields: set[str]) -> _Acc | None:
+    """A block's sums of `fields` as InfluxDB holds them (summed over the series' tag sets), or
+    None when one of them lacks a part."""
+    acc: _Acc = {}
+    for series in result:
+        columns = series.get("columns")
+        if not isinstance(columns, list):
+            continue
+        for row in _values(series):
+            parts: dict[str, dict[str, float]] = {}
+            for column, value in zip(columns, row, strict=False):
+                stat, sep, name = str(column).partition(":")
+                if (
+                    sep
+                    and stat in ROLLUP_STATS
+                    and name in fields
+                    and isinstance(value, int | float)
+                ):
+                    parts.setdefault(name, {})[stat] = float(value)
+            for name, got in parts.items():
+                if len(got) != len(ROLLUP_STATS):
+                    return None
+                _merge(acc, {name: [got[k] for k in ROLLUP_STATS]})
+    return acc
+
+
+def _merge(into: _Acc, more: _Acc) -> None:
+    for name, (n, total, low, high, last) in more.items():
+        cell = into.get(name)
+        if cell is None:
+            into[name] = [n, total, low, high, last]
+            continue
+        cell[0] += n
+        cell[1] += total
+        cell[2] = min(cell[2], low)
+        cell[3] = max(cell[3], high)
+        cell[4] = max(cell[4], last)
+
+
+def _owe(dirty: _Dirty, key: _Key, entries: Iterable[_Entry]) -> None:
+    """Every block of every level the entries touch is to be recomputed by InfluxDB."""
+    fine = dirty.setdefault(key, {}).setdefault(_FINE, {})
+    for e in entries:
+        fine.setdefault(e.field, set()).add(e.block)
+
+
+def _series_where(run: str, rank: int, gpu: str) -> str:
+    rank_text = "" if rank == NO_RANK else str(rank)
+    return f'"run" = {_literal(run)} AND "rank" = {_literal(rank_text)} AND "gpu" = {_literal(gpu)}'
+
+
+def _tags(run: str, project: str | None, rank: int, gpu: str) -> dict[str, str | None]:
+    tags: dict[str, str | None] = {"run": run, "project": project}
+    if rank != NO_RANK:
+        tags["rank"] = str(rank)
+    if gpu:
+        tags["gpu"] = gpu
+    return tags
+
+
+def _values(series: dict[str, object]) -> list[list[object]]:
+    values = series.get("values")
+    return [list(v) for v in values] if isinstance(values, list) else []
+
+
+def _first(result: list[dict[str, object]], column: str) -> object:
+    for s in result:
+        columns = s.get("columns")
+        if not isinstance(columns, list) or column not in columns:
+            continue
+        i = columns.index(column)
+        for row in _values(s):
+            if row[i] is not None:
+                return row[i]
+    return None
+
+
+def make_rollups(settings: ExporterSettings, writer: Writer) -> InfluxRollups | None:
+    """Rollups for InfluxDB 1.x; None for 2.x (its v1 API has no `SELECT ... INTO`) or without
+    InfluxDB. `writer` is the raw points' writer (the rollup lines go the same way, from the
+    same thread)."""
+    if not settings.influx_url or settings.influx_api != "v1":
+        return None
+    query = _Query(
+        settings.influx_url,
+        settings.influx_database,
+        settings.influx_username,
+        settings.influx_password,
+        max(30.0, settings.flush_timeout),
+    )
+    return InfluxRollups(query, writer, settings.influx_retention_policy)

@@ -1,0 +1,131 @@
+"""Reading the step rollups the exporter keeps in InfluxDB (`exporter.influx_rollups`).
+
+A run the exporter has rolled up carries a point in `ROLLUP_MARKER`; for it, whole-run statistics
+are the sums of its 4096-step blocks (a few hundred points at a million steps) and a long series
+sums whole blocks of the level `bucket_plan` chose, reading raw points only in the partial blocks
+at the edges of the range, as the embedded store does with the outbox's rollups. A level is used
+only where the series is dense enough for it (its blocks hold 8 values on average, the outbox's
+rule); a sparser series is bucketed from its raw points, which are few. A run without the marker
+(written before rollups, or through InfluxDB 2.x) is read from the raw points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from exporter.influx_rollups import ROLLUP_MARKER, rollup_key, rollup_measurement
+from exporter.running_stats import ROLLUP_LEVELS
+
+from .base import BucketPlan, FieldStats, Points, points_from
+from .influx_http import InfluxHttp, ResultSeries
+from .quoting import quote_ident
+
+__all__ = ["MIN_BLOCK_POINTS", "RollupSpan", "rolled_up", "rollup_series", "rollup_stats"]
+
+MIN_BLOCK_POINTS = 8
+"""Values a level's blocks must hold on average for a reader to use it (as the outbox decides)."""
+
+
+def _number(series: list[ResultSeries], column: str) -> float | None:
+    for s in series:
+        i = s.column(column)
+        if i is not None:
+            for row in s.values:
+                if row[i] is not None:
+                    return float(row[i])
+    return None
+
+
+def marker_statement(where: str) -> str:
+    return f'SELECT last("version") FROM {quote_ident(ROLLUP_MARKER)} WHERE {where}'
+
+
+def rolled_up(result: list[ResultSeries]) -> bool:
+    """Whether the marker statement's result says the run's rollups are complete."""
+    return _number(result, "last") is not None
+
+
+def count_statement(where: str, field: str) -> str:
+    """The field's whole-run count and sum from its 4096-step blocks."""
+    n, total = quote_ident(rollup_key("n", field)), quote_ident(rollup_key("sum", field))
+    source = quote_ident(rollup_measurement(ROLLUP_LEVELS[-1]))
+    return f'SELECT sum({n}) AS "n", sum({total}) AS "sum" FROM {source} WHERE {where}'
+
+
+def rollup_stats(http: InfluxHttp, where: str, fields: Sequence[str]) -> dict[str, FieldStats]:
+    results = http.query([count_statement(where, f) for f in fields])
+    out: dict[str, FieldStats] = {}
+    for name, result in zip(fields, results, strict=True):
+        count = int(_number(result, "n") or 0)
+        total = _number(result, "sum") or 0.0
+        out[name] = FieldStats(count, total / count if count else None)
+    return out
+
+
+@dataclass(frozen=True)
+class RollupSpan:
+    """A series over its whole run: values counted, first and last step."""
+
+    count: int
+    first: int
+    last: int
+
+    def dense_enough(self, level: int) -> bool:
+        return self.count * level >= MIN_BLOCK_POINTS * (self.last - self.first + 1)
+
+
+def rollup_series(
+    http: InfluxHttp,
+    source: str,
+    where: str,
+    field: str,
+    lo: int,
+    hi: int | None,
+    plan: BucketPlan,
+    max_points: int,
+) -> Points:
+    """Buckets of `plan` over [lo, hi] (hi None: open end) from whole blocks of `plan.level`
+    plus the raw points of the partial blocks at the edges."""
+    level = plan.level
+    b0 = -(-lo // level)
+    b1 = None if hi is None else (hi + 1) // level - 1
+    group = f"GROUP BY time({plan.size}s, {plan.origin % plan.size}s) fill(none)"
+    col = quote_ident(field)
+    raw = (
+        f'SELECT count({col}) AS "n", sum({col}) AS "s", max("step") AS "l" FROM {source} '
+        f"WHERE {where} AND {col} = {col} AND time >= {{lo}}s AND time <= {{hi}}s {group}"
+    )
+    statements: list[str] = []
+    if b1 is not None and b1 < b0:  # inside one block (or two partial ones): all raw
+        assert hi is not None
+        statements.append(raw.format(lo=lo, hi=hi))
+    else:
+        n, s, last = (quote_ident(rollup_key(k, field)) for k in ("n", "sum", "last"))
+        upper = "" if b1 is None else f" AND time <= {b1 * level}s"
+        statements.append(
+            f'SELECT sum({n}) AS "n", sum({s}) AS "s", max({last}) AS "l" '
+            f"FROM {quote_ident(rollup_measurement(level))} "
+            f"WHERE {where} AND time >= {b0 * level}s{upper} {group}"
+        )
+        if lo < b0 * level:
+            statements.append(raw.format(lo=lo, hi=b0 * level - 1))
+        if b1 is not None and hi is not None and hi >= (b1 + 1) * level:
+            statements.append(raw.format(lo=(b1 + 1) * level, hi=hi))
+    buckets: dict[int, list[float]] = {}
+    for result in http.query(statements):
+        for series in result:
+            it, i_n, i_s, i_l = (series.column(c) for c in ("time", "n", "s", "l"))
+            if it is None or i_n is None or i_s is None or i_l is None:
+                continue
+            for row in series.values:
+                if not row[i_n]:
+                    continue
+                cell = buckets.setdefault(int(row[it]), [0.0, 0.0, -1.0])
+                cell[0] += float(row[i_n])
+                cell[1] += float(row[i_s] or 0.0)
+                cell[2] = max(cell[2], float(row[i_l]))
+    ordered = sorted(buckets.values(), key=lambda c: c[2])
+    total = int(sum(c[0] for c in ordered))
+    p = points_from([int(c[2]) for c in ordered], [c[1] / c[0] for c in ordered], plan.size, total)
+    return Points(p.steps[:max_points], p.values[:max_points], plan.size, total)

@@ -1,0 +1,281 @@
+"""The step rollups the exporter keeps in InfluxDB equal sums over the raw points InfluxDB holds,
+whichever writer wrote them (the outbox's forwarder, `rlvitals import`), after a resume re-logs
+steps in the middle of a block, and for a run written before rollups existed."""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from influx_server import InfluxDatabase
+
+import exporter
+import registry
+from exporter.direct import DirectRun
+from exporter.forwarder import LineRenderer
+from exporter.influx_rollups import ROLLUP_MARKER, make_rollups, rollup_measurement
+from exporter.lineprotocol import join_lines
+from exporter.outbox import NO_RANK, SampleRow
+from exporter.running_stats import ROLLUP_LEVELS
+from exporter.writers import make_writer
+from rlvitals.cli import main
+
+MINI = str(Path(__file__).parents[1] / "fixtures" / "mini_registry")
+Blocks = dict[int, tuple[int, float, float, float, int]]
+
+
+def _kept(influx: Any, run: str, field: str, level: int) -> Blocks:
+    """The rollup blocks of a field, summed over the run's series (ranks, GPUs)."""
+    rows = influx.query(
+        f'SELECT "n:{field}", "sum:{field}", "min:{field}", "max:{field}", "last:{field}" '
+        f'FROM "{rollup_measurement(level)}" WHERE "run" = \'{run}\' GROUP BY *'
+    )
+    out: dict[int, list[float]] = {}
+    for r in rows:
+        if r[f"n:{field}"] is None:
+            continue
+        cell = out.setdefault(int(r["time"]), [0, 0.0, math.inf, -math.inf, -1])
+        cell[0] += r[f"n:{field}"]
+        cell[1] += r[f"sum:{field}"]
+        cell[2] = min(cell[2], r[f"min:{field}"])
+        cell[3] = max(cell[3], r[f"max:{field}"])
+        cell[4] = max(cell[4], r[f"last:{field}"])
+    return {k: (int(c[0]), c[1], c[2], c[3], int(c[4])) for k, c in sorted(out.items())}
+
+
+def _raw(influx: Any, run: str, measurement: str, field: str, level: int) -> Blocks:
+    """The same blocks summed here from every raw point InfluxDB holds."""
+    rows = influx.query(f'SELECT "{field}" FROM "{measurement}" WHERE "run" = \'{run}\'')
+    out: dict[int, list[float]] = {}
+    for r in rows:
+        v = r[field]
+        if v is None:
+            continue
+        cell = out.setdefault(r["time"] // level * level, [0, 0.0, math.inf, -math.inf, -1])
+        cell[0] += 1
+        cell[1] += v
+        cell[2] = min(cell[2], v)
+        cell[3] = max(cell[3], v)
+        cell[4] = max(cell[4], r["time"])
+    return {k: (int(c[0]), c[1], c[2], c[3], int(c[4])) for k, c in sorted(out.items())}
+
+
+def _assert_exact(influx: Any, run: str, measurement: str, field: str) -> None:
+    for level in ROLLUP_LEVELS:
+        kept, raw = _kept(influx, run, field, level), _raw(influx, run, measurement, field, level)
+        assert kept.keys() == raw.keys(), f"level {level}"
+        for block, want in raw.items():
+            got = kept[block]
+            assert got[0] == want[0] and got[4] == want[4], (level, block, got, want)
+            assert got[1:4] == pytest.approx(want[1:4], rel=1e-9, abs=1e-9), (level, block)
+
+
+def _post(influx: Any, lines: str) -> None:
+    request = urllib.request.Request(
+        f"{influx.url}/write?db={influx.name}&precision=s", data=lines.encode()
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        response.read()
+
+
+def _marked(influx: Any, run: str) -> bool:
+    return bool(influx.query(f'SELECT * FROM "{ROLLUP_MARKER}" WHERE "run" = \'{run}\''))
+
+
+def test_rollups_equal_the_raw_points_after_a_resume_relogs_steps_mid_block(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    settings = influx.settings(tmp_path, batch_size=700)
+    with exporter.init("r", registry=reg, settings=settings) as run:
+        for step in range(5000):
+            run.log(step, {"policy_kl": 0.01 * (step % 97), "clip_fraction": step / 5000})
+    with exporter.init("r", registry=reg, settings=settings, resume=True) as run:
+        # steps 4100.. again, from inside a 64-step block and a 4096-step one, new values;
+        # clip_fraction now only every 3rd step
+        for step in range(4100, 9000):
+            values = {"policy_kl": -1.0 - step % 5}
+            if step % 3 == 0:
+                values["clip_fraction"] = 0.75
+            run.log(step, values)
+    assert _marked(influx, "r")
+    _assert_exact(influx, "r", "policy", "policy_kl")
+    _assert_exact(influx, "r", "policy", "clip_fraction")
+    # the re-logged block holds the new values, counted once
+    assert _kept(influx, "r", "policy_kl", 64)[4096][0] == 64
+
+
+def test_relogging_inside_one_process_is_recomputed_too(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    settings = influx.settings(tmp_path, batch_size=300)
+    with exporter.init("r", registry=reg, settings=settings) as run:
+        for step in range(3000):
+            run.log(step, {"policy_kl": float(step)})
+        run.flush()
+        for step in range(1000, 1500):
+            run.log(step, {"policy_kl": 0.5})
+        for step in range(3000, 3100):
+            run.log(step, {"policy_kl": 1.5})
+    _assert_exact(influx, "r", "policy", "policy_kl")
+
+
+def test_ranks_of_one_run_sum_into_its_blocks(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    # two trainer processes, each with its own outbox and forwarder, writing one run
+    first = exporter.init("r", registry=reg, settings=influx.settings(tmp_path / "0"), rank=0)
+    second = exporter.init(
+        "r", registry=reg, settings=influx.settings(tmp_path / "1"), rank=1, resume=True
+    )
+    for step in range(2000):
+        first.log(step, {"value_loss": 1.0})
+        if step % 2 == 0:
+            second.log(step, {"value_loss": 3.0})
+    first.finish()
+    second.finish()
+    _assert_exact(influx, "r", "value", "value_loss")
+    assert _kept(influx, "r", "value_loss", 64)[0][:2] == (96, 64 * 1.0 + 32 * 3.0)
+
+
+def test_import_writes_rollups_equal_to_the_raw_points(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    settings = influx.settings(tmp_path)
+    run = DirectRun("imp", project="p", registry=reg, settings=settings, framework=None)
+    for step in range(0, 30_000, 2):
+        run.log(step, {"policy_kl": math.sin(step / 300), "grad_norm": step % 11})
+    assert run.flush(60)
+    run.finish(60)
+    assert _marked(influx, "imp")
+    _assert_exact(influx, "imp", "policy", "policy_kl")
+    _assert_exact(influx, "imp", "optimization", "grad_norm")
+
+
+def test_a_run_written_before_rollups_is_rolled_up_whole_at_its_next_write(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    # points as an older exporter wrote them: no rollups, no marker
+    _post(
+        influx,
+        "\n".join(
+            f"policy,run=old policy_kl={step / 7},step={step}i,wall_time={step}.0 {step}"
+            for step in range(10_000)
+        ),
+    )
+    assert not _marked(influx, "old")
+    settings = influx.settings(tmp_path)
+    with exporter.init("old", registry=reg, settings=settings, resume=True) as run:
+        for step in range(10_000, 10_200):
+            run.log(step, {"policy_kl": 1.0})
+    assert _marked(influx, "old")
+    _assert_exact(influx, "old", "policy", "policy_kl")
+    assert sum(b[0] for b in _kept(influx, "old", "policy_kl", 4096).values()) == 10_200
+
+
+def test_refused_lines_are_left_out_of_the_rollups(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    # an earlier run wrote `policy_kl` as text: this run's policy points are refused (HTTP 400)
+    _post(influx, 'policy,run=earlier policy_kl="text",step=1i 1')
+    settings = influx.settings(tmp_path, batch_size=200)
+    with exporter.init("r", registry=reg, settings=settings) as run:
+        for step in range(1000):
+            run.log(step, {"policy_kl": 0.5, "value_loss": float(step % 7)})
+    assert not influx.query('SELECT * FROM "policy" WHERE "run" = \'r\'')
+    assert _kept(influx, "r", "policy_kl", 64) == {}
+    _assert_exact(influx, "r", "value", "value_loss")
+
+
+def test_a_step_sent_twice_in_one_batch_counts_the_value_influxdb_kept(
+    tmp_path: Path, influx: Any
+) -> None:
+    settings = influx.settings(tmp_path)
+    writer = make_writer(settings)
+    assert writer is not None
+    rollups = make_rollups(settings, writer)
+    assert rollups is not None
+    for first in (0, 100):  # the second batch goes on in a block the first one opened
+        rows: list[SampleRow] = []
+        for step in range(first, first + 100):
+            rows.append(("r", NO_RANK, step, "value", "", "value_loss", 1.0, 0.0))
+            if step % 10 == 0:
+                rows.append(("r", NO_RANK, step, "value", "", "value_loss", 5.0, 0.0))
+        writer.write(join_lines(LineRenderer().render(rows, (), {"r": None})))
+        rollups.sent(rows, {"r": None})
+    writer.close()
+    _assert_exact(influx, "r", "value", "value_loss")
+    assert _kept(influx, "r", "value_loss", 4096)[0][:2] == (200, 180 * 1.0 + 20 * 5.0)
+
+
+def test_rollups_owed_while_influxdb_is_down_are_recomputed_at_the_next_write(
+    tmp_path: Path, influx_server_factory: Any
+) -> None:
+    server = influx_server_factory()
+    server.post_query('CREATE DATABASE "d"')
+    settings = InfluxDatabase(server, "d").settings(tmp_path)
+    writer = make_writer(settings)
+    assert writer is not None
+    rollups = make_rollups(settings, writer)
+    assert rollups is not None
+
+    def batch(first: int) -> list[SampleRow]:
+        return [
+            ("r", NO_RANK, s, "value", "", "value_loss", s / 3, 0.0)
+            for s in range(first, first + 150)
+        ]
+
+    for first in (0, 150):
+        rows = batch(first)
+        writer.write(join_lines(LineRenderer().render(rows, (), {"r": None})))
+        if first == 150:
+            server.stop()  # the points are in; their rollups cannot be written now
+        rollups.sent(rows, {"r": None})  # never raises
+    server.start()
+    rows = batch(300)
+    writer.write(join_lines(LineRenderer().render(rows, (), {"r": None})))
+    rollups.sent(rows, {"r": None})
+    writer.close()
+    _assert_exact(InfluxDatabase(server, "d"), "r", "value", "value_loss")
+
+
+def test_influxdb_2_gets_no_rollups_and_is_read_from_raw_points(tmp_path: Path) -> None:
+    settings = exporter.ExporterSettings(
+        store=tmp_path,
+        influx_url="http://127.0.0.1:9",
+        influx_api="v2",
+        influx_org="o",
+        influx_bucket="b",
+        influx_token="t",
+    )
+    v1 = make_writer(exporter.ExporterSettings(store=tmp_path, influx_url="http://127.0.0.1:9"))
+    assert v1 is not None
+    assert make_rollups(settings, v1) is None
+    assert make_rollups(exporter.ExporterSettings(store=tmp_path), v1) is None
+
+
+def test_rlvitals_import_and_tail_keep_rollups_equal_to_the_raw_points(
+    tmp_path: Path, influx: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLVITALS_INFLUX_URL", influx.url)
+    monkeypatch.setenv("RLVITALS_INFLUX_DATABASE", influx.name)
+    monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
+    for folder in ("imported", "tailed"):
+        log = tmp_path / folder / "metrics.jsonl"
+        log.parent.mkdir()
+        log.write_text(
+            "".join(
+                json.dumps({"step": s, "policy_kl": s / 1000, "value_loss": s % 13}) + "\n"
+                for s in range(0, 6000, 3)
+            )
+        )
+    assert main(["import", str(tmp_path / "imported"), "--registry", MINI, "--run", "i"]) == 0
+    args = ["tail", str(tmp_path / "tailed"), "--registry", MINI, "--run", "t", "--no-follow"]
+    assert main(args) == 0
+    for run in ("i", "t"):
+        assert _marked(influx, run)
+        _assert_exact(influx, run, "policy", "policy_kl")
+        _assert_exact(influx, run, "value", "value_loss")
