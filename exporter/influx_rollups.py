@@ -67,6 +67,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 
 from .config import ExporterSettings, redact_url
 from .lineprotocol import escape_field_key, format_line, join_lines
@@ -80,6 +81,7 @@ __all__ = [
     "ROLLUP_VERSION",
     "InfluxRollups",
     "RollupQueryError",
+    "SentColumns",
     "make_rollups",
     "rollup_key",
     "rollup_measurement",
@@ -199,24 +201,73 @@ _SHIFT = 40  # a batch's (series, field) number above the 64-step block number
 _MAX_BLOCK = 1 << _SHIFT
 
 
-def _block_sums(rows: Sequence[SampleRow]) -> dict[_Key, list[_Entry]]:
+@dataclass(frozen=True)
+class SentColumns:
+    """Samples sent as columns (a direct import's steps read a column at a time): the value of
+    column j at `steps[i]` is `values[i, j]`, for run `run` and rank `rank`. Every value is a
+    finite float."""
+
+    run: str
+    rank: int
+    steps: npt.NDArray[np.int64]
+    columns: Sequence[tuple[str, str, str]]  # (measurement, gpu, field)
+    values: npt.NDArray[np.float64]
+
+
+def _block_sums(
+    rows: Sequence[SampleRow], columns: Sequence[SentColumns] = ()
+) -> dict[_Key, list[_Entry]]:
     """The finite numbers of a batch summed per series, field and 64-step block, in numpy (a
-    sort and a few reductions: no Python work per row beyond transposing the batch)."""
-    if not rows:
+    sort and a few reductions: no Python work per row beyond transposing the batch). `columns`
+    were sent after `rows`, in their order."""
+    combos: list[tuple[str, str, int, str, str]] = []
+    codes_parts: list[npt.NDArray[np.int64]] = []
+    steps_parts: list[npt.NDArray[np.int64]] = []
+    values_parts: list[npt.NDArray[np.float64]] = []
+    usable_parts: list[npt.NDArray[np.bool_]] = []
+    index: dict[tuple[str, str, int, str, str], int] = {}
+    if rows:
+        values_t = list(map(_VALUE, rows))
+        values = np.array(values_t)
+        if values.dtype == np.float64:
+            usable = np.isfinite(values)
+        else:  # text among the numbers (numpy would read "1.5" as a number: a string field)
+            numbers = [_numeric(v) for v in values_t]
+            usable = np.array([v is not None for v in numbers])
+            values = np.array([math.nan if v is None else v for v in numbers], dtype=np.float64)
+        row_combos = list(map(_COMBO, rows))
+        for c in dict.fromkeys(row_combos):
+            index[c] = len(index)
+        codes_parts.append(
+            np.fromiter(map(index.__getitem__, row_combos), dtype=np.int64, count=len(rows))
+        )
+        steps_parts.append(np.fromiter(map(_STEP, rows), dtype=np.int64, count=len(rows)))
+        values_parts.append(values)
+        usable_parts.append(usable)
+    for part in columns:
+        width, height = len(part.columns), len(part.steps)
+        if not width or not height:
+            continue
+        codes = np.array(
+            [
+                index.setdefault((m, part.run, part.rank, g, f), len(index))
+                for m, g, f in part.columns
+            ],
+            dtype=np.int64,
+        )
+        # row-major, as the lines were sent: step by step, each step's columns in order
+        codes_parts.append(np.tile(codes, height))
+        steps_parts.append(np.repeat(np.asarray(part.steps, dtype=np.int64), width))
+        values_parts.append(np.asarray(part.values, dtype=np.float64).reshape(-1))
+        usable_parts.append(np.ones(width * height, dtype=bool))
+    if not codes_parts:
         return {}
-    values_t = list(map(_VALUE, rows))
-    values = np.array(values_t)
-    if values.dtype == np.float64:
-        usable = np.isfinite(values)
-    else:  # text among the numbers (numpy would read "1.5" as a number: it is a string field)
-        numbers = [_numeric(v) for v in values_t]
-        usable = np.array([v is not None for v in numbers])
-        values = np.array([math.nan if v is None else v for v in numbers], dtype=np.float64)
-    combos = list(map(_COMBO, rows))
-    index = {c: i for i, c in enumerate(dict.fromkeys(combos))}
-    codes = np.fromiter(map(index.__getitem__, combos), dtype=np.int64, count=len(combos))
-    steps = np.fromiter(map(_STEP, rows), dtype=np.int64, count=len(rows))
-    skip = np.array([c[0] in _SKIP for c in index], dtype=bool)
+    combos = list(index)
+    codes = np.concatenate(codes_parts)
+    steps = np.concatenate(steps_parts)
+    values = np.concatenate(values_parts)
+    usable = np.concatenate(usable_parts)
+    skip = np.array([c[0] in _SKIP for c in combos], dtype=bool)
     usable &= ~skip[codes] & (steps >= 0) & (steps // _FINE < _MAX_BLOCK)
     if not usable.all():
         codes, steps, values = codes[usable], steps[usable], values[usable]
@@ -232,7 +283,6 @@ def _block_sums(rows: Sequence[SampleRow]) -> dict[_Key, list[_Entry]]:
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
     ends = np.r_[starts[1:], group.size]
     out: dict[_Key, list[_Entry]] = {}
-    combo_of = list(index)
     for g, n, total, low, high, first, last in zip(
         group[starts].tolist(),
         (ends - starts).tolist(),
@@ -243,7 +293,7 @@ def _block_sums(rows: Sequence[SampleRow]) -> dict[_Key, list[_Entry]]:
         steps[ends - 1].tolist(),
         strict=True,
     ):
-        measurement, run, rank, gpu, name = combo_of[g >> _SHIFT]
+        measurement, run, rank, gpu, name = combos[g >> _SHIFT]
         out.setdefault((measurement, run, rank, gpu), []).append(
             _Entry(name, g & (_MAX_BLOCK - 1), float(n), total, low, high, first, last)
         )
@@ -291,16 +341,21 @@ class InfluxRollups:
         projects: Mapping[str, str | None],
         *,
         exact: bool = True,
+        columns: Sequence[SentColumns] = (),
     ) -> None:
-        """`rows` were written (`exact` False: some of their lines may have been refused, so
-        their blocks are recomputed from what InfluxDB holds). Never raises."""
-        self._apply(rows, projects, exact)
+        """`rows`, then `columns`, were written (`exact` False: some of their lines may have
+        been refused, so their blocks are recomputed from what InfluxDB holds). Never raises."""
+        self._apply(rows, projects, exact, columns)
 
     def _apply(
-        self, rows: Sequence[SampleRow], projects: Mapping[str, str | None], exact: bool
+        self,
+        rows: Sequence[SampleRow],
+        projects: Mapping[str, str | None],
+        exact: bool,
+        columns: Sequence[SentColumns] = (),
     ) -> None:
         try:
-            self._sent(rows, projects, exact)
+            self._sent(rows, projects, exact, columns)
             if self._failing:
                 self._failing = False
                 _log.warning("rlvitals: InfluxDB rollups up to date again")
@@ -317,9 +372,13 @@ class InfluxRollups:
     # -- internals -----------------------------------------------------------------------------
 
     def _sent(
-        self, rows: Sequence[SampleRow], projects: Mapping[str, str | None], exact: bool
+        self,
+        rows: Sequence[SampleRow],
+        projects: Mapping[str, str | None],
+        exact: bool,
+        columns: Sequence[SentColumns] = (),
     ) -> None:
-        grouped = _block_sums(rows)
+        grouped = _block_sums(rows, columns)
         if not grouped and not self._owed:
             return
         dirty, self._owed = self._owed, {}

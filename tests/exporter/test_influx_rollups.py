@@ -10,11 +10,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from influx_server import InfluxDatabase
 
 import exporter
 import registry
+from exporter import influx_rollups
 from exporter.direct import DirectRun
 from exporter.forwarder import LineRenderer
 from exporter.influx_rollups import ROLLUP_MARKER, make_rollups, rollup_measurement
@@ -279,3 +281,26 @@ def test_rlvitals_import_and_tail_keep_rollups_equal_to_the_raw_points(
         assert _marked(influx, run)
         _assert_exact(influx, run, "policy", "policy_kl")
         _assert_exact(influx, run, "value", "value_loss")
+
+
+def test_columns_sent_sum_into_the_same_blocks_as_the_same_rows() -> None:
+    rng = np.random.default_rng(7)
+    steps = np.array([0, 1, 5, 63, 64, 200, 4095, 4096, 9000], dtype=np.int64)
+    columns = [("policy", "", "policy_kl"), ("policy", "", "clip_fraction"), ("loss", "0", "x")]
+    values = rng.uniform(-2, 2, size=(len(steps), len(columns)))
+    as_rows = [
+        ("r", 1, int(step), m, g, f, float(values[i, j]), 1000.0 + i)
+        for i, step in enumerate(steps)
+        for j, (m, g, f) in enumerate(columns)
+    ]
+    from_columns = influx_rollups._block_sums(
+        [], [influx_rollups.SentColumns("r", 1, steps, columns, values)]
+    )
+    assert from_columns == influx_rollups._block_sums(as_rows)
+    # rows first, then columns logging step 5 again: the value sent last is the one summed
+    again = np.array([[9.0, 9.0, 9.0]])
+    mixed = influx_rollups._block_sums(
+        as_rows, [influx_rollups.SentColumns("r", 1, np.array([5]), columns, again)]
+    )
+    replaced = [r if r[2] != 5 else (*r[:6], 9.0, r[7]) for r in as_rows]
+    assert mixed == influx_rollups._block_sums(replaced)
