@@ -2,7 +2,10 @@
 
 Caller's thread: copy the dict and append it to a bounded queue (under `strict`, also cheap checks
 that raise `InvalidSample`). Worker thread: translate names, apply the bad-input policy, write rows
-to the outbox. Forwarder thread (when InfluxDB is configured): send the outbox to InfluxDB.
+to the outbox; consecutive calls that logged the same names go as one columnar block
+(`Translator.log_block`, `Outbox.write(blocks=...)`), so the worker's share of the GIL per step is
+a few microseconds and it lets go of the GIL once per batch. Forwarder (when InfluxDB is
+configured): a child process sending the outbox to InfluxDB (`forward_process`), or a thread.
 """
 
 from __future__ import annotations
