@@ -82,6 +82,7 @@ __all__ = [
     "InfluxRollups",
     "RollupQueryError",
     "SentColumns",
+    "SentPart",
     "make_rollups",
     "rollup_key",
     "rollup_measurement",
@@ -214,19 +215,34 @@ class SentColumns:
     values: npt.NDArray[np.float64]
 
 
+SentPart = Sequence[SampleRow] | SentColumns
+"""What one request carried, in the order it carried it: rows, or samples as columns."""
+
+
 def _block_sums(
     rows: Sequence[SampleRow], columns: Sequence[SentColumns] = ()
 ) -> dict[_Key, list[_Entry]]:
+    """`_part_sums` of `rows`, then `columns`."""
+    return _part_sums([rows, *columns])
+
+
+def _part_sums(parts: Sequence[SentPart]) -> dict[_Key, list[_Entry]]:
     """The finite numbers of a batch summed per series, field and 64-step block, in numpy (a
-    sort and a few reductions: no Python work per row beyond transposing the batch). `columns`
-    were sent after `rows`, in their order."""
+    sort and a few reductions: no Python work per row beyond transposing the batch). A key
+    sent twice counts with the value of the later part (InfluxDB keeps the value sent last)."""
     combos: list[tuple[str, str, int, str, str]] = []
     codes_parts: list[npt.NDArray[np.int64]] = []
     steps_parts: list[npt.NDArray[np.int64]] = []
     values_parts: list[npt.NDArray[np.float64]] = []
     usable_parts: list[npt.NDArray[np.bool_]] = []
     index: dict[tuple[str, str, int, str, str], int] = {}
-    if rows:
+    for part in parts:
+        if isinstance(part, SentColumns):
+            _add_columns(part, index, codes_parts, steps_parts, values_parts, usable_parts)
+            continue
+        rows = part
+        if not rows:
+            continue
         values_t = list(map(_VALUE, rows))
         values = np.array(values_t)
         if values.dtype == np.float64:
@@ -237,29 +253,13 @@ def _block_sums(
             values = np.array([math.nan if v is None else v for v in numbers], dtype=np.float64)
         row_combos = list(map(_COMBO, rows))
         for c in dict.fromkeys(row_combos):
-            index[c] = len(index)
+            index.setdefault(c, len(index))
         codes_parts.append(
             np.fromiter(map(index.__getitem__, row_combos), dtype=np.int64, count=len(rows))
         )
         steps_parts.append(np.fromiter(map(_STEP, rows), dtype=np.int64, count=len(rows)))
         values_parts.append(values)
         usable_parts.append(usable)
-    for part in columns:
-        width, height = len(part.columns), len(part.steps)
-        if not width or not height:
-            continue
-        codes = np.array(
-            [
-                index.setdefault((m, part.run, part.rank, g, f), len(index))
-                for m, g, f in part.columns
-            ],
-            dtype=np.int64,
-        )
-        # row-major, as the lines were sent: step by step, each step's columns in order
-        codes_parts.append(np.tile(codes, height))
-        steps_parts.append(np.repeat(np.asarray(part.steps, dtype=np.int64), width))
-        values_parts.append(np.asarray(part.values, dtype=np.float64).reshape(-1))
-        usable_parts.append(np.ones(width * height, dtype=bool))
     if not codes_parts:
         return {}
     combos = list(index)
@@ -298,6 +298,28 @@ def _block_sums(
             _Entry(name, g & (_MAX_BLOCK - 1), float(n), total, low, high, first, last)
         )
     return out
+
+
+def _add_columns(
+    part: SentColumns,
+    index: dict[tuple[str, str, int, str, str], int],
+    codes_parts: list[npt.NDArray[np.int64]],
+    steps_parts: list[npt.NDArray[np.int64]],
+    values_parts: list[npt.NDArray[np.float64]],
+    usable_parts: list[npt.NDArray[np.bool_]],
+) -> None:
+    width, height = len(part.columns), len(part.steps)
+    if not width or not height:
+        return
+    codes = np.array(
+        [index.setdefault((m, part.run, part.rank, g, f), len(index)) for m, g, f in part.columns],
+        dtype=np.int64,
+    )
+    # row-major, as the lines were sent: step by step, each step's columns in order
+    codes_parts.append(np.tile(codes, height))
+    steps_parts.append(np.repeat(np.asarray(part.steps, dtype=np.int64), width))
+    values_parts.append(np.asarray(part.values, dtype=np.float64).reshape(-1))
+    usable_parts.append(np.ones(width * height, dtype=bool))
 
 
 def _numeric(value: object) -> float | None:
@@ -341,21 +363,18 @@ class InfluxRollups:
         projects: Mapping[str, str | None],
         *,
         exact: bool = True,
-        columns: Sequence[SentColumns] = (),
+        parts: Sequence[SentPart] | None = None,
     ) -> None:
-        """`rows`, then `columns`, were written (`exact` False: some of their lines may have
-        been refused, so their blocks are recomputed from what InfluxDB holds). Never raises."""
-        self._apply(rows, projects, exact, columns)
+        """`rows` were written, or with `parts` what they hold in their order (`exact` False:
+        some of their lines may have been refused, so their blocks are recomputed from what
+        InfluxDB holds). Never raises."""
+        self._apply([rows] if parts is None else parts, projects, exact)
 
     def _apply(
-        self,
-        rows: Sequence[SampleRow],
-        projects: Mapping[str, str | None],
-        exact: bool,
-        columns: Sequence[SentColumns] = (),
+        self, parts: Sequence[SentPart], projects: Mapping[str, str | None], exact: bool
     ) -> None:
         try:
-            self._sent(rows, projects, exact, columns)
+            self._sent(parts, projects, exact)
             if self._failing:
                 self._failing = False
                 _log.warning("rlvitals: InfluxDB rollups up to date again")
@@ -372,13 +391,9 @@ class InfluxRollups:
     # -- internals -----------------------------------------------------------------------------
 
     def _sent(
-        self,
-        rows: Sequence[SampleRow],
-        projects: Mapping[str, str | None],
-        exact: bool,
-        columns: Sequence[SentColumns] = (),
+        self, parts: Sequence[SentPart], projects: Mapping[str, str | None], exact: bool
     ) -> None:
-        grouped = _block_sums(rows, columns)
+        grouped = _part_sums(parts)
         if not grouped and not self._owed:
             return
         dirty, self._owed = self._owed, {}

@@ -304,3 +304,9 @@ def test_columns_sent_sum_into_the_same_blocks_as_the_same_rows() -> None:
     )
     replaced = [r if r[2] != 5 else (*r[:6], 9.0, r[7]) for r in as_rows]
     assert mixed == influx_rollups._block_sums(replaced)
+    # and rows sent after columns win over them the same way
+    later_rows = [(*r[:6], 9.0, r[7]) for r in as_rows if r[2] == 5]
+    columns_then_rows = influx_rollups._part_sums(
+        [influx_rollups.SentColumns("r", 1, steps, columns, values), later_rows]
+    )
+    assert columns_then_rows == influx_rollups._block_sums(replaced)
