@@ -160,7 +160,7 @@ def main() -> int:
             )
             logs = LogSet([log_dir], problems.append)
             ingest = Ingest(registry=reg, settings=settings, framework="cleanrl", direct=direct)
-            for log, records in logs.poll(final=True):
+            for log, records in (logs.poll_blocks if direct else logs.poll)(final=True):
                 ingest.feed(log, records)
             while not ingest.flush(timeout=30.0):
                 pass

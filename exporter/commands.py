@@ -45,7 +45,7 @@ from .lifecycle import Lifecycle
 from .log_context import parse_assignment
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import Outbox, SourcePosition
-from .sources import FORMATS, LogSet, Malformed, Record, compile_pattern
+from .sources import FORMATS, LogSet, Malformed, Record, ScalarBlock, compile_pattern
 from .sources.follow import path_key
 
 __all__ = ["register"]
@@ -363,7 +363,7 @@ def _run_ingest(
             )
         polls = 0
         while True:
-            for log, records in logs.poll(final=not follow):
+            for log, records in logs.poll_blocks(final=not follow):
                 if stop.is_set():
                     break
                 progress.file(log.path.name)
@@ -457,10 +457,15 @@ class _Progress:
     def file(self, name: str) -> None:
         self._name = name
 
-    def count(self, records: Iterable[Record]) -> Iterator[Record]:
+    def count(self, records: Iterable[Record | ScalarBlock]) -> Iterator[Record | ScalarBlock]:
         for record in records:
-            self._records += 1
-            if not self._records % 1024:
+            if isinstance(record, ScalarBlock):
+                self._records += len(record)
+                shown = True  # a block is many records: look at the clock
+            else:
+                self._records += 1
+                shown = not self._records % 1024
+            if shown:
                 now = time.monotonic()
                 if now - self._last >= _PROGRESS_EVERY:
                     self._last = now

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +84,20 @@ class StepDeriver:
         self._history: dict[_Key, deque[tuple[int, float]]] = {
             rule.inputs[0]: deque() for rule in self._rules if rule.method == "gradient"
         }
+
+    @property
+    def step(self) -> int | None:
+        """The step the last `derive` call was for (a call for it again adds to that step)."""
+        return self._step
+
+    @property
+    def nonfinite_group(self) -> str | None:
+        """The measurement of the per-step `nonfinite_count` (None: the registry has none)."""
+        return self._nonfinite_group
+
+    def reads(self, keys: Iterable[_Key]) -> bool:
+        """Whether a derived metric is computed from one of `keys`."""
+        return not set(self._inputs).isdisjoint(keys)
 
     def derive(
         self, step: int, logged: Mapping[_Key, float], nonfinite: int

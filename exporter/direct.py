@@ -36,14 +36,17 @@ from typing import Any
 
 from registry import Registry
 
+from .block_lines import BlockRenderer
+from .block_translate import BlockTranslator, FastSteps
 from .config import ExporterSettings, Policy
 from .errors import OutboxError, WriteError
 from .forwarder import LineRenderer, isolate_refused, keyed_lines
 from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
+from .sources.scalar_block import ScalarBlock
 from .stats import RunCounters, RunStats
 from .step_lines import StepRenderer
-from .translate import LoggedValue, Translator, config_rows
+from .translate import LoggedValue, config_rows
 from .writers import Writer, make_writer
 
 __all__ = ["DIRECT_BATCH", "DirectRun"]
@@ -87,7 +90,7 @@ class DirectRun:
             name, project, dict(config) if config else None, framework, time.time()
         )
         self._wall_time: float | None = None  # of the latest step read: the run's last activity
-        self._translator = Translator(
+        self._translator = BlockTranslator(
             registry,
             self._counters,
             run=name,
@@ -101,17 +104,19 @@ class DirectRun:
         self._saved_step = self._translator.last_step
         self._renderer = LineRenderer()
         self._step_renderer = StepRenderer(self._renderer, project)
+        self._block_renderer = BlockRenderer(self._renderer, project)
         self._batch_size = max(settings.batch_size, DIRECT_BATCH)
         # The first requests are small, so InfluxDB has work while the next batch is read.
         self._next_batch = min(self._batch_size, _FIRST_BATCH)
-        self._rows: list[SampleRow] = []
+        # what was logged since the last hand-over, in order: rows of `Translator.log` calls
+        # and steps translated as columns (`FastSteps`); `_count` samples in all
+        self._parts: list[_Part] = []
+        self._count = 0
         self._events: list[EventRow] = []
 
         self._positions: list[SourcePosition] = []
         self._cond = threading.Condition()
-        self._batches: list[
-            tuple[list[SampleRow], list[EventRow], str | None, tuple[int, int, int]]
-        ] = []
+        self._batches: list[_Batch] = []
         self._busy = False
         self._stopping = False
         self._closed = False
@@ -124,9 +129,8 @@ class DirectRun:
             # the run_config point at step 0, as a run logged through the outbox writes it; its
             # own batch, rendered by the general renderer (it holds text: config_json)
             with self._cond:
-                self._batches.append(
-                    (config_rows(name, None, config, time.time()), [], None, (0, 0, 0))
-                )
+                rows = config_rows(name, None, config, time.time())
+                self._batches.append(_Batch([rows], len(rows), [], None, (0, 0, 0)))
                 self._cond.notify_all()
 
     # -- reader side ---------------------------------------------------------------------------
@@ -143,19 +147,51 @@ class DirectRun:
             raise WriteError(self._failure)
         self._wall_time = time.time() if wall_time is None else wall_time
         rows, events = self._translator.log(step, values, self._wall_time, None)
+        self._add_rows(rows, events)
+        if self._count >= self._next_batch:
+            self._hand_over()
+
+    def log_block(self, block: ScalarBlock) -> None:
+        """Log the steps of a block, as `log` would one by one (their wall times are the
+        log's; a step without one gets the time of the call)."""
+        if self._failure is not None:
+            raise WriteError(self._failure)
+        per_step = max(1, block.value_count // max(1, len(block)))
+        lo = 0
+        while lo < len(block):
+            # slices so each request holds about a batch, as `log` hands them over
+            hi = min(len(block), lo + max(1, (self._next_batch - self._count) // per_step))
+            for item in self._translator.log_block(block.slice(lo, hi), time.time()):
+                if isinstance(item, FastSteps):
+                    self._wall_time = float(item.walls[-1])
+                    self._step_renderer.add_text(self._block_renderer.render(item))
+                    self._parts.append(item)
+                    self._count += item.count
+                    self._note_transforms()
+                else:
+                    rows, events, self._wall_time = item
+                    self._add_rows(rows, events)
+            if self._count >= self._next_batch:
+                self._hand_over()
+            lo = hi
+
+    def _add_rows(self, rows: list[SampleRow], events: list[EventRow]) -> None:
         # Rendered here, not on the sender: both hold the GIL, and one thread doing all the
         # Python work runs faster than two taking turns; the sender only waits on the socket.
         self._step_renderer.add(rows)
+        self._parts.append(rows)
+        self._count += len(rows)
+        self._note_transforms()
+        if events:
+            self._events += events
+
+    def _note_transforms(self) -> None:
+        assert self._wall_time is not None
         noted = self._translator.take_transform_rows(self._wall_time)
         if noted:  # a text field at step 0: not the shape of a step's rows
             self._step_renderer.add_general(noted)
-            rows = rows + noted
-        self._rows += rows
-        if events:
-            self._events += events
-        if len(self._rows) >= self._next_batch:
-            self._hand_over()
-            self._next_batch = min(self._batch_size, self._next_batch * 2)
+            self._parts.append(noted)
+            self._count += len(noted)
 
     def save_position(self, position: SourcePosition) -> None:
         """Saved in the outbox at the next successful `flush`, once what came before is sent."""
@@ -196,7 +232,7 @@ class DirectRun:
             )
         with self._cond:
             self._stopping = True
-            left = sum(len(r) + len(e) for r, e, _, _ in self._batches)
+            left = sum(b.count + len(b.events) for b in self._batches)
             self._batches.clear()
             self._cond.notify_all()
         self._counters.drop("unfinished", left)
@@ -208,16 +244,17 @@ class DirectRun:
     # -- internals -----------------------------------------------------------------------------
 
     def _hand_over(self) -> None:
-        if not self._rows and not self._events:
+        if not self._count and not self._events:
             return
+        self._next_batch = min(self._batch_size, self._next_batch * 2)
         held = self._translator.take_held()
         if self._failure is not None:
-            self._counters.drop("influx_unreachable", len(self._rows) + len(self._events))
-            self._rows, self._events = [], []
+            self._counters.drop("influx_unreachable", self._count + len(self._events))
+            self._parts, self._count, self._events = [], 0, []
             self._step_renderer.take()
             return
-        batch = (self._rows, self._events, self._step_renderer.take(), held)
-        self._rows, self._events = [], []
+        batch = _Batch(self._parts, self._count, self._events, self._step_renderer.take(), held)
+        self._parts, self._count, self._events = [], 0, []
         with self._cond:
             while len(self._batches) >= _IN_FLIGHT and self._sender.is_alive():
                 self._cond.wait(0.5)
@@ -249,29 +286,30 @@ class DirectRun:
                     self._cond.wait()
                 if not self._batches:
                     return
-                rows, events, text, held = self._batches.pop(0)
+                batch = self._batches.pop(0)
                 self._busy = True
                 self._cond.notify_all()
             try:
-                if self._send(rows, events, text):
-                    self._translator.count_stored(held)
+                if self._send(batch):
+                    self._translator.count_stored(batch.held)
             except Exception as exc:  # never let the thread die silently: count and say so
-                self._counters.drop("send_error", len(rows) + len(events))
+                self._counters.drop("send_error", batch.count + len(batch.events))
                 _log.error("rlvitals import of run %r: %s: %s", self.name, type(exc).__name__, exc)
             finally:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
 
-    def _send(self, rows: list[SampleRow], events: list[EventRow], text: str | None) -> bool:
+    def _send(self, batch: _Batch) -> bool:
         """Write a batch; True once InfluxDB took it (all but the lines it refused)."""
-        count = len(rows) + len(events)
+        count = batch.count + len(batch.events)
         if self._failure is not None:
             self._counters.drop("influx_unreachable", count)
             return False
-        pending = [_pending_event(e, self.project) for e in events]
+        pending = [_pending_event(e, self.project) for e in batch.events]
+        text = batch.text
         if text is None:
-            lines = self._renderer.render(rows, pending, {self.name: self.project})
+            lines = self._renderer.render(batch.rows(), pending, {self.name: self.project})
         else:
             lines = [text] if text else []
             lines += self._renderer.render((), pending)
@@ -285,7 +323,7 @@ class DirectRun:
                 except WriteError as exc:
                     if exc.retryable:
                         raise
-                    self._isolate(rows, pending, exc)
+                    self._isolate(batch.rows(), pending, exc)
                     return True
             except WriteError as exc:
                 with self._counters.lock:
@@ -340,6 +378,37 @@ class DirectRun:
             self._counters.sent += len(rows) + len(events) - lost
             self._counters.server_rejected += lost
             self._counters.last_write = time.time()
+
+
+_Part = list[SampleRow] | FastSteps
+
+
+class _Batch:
+    """What one request writes: the parts logged (in order), their sample count, events, the
+    lines rendered for the parts (None: render them with `LineRenderer`) and the counts held
+    back until InfluxDB took it."""
+
+    __slots__ = ("count", "events", "held", "parts", "text")
+
+    def __init__(
+        self,
+        parts: list[_Part],
+        count: int,
+        events: list[EventRow],
+        text: str | None,
+        held: tuple[int, int, int],
+    ) -> None:
+        self.parts = parts
+        self.count = count
+        self.events = events
+        self.text = text
+        self.held = held
+
+    def rows(self) -> list[SampleRow]:
+        out: list[SampleRow] = []
+        for part in self.parts:
+            out += part.rows() if isinstance(part, FastSteps) else part
+        return out
 
 
 def _count_rows(key: tuple[str, str, int, int, str, str], rows: list[SampleRow]) -> int:

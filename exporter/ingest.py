@@ -25,7 +25,7 @@ from .log_context import context_from_logs
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import SourcePosition
 from .run import init
-from .sources import LogFile, Record
+from .sources import LogFile, Record, ScalarBlock
 from .sources.text_summaries import read_text_summaries
 from .stats import RunStats
 from .translate import LoggedValue
@@ -135,8 +135,9 @@ class Ingest:
     def run_name(self, log: LogFile) -> str:
         return self._run_name or log.run
 
-    def feed(self, log: LogFile, records: Iterable[Record]) -> int:
-        """Log one file's new records into its run; returns how many records were read."""
+    def feed(self, log: LogFile, records: Iterable[Record | ScalarBlock]) -> int:
+        """Log one file's new records into its run; returns how many records were read. A
+        `ScalarBlock` counts as the records it holds (a direct run logs it as columns)."""
         name = self.run_name(log)
         state = self._runs.get(name)
         if state is None:
@@ -148,6 +149,10 @@ class Ingest:
         summary.files.add(str(log.path))
         count = 0
         for record in records:
+            if isinstance(record, ScalarBlock):
+                count += len(record)
+                self._feed_block(state, record)
+                continue
             count += 1
             wall = time.time() if record.wall_time is None else record.wall_time
             state.last_activity = max(state.last_activity or wall, wall)
@@ -160,6 +165,30 @@ class Ingest:
                 continue
             self._log(state.run, record)
         return count
+
+    def _feed_block(self, state: _RunState, block: ScalarBlock) -> None:
+        if not len(block):
+            return
+        walls = block.walls
+        latest = float(walls.max()) if walls.all() else max(float(walls.max()), time.time())
+        state.last_activity = max(state.last_activity or latest, latest)
+        state.summary.steps += len(block)
+        state.summary.values += block.value_count
+        if state.run is None:
+            # the detection sample is made of Records, as when they come one by one
+            take = min(len(block), DETECT_SAMPLE - len(state.pending))
+            state.pending += block.slice(0, take).records()
+            if len(state.pending) < DETECT_SAMPLE:
+                return
+            self._start(state)
+            block = block.slice(take, len(block))
+        run = state.run
+        assert run is not None
+        if isinstance(run, DirectRun):
+            run.log_block(block)
+        else:
+            for record in block.records():
+                self._log(run, record)
 
     def save_position(self, log: LogFile, position: SourcePosition) -> None:
         """Store how far `log` was read, together with the samples read before it (a run not
