@@ -94,13 +94,13 @@ class BlockRenderer:
             prefix = self._renderer.prefix(measurement, run, self._project, rank, gpu)
             parts = []
             for name in sorted(fields):
-                key = _percent(escape_field_key(name))
-                j = fields[name]
-                if j is None:
-                    parts.append(f"{key}=0")  # the constant nonfinite_count
+                escaped = _percent(escape_field_key(name))
+                column = fields[name]
+                if column is None:
+                    parts.append(f"{escaped}=0")  # the constant nonfinite_count
                 else:
-                    parts.append(f"{key}=%s")
-                    order.append(j)
+                    parts.append(f"{escaped}=%s")
+                    order.append(column)
             lines.append(f"{_percent(prefix)} {','.join(parts)}%s")
             order.append(_TAIL)
         return self._keep(key, ("\n".join(lines), order))

@@ -181,11 +181,13 @@ class BlockTranslator(Translator):
                     continue
                 members = index[inverse == s]
                 converted = self._convert_columns(plan, values[inverse == s])
-                good = (
-                    ((converted - converted) == 0)
-                    & (converted >= plan.low)
-                    & (converted <= plan.high)
-                ).all(axis=1)
+                with np.errstate(invalid="ignore"):
+                    # x - x is 0 for every finite x, NaN for NaN and both infinities
+                    good = (
+                        ((converted - converted) == 0)
+                        & (converted >= plan.low)
+                        & (converted <= plan.high)
+                    ).all(axis=1)
                 ok[members] = good
                 for m in members.tolist():
                     plan_of[m] = plan
@@ -275,8 +277,8 @@ class BlockTranslator(Translator):
             latest[key] = col
         keys = tuple(r[4] for r in rows)
         registered = [k for k in keys if k is not None]
-        group = self._deriver.nonfinite_group
-        constant = (group, NONFINITE_FIELD) if registered and group is not None else None
+        nonfinite = self._deriver.nonfinite_group
+        constant = (nonfinite, NONFINITE_FIELD) if registered and nonfinite is not None else None
         plan = StepPlan(
             names=names,
             kept=tuple(r[0] for r in rows),
@@ -311,7 +313,7 @@ class BlockTranslator(Translator):
                 entry[1].append(i)
         groups: list[FastGroup] = []
         accepted = unregistered = 0
-        reading: list[tuple[int, StepPlan, list[float]]] = []
+        reading: list[tuple[StepPlan, npt.NDArray[np.int64], npt.NDArray[np.float64]]] = []
         # (step index, key, value) of what each key was last, for the run's live state
         last_seen: list[tuple[int, tuple[str, str], float]] = []
         for plan, index in members.values():
@@ -326,10 +328,10 @@ class BlockTranslator(Translator):
             unregistered += plan.unregistered * len(index)
             for t_field, t_name, res in plan.notes:
                 self._note_transform(t_field, t_name, res)
-            for key, message in plan.warnings:
-                self._warn(key, message)
+            for warning, message in plan.warnings:
+                self._warn(warning, message)
             if plan.reads:
-                reading += zip(index, [plan] * len(index), values.tolist(), strict=True)
+                reading.append((plan, at, values))
             else:
                 groups.append(FastGroup(plan.rows, plan.constant, at, values))
             last_values = values[-1].tolist()
@@ -372,39 +374,58 @@ class BlockTranslator(Translator):
 
     def _derive_steps(
         self,
-        reading: list[tuple[int, StepPlan, list[float]]],
+        reading: list[tuple[StepPlan, npt.NDArray[np.int64], npt.NDArray[np.float64]]],
         step_list: list[int],
         last_seen: list[tuple[int, tuple[str, str], float]],
     ) -> list[FastGroup]:
-        """The steps whose names feed a derived metric: the `derive` calls `log` makes, in
-        step order; steps grouped by the rows they return, derived ones included."""
-        reading.sort(key=lambda item: item[0])
-        deriver = self._deriver
-        buckets: dict[
-            tuple[int, tuple[tuple[str, str], ...]],
-            tuple[StepPlan, Rows, list[int], list[list[float]]],
-        ] = {}
-        for i, plan, values in reading:
-            logged = {k: v for k, v in zip(plan.keys, values, strict=True) if k is not None}
-            derived = deriver.derive(step_list[i], logged, 0)
-            if plan.constant is not None:
-                derived = derived[1:]
-            names = tuple((group, name) for group, name, _ in derived)
-            entry = buckets.get((id(plan), names))
-            if entry is None:
-                rows = plan.rows + tuple((group, "", name) for group, name in names)
-                entry = buckets[(id(plan), names)] = (plan, rows, [], [])
-            entry[2].append(i)
-            for _, name, value in derived:
-                values.append(value)
-                last_seen.append((i, (name, ""), value))
-            entry[3].append(values)
-        return [
-            FastGroup(
-                rows,
-                plan.constant,
-                np.array(index, dtype=np.int64),
-                np.array(values, dtype=np.float64).reshape(len(index), len(rows)),
-            )
-            for plan, rows, index, values in buckets.values()
-        ]
+        """The steps whose names feed a derived metric: what the `derive` calls `log` makes
+        for them (in step order) return, as columns; steps grouped by the rows they return,
+        derived ones included."""
+        columns: dict[tuple[str, str], int] = {}
+        for plan, _, _ in reading:
+            for key in plan.keys:
+                if key is not None:
+                    columns.setdefault(key, len(columns))
+        index = np.concatenate([at for _, at, _ in reading])
+        count = len(index)
+        matrix = np.zeros((count, len(columns)))
+        present = np.zeros((count, len(columns)), dtype=np.bool_)
+        owner = np.zeros(count, dtype=np.int64)
+        local = np.zeros(count, dtype=np.int64)
+        offset = 0
+        for p, (plan, at, values) in enumerate(reading):
+            rows = slice(offset, offset + len(at))
+            own = [c for c, key in enumerate(plan.keys) if key is not None]
+            into = [columns[key] for key in plan.keys if key is not None]
+            block = matrix[rows]
+            block[:, into] = values[:, own]
+            present[rows, into] = True
+            owner[rows] = p
+            local[rows] = np.arange(len(at))
+            offset += len(at)
+        order = np.argsort(index, kind="stable")
+        index, matrix, present = index[order], matrix[order], present[order]
+        owner, local = owner[order], local[order]
+        at_list = index.tolist()
+        derived = self._deriver.derive_columns(
+            [step_list[i] for i in at_list], list(columns), matrix, present
+        )
+        for _, name, result, emitted in derived:
+            hits = np.flatnonzero(emitted)
+            if len(hits):
+                last = int(hits[-1])
+                last_seen.append((at_list[last], (name, ""), float(result[last])))
+        pattern = np.zeros(count, dtype=np.int64)
+        for r, (_, _, _, emitted) in enumerate(derived):
+            pattern |= emitted.astype(np.int64) << r
+        combo = owner * (1 << len(derived)) + pattern
+        groups: list[FastGroup] = []
+        for code in np.unique(combo).tolist():
+            chosen = np.flatnonzero(combo == code)
+            plan, _, values = reading[code >> len(derived)]
+            bits = code & ((1 << len(derived)) - 1)
+            used = [d for r, d in enumerate(derived) if bits >> r & 1]
+            rows = plan.rows + tuple((group, "", name) for group, name, _, _ in used)
+            parts = [values[local[chosen]], *(d[2][chosen][:, None] for d in used)]
+            groups.append(FastGroup(rows, plan.constant, index[chosen], np.hstack(parts)))
+        return groups

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from registry import Metric, Registry
 
@@ -136,6 +139,75 @@ class StepDeriver:
             value = self._compute(rule, step, logged)
             if value is not None and math.isfinite(value):
                 out.append((rule.metric.group, rule.metric.id, value))
+        return out
+
+    def derive_columns(
+        self,
+        steps: Sequence[int],
+        keys: Sequence[_Key],
+        values: npt.NDArray[np.float64],
+        present: npt.NDArray[np.bool_],
+    ) -> list[tuple[str, str, npt.NDArray[np.float64], npt.NDArray[np.bool_]]]:
+        """`derive(steps[i], logged_i, 0)` for every i in turn, where `logged_i` maps
+        `keys[j]` to `values[i, j]` wherever `present[i, j]`; the steps are strictly
+        increasing and each one new to the deriver. Returns, for every derived metric, its
+        measurement, id, values and the steps where `derive` returns it (the per-step
+        `nonfinite_count` aside), and leaves the deriver where those calls would.
+
+        The arithmetic is the same IEEE operation `derive` does on each step, done on columns;
+        gradients keep their history, so they are computed step by step."""
+        count = len(steps)
+        column = {key: j for j, key in enumerate(keys)}
+        absent = np.zeros(count, dtype=np.bool_)
+
+        def col(key: _Key | None) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+            j = column.get(key) if key is not None else None
+            if j is None:
+                return np.zeros(count), absent
+            return values[:, j], present[:, j]
+
+        out: list[tuple[str, str, npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = []
+        for rule in self._rules:
+            _, logged_itself = col(rule.key)
+            fed = np.zeros(count, dtype=np.bool_)
+            for key in rule.inputs:
+                fed |= col(key)[1]
+            wanted = fed & ~logged_itself
+            first, has_first = col(rule.inputs[0])
+            result = np.full(count, np.nan)
+            with np.errstate(all="ignore"):
+                if rule.method == "ratio_to_config":
+                    if rule.divisor is not None:
+                        result = first / rule.divisor
+                        ok = has_first
+                    else:
+                        divisor, has_divisor = col(rule.logged_divisor)
+                        ok = has_first & has_divisor & (divisor != 0)
+                        result = first / np.where(ok, divisor, 1.0)
+                elif rule.method in ("ratio", "difference") and len(rule.inputs) > 1:
+                    second, has_second = col(rule.inputs[1])
+                    ok = has_first & has_second
+                    if rule.method == "ratio":
+                        ok &= second != 0
+                        result = first / np.where(ok, second, 1.0)
+                    else:
+                        result = first - second
+                elif rule.method == "gradient":
+                    ok = np.zeros(count, dtype=np.bool_)
+                    firsts = first.tolist()
+                    for i in np.flatnonzero(wanted & has_first).tolist():
+                        slope = self._slope(rule, steps[i], firsts[i])
+                        if slope is not None:
+                            result[i] = slope
+                            ok[i] = True
+                else:
+                    ok = absent
+            emitted = wanted & ok & np.isfinite(result)
+            out.append((rule.metric.group, rule.metric.id, result, emitted))
+        last = count - 1
+        self._step = steps[last]
+        self._values = {k: float(values[last, j]) for k, j in column.items() if present[last, j]}
+        self._nonfinite_at_step = 0
         return out
 
     def _compute(self, rule: _Rule, step: int, logged: Mapping[_Key, float]) -> float | None:
