@@ -39,6 +39,7 @@ from registry import Registry
 from .block_lines import BlockRenderer
 from .block_translate import BlockTranslator, FastSteps
 from .config import ExporterSettings, Policy
+from .derive import StepDeriver
 from .errors import OutboxError, WriteError
 from .forwarder import LineRenderer, isolate_refused, keyed_lines
 from .lineprotocol import join_lines
@@ -53,7 +54,7 @@ __all__ = ["DIRECT_BATCH", "DirectRun"]
 
 _log = logging.getLogger("exporter")
 
-DIRECT_BATCH = 10_000
+DIRECT_BATCH = 40_000
 """Samples per request at least (the settings' batch size when larger)."""
 _FIRST_BATCH = 1000
 _IN_FLIGHT = 2  # batches queued for the sender: bounds memory, keeps reading and writing overlapped
@@ -98,6 +99,7 @@ class DirectRun:
             policy=policy or settings.policy,
             framework=framework,
             last_step=self._outbox.last_step(name),
+            config=config,
             transforms=self._outbox.transforms(name),
             defer_counts=True,
         )
@@ -114,7 +116,10 @@ class DirectRun:
         self._count = 0
         self._events: list[EventRow] = []
 
-        self._positions: list[SourcePosition] = []
+        # read positions with the step and wall time the run was at when each was given:
+        # logged since the last hand-over, and those whose batches InfluxDB took
+        self._positions: list[_Position] = []
+        self._acked: list[_Position] = []
         self._cond = threading.Condition()
         self._batches: list[_Batch] = []
         self._busy = False
@@ -194,8 +199,10 @@ class DirectRun:
             self._count += len(noted)
 
     def save_position(self, position: SourcePosition) -> None:
-        """Saved in the outbox at the next successful `flush`, once what came before is sent."""
-        self._positions.append(position)
+        """Saved in the outbox once InfluxDB took what was logged before it (at the next
+        hand-over of a batch after that, or `flush`), with the step the run was at: a reader
+        killed meanwhile goes on from there, without taking its replay for a resume."""
+        self._positions.append((position, self._translator.last_step, self._wall_time))
 
     @property
     def queue_depth(self) -> int:
@@ -218,8 +225,28 @@ class DirectRun:
                 self._cond.wait(remaining)
         if self._failure is not None:
             return False
-        self._save_progress()
+        with self._cond:  # all sent: positions given since the last batch count too
+            self._acked += self._positions
+        self._positions = []
+        self._save_acked()
+        self._save_progress([], self._translator.last_step, self._wall_time)
         return True
+
+    @property
+    def deriver(self) -> StepDeriver:
+        """The derived metrics' state, for a run going on from this one."""
+        return self._translator.deriver
+
+    def keep_transforms(self) -> None:
+        """Store the record of the transforms this run's fields went through in the outbox
+        too (it went to InfluxDB with the samples): a run of the same name going on through
+        the outbox (`tail` after its catch-up) reads it there and keeps it whole."""
+        rows = self._translator.transform_rows(self._wall_time or time.time())
+        if rows:
+            try:
+                self._outbox.write(rows)
+            except OutboxError as exc:
+                _log.error("rlvitals run %r: %s", self.name, exc)
 
     def finish(self, timeout: float = 10.0) -> None:
         if self._closed:
@@ -244,6 +271,7 @@ class DirectRun:
     # -- internals -----------------------------------------------------------------------------
 
     def _hand_over(self) -> None:
+        self._save_acked()
         if not self._count and not self._events:
             return
         self._next_batch = min(self._batch_size, self._next_batch * 2)
@@ -254,6 +282,7 @@ class DirectRun:
             self._step_renderer.take()
             return
         batch = _Batch(self._parts, self._count, self._events, self._step_renderer.take(), held)
+        batch.positions, self._positions = self._positions, []
         self._parts, self._count, self._events = [], 0, []
         with self._cond:
             while len(self._batches) >= _IN_FLIGHT and self._sender.is_alive():
@@ -261,22 +290,31 @@ class DirectRun:
             self._batches.append(batch)
             self._cond.notify_all()
 
-    def _save_progress(self) -> None:
-        step = self._translator.last_step
+    def _save_acked(self) -> None:
+        """Store the positions whose batches InfluxDB took (each file's latest)."""
+        with self._cond:
+            acked, self._acked = self._acked, []
+        if acked:
+            _, step, wall = acked[-1]
+            latest = {p.path: p for p, _, _ in acked}
+            self._save_progress(list(latest.values()), step, wall)
+
+    def _save_progress(
+        self, positions: list[SourcePosition], step: int | None, wall: float | None
+    ) -> None:
         progress = [] if step is None or step == self._saved_step else [(self.name, NO_RANK, step)]
-        if not self._positions and not progress:
+        if not positions and not progress:
             return
         try:
             self._outbox.write(
                 (),
-                positions=self._positions,
+                positions=positions,
                 progress=progress,
-                activity={self.name: self._wall_time} if self._wall_time is not None else None,
+                activity={self.name: wall} if wall is not None else None,
             )
         except OutboxError as exc:
             _log.error("rlvitals run %r: %s", self.name, exc)
             return
-        self._positions = []
         self._saved_step = step
 
     def _send_loop(self) -> None:
@@ -292,6 +330,8 @@ class DirectRun:
             try:
                 if self._send(batch):
                     self._translator.count_stored(batch.held)
+                    with self._cond:
+                        self._acked += batch.positions
             except Exception as exc:  # never let the thread die silently: count and say so
                 self._counters.drop("send_error", batch.count + len(batch.events))
                 _log.error("rlvitals import of run %r: %s: %s", self.name, type(exc).__name__, exc)
@@ -381,6 +421,7 @@ class DirectRun:
 
 
 _Part = list[SampleRow] | FastSteps
+_Position = tuple[SourcePosition, int | None, float | None]  # and the run's step, wall time
 
 
 class _Batch:
@@ -388,7 +429,7 @@ class _Batch:
     lines rendered for the parts (None: render them with `LineRenderer`) and the counts held
     back until InfluxDB took it."""
 
-    __slots__ = ("count", "events", "held", "parts", "text")
+    __slots__ = ("count", "events", "held", "parts", "positions", "text")
 
     def __init__(
         self,
@@ -403,6 +444,7 @@ class _Batch:
         self.events = events
         self.text = text
         self.held = held
+        self.positions: list[_Position] = []
 
     def rows(self) -> list[SampleRow]:
         out: list[SampleRow] = []

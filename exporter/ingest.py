@@ -11,21 +11,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from registry import Registry
 
 from .config import ExporterSettings
+from .derive import StepDeriver
 from .direct import DirectRun
 from .errors import ConfigError
 from .lifecycle import Lifecycle
 from .log_context import context_from_logs
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import SourcePosition
-from .run import init
+from .run import Run
 from .sources import LogFile, Record, ScalarBlock
+from .sources.follow import path_key
 from .sources.text_summaries import read_text_summaries
 from .stats import RunStats
 from .translate import LoggedValue
@@ -84,6 +86,13 @@ class _RunState:
     """Wall time of the latest record (its own time when the log gives one, else when read)."""
     ended: bool = False
     """Finished by `finish_idle`: if its logs grow again, it resumes under its own name."""
+    handed_over: bool = False
+    """Caught up through the direct path (`hand_over`): it goes on through the outbox with the
+    framework and run context it had."""
+    earlier: RunStats | None = None
+    """What the run's catch-up counted, added to its final stats."""
+    deriver: StepDeriver | None = None
+    """The catch-up's derived-metrics state, for the run going on from it."""
     texts: dict[str, str] = field(default_factory=dict)
 
 
@@ -151,7 +160,7 @@ class Ingest:
         for record in records:
             if isinstance(record, ScalarBlock):
                 count += len(record)
-                self._feed_block(state, record)
+                self._feed_block(log, state, record)
                 continue
             count += 1
             wall = time.time() if record.wall_time is None else record.wall_time
@@ -166,7 +175,7 @@ class Ingest:
             self._log(state.run, record)
         return count
 
-    def _feed_block(self, state: _RunState, block: ScalarBlock) -> None:
+    def _feed_block(self, log: LogFile, state: _RunState, block: ScalarBlock) -> None:
         if not len(block):
             return
         walls = block.walls
@@ -189,6 +198,8 @@ class Ingest:
         else:
             for record in block.records():
                 self._log(run, record)
+        if block.position is not None:
+            run.save_position(replace(block.position, path=path_key(log.path)))
 
     def save_position(self, log: LogFile, position: SourcePosition) -> None:
         """Store how far `log` was read, together with the samples read before it (a run not
@@ -200,6 +211,38 @@ class Ingest:
             state.positions.append(position)
         else:
             state.run.save_position(position)
+
+    @property
+    def direct(self) -> bool:
+        """Whether runs started from here write straight to InfluxDB (see `hand_over`)."""
+        return self._direct
+
+    def hand_over(self, timeout: float) -> list[str]:
+        """End the catch-up of a `tail`: finish every direct run (call `flush` first, so what
+        it read is in InfluxDB and its read positions are stored) and go on through the
+        outbox. Each run goes on under its own name, framework and run context as soon as its
+        logs grow (started now, so /metrics shows it). Returns the runs' names."""
+        self.settle()
+        names = []
+        deadline = time.monotonic() + timeout
+        for state in self._runs.values():
+            run = state.run
+            if not isinstance(run, DirectRun):
+                continue
+            run.keep_transforms()
+            run.finish(max(0.1, deadline - time.monotonic()))
+            if run.failure is None:
+                state.earlier = run.stats
+                state.deriver = run.deriver
+            # else: what InfluxDB did not take is read again from the stored positions
+            state.run = None
+            state.handed_over = True
+            names.append(state.summary.name)
+        self._direct = False
+        for state in self._runs.values():
+            if state.handed_over and state.run is None:
+                self._start(state)
+        return names
 
     def settle(self) -> None:
         """Start every run still waiting for a detection sample (end of a pass over the logs)."""
@@ -227,7 +270,8 @@ class Ingest:
             gone = bool(files) and not any(Path(f).exists() for f in files)
             if gone or now - state.last_activity >= lifecycle.ended_after_s:
                 state.run.finish(timeout)
-                state.summary.stats = state.run.stats
+                state.summary.stats = _plus(state.earlier, state.run.stats)
+                state.earlier = None
                 state.run = None
                 state.ended = True
                 ended.append(name)
@@ -247,23 +291,30 @@ class Ingest:
         for state in self._runs.values():
             if state.run is not None:
                 state.run.finish(max(0.1, deadline - time.monotonic()))
-                state.summary.stats = state.run.stats
+                state.summary.stats = _plus(state.earlier, state.run.stats)
+            elif state.summary.stats is None and state.earlier is not None:
+                state.summary.stats = state.earlier
 
     def _start(self, state: _RunState) -> None:
         summary = state.summary
-        framework = self._framework
-        if framework is None:
-            names = {name for record in state.pending for name in record.values}
-            framework = self._registry.detect_framework(sorted(names))
-            summary.detected = framework is not None
-        summary.framework = framework
-        resume = self._resume(summary.name) if callable(self._resume) else self._resume
-        # A run this ingest ended (quiet past the lifecycle's limit) that logs again is the same
-        # run going on, never a new one under a new name.
-        resume = resume or state.ended
-        keys = {name for record in state.pending for name in record.values}
-        config = {**context_from_logs(framework, keys, state.texts), **self._config}
-        summary.config = config
+        if state.handed_over:
+            framework = summary.framework
+            config = summary.config
+            resume = True
+        else:
+            framework = self._framework
+            if framework is None:
+                names = {name for record in state.pending for name in record.values}
+                framework = self._registry.detect_framework(sorted(names))
+                summary.detected = framework is not None
+            summary.framework = framework
+            resume = self._resume(summary.name) if callable(self._resume) else self._resume
+            # A run this ingest ended (quiet past the lifecycle's limit) that logs again is the
+            # same run going on, never a new one under a new name.
+            resume = resume or state.ended
+            keys = {name for record in state.pending for name in record.values}
+            config = {**context_from_logs(framework, keys, state.texts), **self._config}
+            summary.config = config
         if self._direct:
             state.run = DirectRun(
                 summary.name,
@@ -275,22 +326,26 @@ class Ingest:
                 config=config,
             )
         else:
-            run = init(
+            run = Run(
                 summary.name,
                 project=self._project,
+                config=config or None,
                 registry=self._registry,
                 settings=self._settings,
                 framework=framework,
+                rank=None,
+                policy=self._settings.policy,
                 endpoint=self._endpoint,
                 resume=resume,
-                config=config or None,
+                deriver=state.deriver,
             )
+            state.deriver = None
             run.follow_sources()
             state.run = run
         if state.run.name != summary.name:
             summary.renamed_from = summary.name
             summary.name = state.run.name
-        if self._on_run_start is not None:
+        if self._on_run_start is not None and not state.handed_over:
             self._on_run_start(summary)
         pending, state.pending = state.pending, []
         for record in pending:
@@ -309,6 +364,23 @@ class Ingest:
             elif run.queue_depth <= self._settings.queue_size // 2:
                 self._stuck.discard(run.name)  # it moves again
         run.log(record.step, record.values, wall_time=record.wall_time)
+
+
+def _plus(earlier: RunStats | None, later: RunStats) -> RunStats:
+    """The counts of a run's catch-up and of its following, together."""
+    if earlier is None:
+        return later
+    out: dict[str, Any] = {}
+    for name in RunStats.__dataclass_fields__:
+        a, b = getattr(earlier, name), getattr(later, name)
+        if isinstance(a, Mapping):
+            merged = dict(a)
+            for key, value in b.items():
+                merged[key] = merged.get(key, 0) + value
+            out[name] = merged
+        else:
+            out[name] = a + b
+    return RunStats(**out)
 
 
 _STUCK_AFTER = 5.0  # seconds without the queue going down: the run is stuck

@@ -23,6 +23,7 @@ from registry import FRAMEWORKS, Registry, ResolveError
 
 from . import live_states
 from .config import POLICIES, ExporterSettings, Policy
+from .derive import StepDeriver
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError
 from .forwarder import Forwarder
 from .metrics_endpoint import MetricsEndpoint
@@ -73,7 +74,10 @@ class Run:
         policy: Policy,
         endpoint: MetricsEndpoint | None = None,
         resume: bool = False,
+        deriver: StepDeriver | None = None,
     ) -> None:
+        """`deriver`: the derived metrics' state to go on from (a `tail` going on from its
+        catch-up, which computed them until then); a new one by default."""
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"run name {name!r} must be a non-empty string")
         for what, text in (("run name", name), ("project", project)):
@@ -147,6 +151,7 @@ class Run:
             config=self._config,
             transforms=_safe_transforms(self._outbox, name),
             defer_counts=True,
+            deriver=deriver,
         )
         self._reported: set[str] = set()
         self._in_progress: list[_Item] = []

@@ -268,13 +268,15 @@ class Translator:
         config: Mapping[str, Any] | None = None,
         transforms: Mapping[str, Sequence[FieldTransform]] | None = None,
         defer_counts: bool = False,
+        deriver: StepDeriver | None = None,
     ) -> None:
+        """`deriver`: the derived metrics' state to go on from (a new one for `config`)."""
         self._registry = registry
         # With `defer_counts`, accepted / unregistered / event counts wait for `settle()`, so a
         # run counts only what its store took.
         self._defer = defer_counts
         self._held = [0, 0, 0]
-        self._deriver = StepDeriver(registry, config)
+        self._deriver = deriver if deriver is not None else StepDeriver(registry, config)
         self._counters = counters
         self._run = run
         self._rank = NO_RANK if rank is None else rank
@@ -292,6 +294,11 @@ class Translator:
         self._transforms_changed = False
 
     @property
+    def deriver(self) -> StepDeriver:
+        """The derived metrics' state (where a run going on elsewhere starts from)."""
+        return self._deriver
+
+    @property
     def last_step(self) -> int | None:
         """The step of the last sample logged (a resume is a step below it)."""
         return self._last_step
@@ -306,6 +313,12 @@ class Translator:
         if not self._transforms_changed:
             return []
         self._transforms_changed = False
+        return self.transform_rows(wall_time)
+
+    def transform_rows(self, wall_time: float) -> list[SampleRow]:
+        """The `run_config` row recording every transform seen so far (none if none)."""
+        if not self._transforms:
+            return []
         record: dict[str, list[dict[str, Any]]] = {}
         for (field, _), t in sorted(self._transforms.items()):
             record.setdefault(field, []).append(t.as_json())

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ..outbox import SourcePosition
 from .record import Record
 
 __all__ = ["ScalarBlock"]
@@ -35,6 +36,10 @@ class ScalarBlock:
     tag: npt.NDArray[np.int64]
     value: npt.NDArray[np.float64]
     simple: npt.NDArray[np.bool_]
+    position: SourcePosition | None = None
+    """Where a reader of the file stands once these steps are read (the step after them
+    begins there), when the source knows it: saved with them, a reader killed later goes on
+    from there."""
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -73,6 +78,7 @@ class ScalarBlock:
             self.tag,
             self.value,
             self.simple[lo:hi],
+            self.position if hi == len(self.steps) else None,
         )
 
     @staticmethod
@@ -83,6 +89,7 @@ class ScalarBlock:
         starts: npt.NDArray[np.int64],
         tag: npt.NDArray[np.int64],
         value: npt.NDArray[np.float64],
+        position: SourcePosition | None = None,
     ) -> ScalarBlock:
         """A block whose `simple` flags are computed from the events."""
         count = len(steps)
@@ -94,4 +101,4 @@ class ScalarBlock:
         repeated = owner[np.argsort(key, kind="stable")][1:][ordered[1:] == ordered[:-1]]
         simple = np.ones(count, dtype=np.bool_)
         simple[repeated] = False
-        return ScalarBlock(names, steps, walls, starts, tag, value, simple)
+        return ScalarBlock(names, steps, walls, starts, tag, value, simple, position)

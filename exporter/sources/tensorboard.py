@@ -84,6 +84,16 @@ class TensorBoardSource:
             mark,
         )
 
+    def _position_at(self, offset: int, events: int) -> SourcePosition | None:
+        """The position of a record boundary `offset`, `events` records in."""
+        if self._handle is None or self._ident is None or offset <= 0:
+            return None
+        fd = self._handle.fileno()
+        mark = os.pread(fd, min(_MARK, offset), offset - min(_MARK, offset))
+        return SourcePosition(
+            str(self.path), *self._ident, offset, events, os.pread(fd, _HEAD, 0), mark
+        )
+
     def resume(self, position: SourcePosition) -> bool:
         """Go on from a saved record boundary if the path still names that file; False (nothing
         changed) otherwise."""
@@ -194,7 +204,7 @@ class TensorBoardSource:
                 steps = cols.step[start:stop]
                 cuts = [0, *(np.flatnonzero(steps[1:] != steps[:-1]) + 1).tolist(), stop - start]
                 if blocks and len(cuts) > 3:
-                    yield from self._block(cols, start, stop, cuts, pending)
+                    yield from self._block(batch, cols, start, stop, cuts, pending, base)
                 else:
                     step_list = steps[np.array(cuts[:-1], dtype=np.int64)].tolist()
                     tags = names[cols.tag[start:stop]].tolist()
@@ -228,7 +238,14 @@ class TensorBoardSource:
                     yield done
 
     def _block(
-        self, cols: ScalarColumns, start: int, stop: int, cuts: list[int], pending: _Pending
+        self,
+        batch: RecordBatch,
+        cols: ScalarColumns,
+        start: int,
+        stop: int,
+        cuts: list[int],
+        pending: _Pending,
+        events: int,
     ) -> Iterator[Record | ScalarBlock]:
         """Events start..stop-1 (one-scalar events of several steps): the first step joins the
         pending one when it is the same step, the last one stays pending, the steps between
@@ -258,6 +275,9 @@ class TensorBoardSource:
                 heads,
                 cols.tag[start:stop],
                 cols.value[start:stop].astype(np.float64),
+                self._position_at(
+                    batch.record_offset(start + cuts[last]), events + start + cuts[last]
+                ),
             )
         if first <= last:
             a, b = start + cuts[last], start + cuts[last + 1]

@@ -124,6 +124,12 @@ class RecordBatch:
     data: bytes
     starts: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]
+    base: int = 0
+    """File offset of `data[0]`."""
+
+    def record_offset(self, i: int) -> int:
+        """File offset where record `i` begins (its length header)."""
+        return self.base + int(self.starts[i]) - _HEADER
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -240,4 +246,4 @@ class RecordReader:
         self._pos = pos
         if not len(head):
             return None, corrupt, skip_to
-        return RecordBatch(buf, head + _HEADER, ends), corrupt, skip_to
+        return RecordBatch(buf, head + _HEADER, ends, self._base), corrupt, skip_to
