@@ -169,7 +169,7 @@ class Ingest:
             summary.values += len(record.values)
             if state.run is None:
                 state.pending.append(record)
-                if len(state.pending) >= DETECT_SAMPLE:
+                if len(state.pending) >= DETECT_SAMPLE or state.handed_over:
                     self._start(state)
                 continue
             self._log(state.run, record)
@@ -185,9 +185,9 @@ class Ingest:
         state.summary.values += block.value_count
         if state.run is None:
             # the detection sample is made of Records, as when they come one by one
-            take = min(len(block), DETECT_SAMPLE - len(state.pending))
+            take = 0 if state.handed_over else min(len(block), DETECT_SAMPLE - len(state.pending))
             state.pending += block.slice(0, take).records()
-            if len(state.pending) < DETECT_SAMPLE:
+            if len(state.pending) < DETECT_SAMPLE and not state.handed_over:
                 return
             self._start(state)
             block = block.slice(take, len(block))
@@ -220,8 +220,8 @@ class Ingest:
     def hand_over(self, timeout: float) -> list[str]:
         """End the catch-up of a `tail`: finish every direct run (call `flush` first, so what
         it read is in InfluxDB and its read positions are stored) and go on through the
-        outbox. Each run goes on under its own name, framework and run context as soon as its
-        logs grow (started now, so /metrics shows it). Returns the runs' names."""
+        outbox. Each run goes on under its own name, framework, run context and derived
+        metrics' state as soon as its logs grow. Returns the runs' names."""
         self.settle()
         names = []
         deadline = time.monotonic() + timeout
@@ -239,9 +239,6 @@ class Ingest:
             state.handed_over = True
             names.append(state.summary.name)
         self._direct = False
-        for state in self._runs.values():
-            if state.handed_over and state.run is None:
-                self._start(state)
         return names
 
     def settle(self) -> None:
