@@ -136,19 +136,22 @@ def test_batch_decoding_matches_protobuf_for_any_mix_of_events(
 @given(
     events=_events,
     chunk=st.sampled_from([7, 64, 1 << 20]),
-    regular=st.integers(0, 30),
-    cut=st.integers(0, 200),
+    regular=st.integers(0, 150),
+    first=st.sampled_from([0, 100, 16_300]),
+    cut=st.integers(0, 1000),
 )
 def test_blocks_hold_exactly_the_records_of_the_steps_they_cover(
     tmp_path_factory: pytest.TempPathFactory,
     events: list[tuple[str, str, int, float, float]],
     chunk: int,
     regular: int,
+    first: int,
     cut: int,
 ) -> None:
-    # runs of plain steps (what blocks are made of) around whatever else an event file holds,
-    # the file read in two polls cut anywhere
-    plain = [("simple", f"t{i % 3}", 1000 + i // 3, 1.7e9 + i, i / 8) for i in range(3 * regular)]
+    # runs of plain steps (what blocks are made of, and records whose lengths repeat: what
+    # the framing skips through) around whatever else an event file holds, their steps
+    # crossing a varint length or not, the file read in two polls cut anywhere
+    plain = [("simple", f"t{i % 3}", first + i // 3, 1.7e9 + i, i / 8) for i in range(3 * regular)]
     payloads = [_payload(*e) for e in [*plain, *events, *plain]]
     path = tmp_path_factory.mktemp("tb") / "events.out.tfevents.1.host"
     frames = [_frame(p) for p in payloads]
