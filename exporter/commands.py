@@ -386,6 +386,7 @@ def _run_ingest(
                 catching_up = False
                 if not _drain(ingest, err, stop) and stop.is_set():
                     break
+                failed = ingest.failure() is not None
                 ingest.hand_over(_FINISH_TIMEOUT)
                 # Go on from the positions the catch-up stored: exactly what InfluxDB took.
                 logs.close()
@@ -399,6 +400,14 @@ def _run_ingest(
                 )
                 logs.refresh()
                 saved.clear()
+                if failed:
+                    # what InfluxDB did not take is read again now, into the outbox
+                    print(
+                        "rlvitals: the catch-up stopped; reading on from where InfluxDB stopped "
+                        "through the outbox (it sends when InfluxDB answers)",
+                        file=err,
+                    )
+                    continue
                 print("rlvitals: caught up; following the logs through the outbox", file=err)
             if follow:
                 ingest.finish_idle(_LIFECYCLE, time.time())

@@ -194,3 +194,44 @@ def test_a_tail_killed_during_its_catch_up_goes_on_and_loses_or_duplicates_nothi
     db = sqlite3.connect(store / "outbox.sqlite")
     assert [name for (name,) in db.execute("SELECT run FROM runs")] == ["run_b"]
     db.close()
+
+
+def test_a_catch_up_influxdb_does_not_take_is_read_again_into_the_outbox(tmp_path: Path) -> None:
+    from influx_server import free_port
+
+    logs = tmp_path / "logs"
+    path = write_event_file(logs / "run_c", [(s, _values(s)) for s in range(2000)])
+    store = tmp_path / "store"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "RLVITALS_INFLUX_URL": f"http://127.0.0.1:{free_port()}",  # nothing answers there
+        "RLVITALS_STORE": str(store),
+        "RLVITALS_POLICY": "warn",
+        "RLVITALS_OUTAGE_WAIT": "0.5",
+    }
+    sidecar = subprocess.Popen(
+        [sys.executable, "-m", "rlvitals.cli", "tail", str(logs), "--poll", "0.2"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+    def parked() -> bool:
+        if _position(store) != path.stat().st_size:
+            return False
+        db = sqlite3.connect(store / "outbox.sqlite")
+        try:
+            (steps,) = db.execute(
+                "SELECT count(DISTINCT step) FROM samples WHERE measurement = 'policy'"
+            ).fetchone()
+        finally:
+            db.close()
+        return bool(steps == 2000)
+
+    try:
+        _wait(parked, "every step parked in the outbox")
+    finally:
+        sidecar.send_signal(signal.SIGTERM)
+        _, stderr = sidecar.communicate(timeout=60)
+    assert "reading on from where InfluxDB stopped through the outbox" in stderr.decode()
