@@ -54,7 +54,7 @@ __all__ = ["DIRECT_BATCH", "DirectRun"]
 
 _log = logging.getLogger("exporter")
 
-DIRECT_BATCH = 40_000
+DIRECT_BATCH = 10_000
 """Samples per request at least (the settings' batch size when larger)."""
 _FIRST_BATCH = 1000
 _IN_FLIGHT = 2  # batches queued for the sender: bounds memory, keeps reading and writing overlapped
@@ -106,6 +106,10 @@ class DirectRun:
         self._saved_step = self._translator.last_step
         self._renderer = LineRenderer()
         self._step_renderer = StepRenderer(self._renderer, project)
+        # the lines of the next batch so far, in order: the step renderer's, taken whenever
+        # a block's lines come; None once a part could not be rendered (the sender renders
+        # the batch's rows with `LineRenderer` then)
+        self._texts: list[str] | None = []
         self._block_renderer = BlockRenderer(self._renderer, project)
         self._batch_size = max(settings.batch_size, DIRECT_BATCH)
         # The first requests are small, so InfluxDB has work while the next batch is read.
@@ -169,7 +173,9 @@ class DirectRun:
             for item in self._translator.log_block(block.slice(lo, hi), time.time()):
                 if isinstance(item, FastSteps):
                     self._wall_time = float(item.walls[-1])
-                    self._step_renderer.add_text(self._block_renderer.render(item))
+                    self._take_lines()
+                    if self._texts is not None:
+                        self._texts.append(self._block_renderer.render(item))
                     self._parts.append(item)
                     self._count += item.count
                     self._note_transforms()
@@ -280,8 +286,12 @@ class DirectRun:
             self._counters.drop("influx_unreachable", self._count + len(self._events))
             self._parts, self._count, self._events = [], 0, []
             self._step_renderer.take()
+            self._texts = []
             return
-        batch = _Batch(self._parts, self._count, self._events, self._step_renderer.take(), held)
+        self._take_lines()
+        text = None if self._texts is None else "\n".join(t for t in self._texts if t)
+        self._texts = []
+        batch = _Batch(self._parts, self._count, self._events, text, held)
         batch.positions, self._positions = self._positions, []
         self._parts, self._count, self._events = [], 0, []
         with self._cond:
@@ -289,6 +299,13 @@ class DirectRun:
                 self._cond.wait(0.5)
             self._batches.append(batch)
             self._cond.notify_all()
+
+    def _take_lines(self) -> None:
+        text = self._step_renderer.take()
+        if text is None:
+            self._texts = None
+        elif text and self._texts is not None:
+            self._texts.append(text)
 
     def _save_acked(self) -> None:
         """Store the positions whose batches InfluxDB took (each file's latest)."""

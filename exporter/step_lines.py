@@ -83,11 +83,6 @@ class StepRenderer:
         if lines:
             self._templates.append("\n".join(lines).replace("%", "%%"))
 
-    def add_text(self, text: str) -> None:
-        """Add lines rendered elsewhere (`block_lines`), newline-separated."""
-        if text:
-            self._templates.append(text.replace("%", "%%"))
-
     def take(self) -> str | None:
         """The lines added since the last `take`, newline-separated; None when a number could
         not be written this way (then render the rows with `LineRenderer`)."""

@@ -102,13 +102,15 @@ def gather_bytes(
 ) -> npt.NDArray[np.uint8]:
     """`width` bytes from each offset of a byte array, one row per offset (offsets may be
     unaligned; bytes past the end of `data` read as its last byte)."""
-    if len(offsets) and 0 < width <= len(data):
-        if int(offsets.min()) >= 0 and int(offsets.max()) + width <= len(data):
-            # rows of a sliding window: one copy per row, no index per byte
-            rows: npt.NDArray[np.uint8] = np.lib.stride_tricks.sliding_window_view(data, width)[
-                offsets
-            ]
-            return rows
+    if (
+        len(offsets)
+        and 0 < width <= len(data)
+        and int(offsets.min()) >= 0
+        and int(offsets.max()) + width <= len(data)
+    ):
+        # rows of a sliding window: one copy per row, no index per byte
+        rows: npt.NDArray[np.uint8] = np.lib.stride_tricks.sliding_window_view(data, width)[offsets]
+        return rows
     index = offsets[:, None] + np.arange(width)
     np.clip(index, 0, len(data) - 1, out=index)
     gathered: npt.NDArray[np.uint8] = data[index]
