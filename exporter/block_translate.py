@@ -172,8 +172,12 @@ class BlockTranslator(Translator):
         for width in np.unique(lengths).tolist():
             index = np.flatnonzero(lengths == width)
             cells = starts[index][:, None] + np.arange(width)
-            shapes, inverse = np.unique(block.tag[cells], axis=0, return_inverse=True)
-            inverse = inverse.ravel()
+            tags = block.tag[cells]
+            if (tags == tags[0]).all():  # the usual case: every step names the same tags
+                shapes, inverse = tags[:1], np.zeros(len(index), dtype=np.int64)
+            else:
+                shapes, inverse = np.unique(tags, axis=0, return_inverse=True)
+                inverse = inverse.ravel()
             values = block.value[cells]
             for s, shape in enumerate(shapes.tolist()):
                 plan = self._plan(tuple(names[t] for t in shape))

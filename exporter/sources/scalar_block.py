@@ -96,9 +96,14 @@ class ScalarBlock:
         lengths = np.diff(starts)
         owner = np.repeat(np.arange(count, dtype=np.int64), lengths)
         events = tag[int(starts[0]) : int(starts[-1])]
-        key = owner * (int(events.max(initial=0)) + 1) + events
-        ordered = np.sort(key)
-        repeated = owner[np.argsort(key, kind="stable")][1:][ordered[1:] == ordered[:-1]]
+        names_count = int(events.max(initial=0)) + 1
+        key = owner * names_count + events
         simple = np.ones(count, dtype=np.bool_)
-        simple[repeated] = False
+        if count * names_count <= 1 << 24:  # a count per (step, name): linear, no sort
+            twice = np.flatnonzero(np.bincount(key, minlength=count * names_count) > 1)
+            simple[twice // names_count] = False
+        else:
+            ordered = np.sort(key)
+            repeated = owner[np.argsort(key, kind="stable")][1:][ordered[1:] == ordered[:-1]]
+            simple[repeated] = False
         return ScalarBlock(names, steps, walls, starts, tag, value, simple, position)

@@ -75,8 +75,15 @@ def masked_crc32c_rows(
     if not len(starts):
         return crcs
     lengths = ends - starts
-    order = np.argsort(lengths, kind="stable")
-    for group in np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1):
+    widths, inverse = np.unique(lengths, return_inverse=True)
+    if len(widths) == 1:
+        groups = [np.arange(len(lengths))]
+    else:
+        # a stable sort of small integers is a radix sort in numpy: linear, unlike the lengths'
+        key = inverse.ravel().astype(np.uint16 if len(widths) < 1 << 16 else np.int64)
+        order = np.argsort(key, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
+    for group in groups:
         width = int(lengths[group[0]])
         if len(group) < _FEW or width > _WIDEST:
             for i in group.tolist():
