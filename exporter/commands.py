@@ -39,13 +39,13 @@ from registry import FRAMEWORKS
 
 from . import live_states
 from .config import ExporterSettings
-from .errors import ConfigError, ExporterError
+from .errors import ConfigError, ExporterError, WriteError
 from .ingest import Ingest, RunSummary
 from .lifecycle import Lifecycle
 from .log_context import parse_assignment
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import Outbox, SourcePosition
-from .sources import FORMATS, LogSet, Malformed, Record, compile_pattern
+from .sources import FORMATS, LogSet, Malformed, Record, ScalarBlock, compile_pattern
 from .sources.follow import path_key
 
 __all__ = ["register"]
@@ -214,13 +214,15 @@ def _import(args: argparse.Namespace) -> int:
 def _tail(args: argparse.Namespace) -> int:
     if args.poll <= 0:
         return _fail(f"--poll {args.poll} must be a positive number of seconds")
+    # With InfluxDB configured, what the logs already hold is read like `import` reads it
+    # (straight to InfluxDB, see direct.py); what they get after that goes through the outbox.
     return _ingest(
         args,
         follow=args.follow,
         poll=args.poll,
         max_polls=args.max_polls,
         resume=not args.from_start,
-        direct=False,
+        direct=True,
         resume_runs=args.resume,
     )
 
@@ -362,17 +364,51 @@ def _run_ingest(
                 file=err,
             )
         polls = 0
+        catching_up = direct and follow
         while True:
-            for log, records in logs.poll(final=not follow):
-                if stop.is_set():
-                    break
-                progress.file(log.path.name)
-                ingest.feed(log, progress.count(records))
-                position = logs.position(log)
-                if position is not None and saved.get(log.path) != position:
-                    saved[log.path] = position
-                    ingest.save_position(log, position)
+            try:
+                for log, records in logs.poll_blocks(final=not follow):
+                    if stop.is_set():
+                        break
+                    progress.file(log.path.name)
+                    ingest.feed(log, progress.count(records))
+                    position = logs.position(log)
+                    if position is not None and saved.get(log.path) != position:
+                        saved[log.path] = position
+                        ingest.save_position(log, position)
+            except WriteError:
+                if not catching_up:
+                    raise
+                # InfluxDB stayed unreachable during the catch-up: the rest goes through the
+                # outbox, read again from where InfluxDB stopped (said by `_drain` below)
             ingest.settle()
+            if catching_up:
+                catching_up = False
+                if not _drain(ingest, err, stop) and stop.is_set():
+                    break
+                failed = ingest.failure() is not None
+                ingest.hand_over(_FINISH_TIMEOUT)
+                # Go on from the positions the catch-up stored: exactly what InfluxDB took.
+                logs.close()
+                logs = LogSet(
+                    [Path(p) for p in args.paths],
+                    problems.add,
+                    fmt=args.format,
+                    pattern=args.pattern,
+                    step_key=args.step_key,
+                    positions=_stored_positions(settings),
+                )
+                logs.refresh()
+                saved.clear()
+                if failed:
+                    # what InfluxDB did not take is read again now, into the outbox
+                    print(
+                        "rlvitals: the catch-up stopped; reading on from where InfluxDB stopped "
+                        "through the outbox (it sends when InfluxDB answers)",
+                        file=err,
+                    )
+                    continue
+                print("rlvitals: caught up; following the logs through the outbox", file=err)
             if follow:
                 ingest.finish_idle(_LIFECYCLE, time.time())
             polls += 1
@@ -457,10 +493,15 @@ class _Progress:
     def file(self, name: str) -> None:
         self._name = name
 
-    def count(self, records: Iterable[Record]) -> Iterator[Record]:
+    def count(self, records: Iterable[Record | ScalarBlock]) -> Iterator[Record | ScalarBlock]:
         for record in records:
-            self._records += 1
-            if not self._records % 1024:
+            if isinstance(record, ScalarBlock):
+                self._records += len(record)
+                shown = True  # a block is many records: look at the clock
+            else:
+                self._records += 1
+                shown = not self._records % 1024
+            if shown:
                 now = time.monotonic()
                 if now - self._last >= _PROGRESS_EVERY:
                     self._last = now

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from registry import Metric, Registry
 
@@ -92,6 +95,20 @@ class StepDeriver:
             rule.inputs[0]: _Window() for rule in self._rules if rule.method == "gradient"
         }
 
+    @property
+    def step(self) -> int | None:
+        """The step the last `derive` call was for (a call for it again adds to that step)."""
+        return self._step
+
+    @property
+    def nonfinite_group(self) -> str | None:
+        """The measurement of the per-step `nonfinite_count` (None: the registry has none)."""
+        return self._nonfinite_group
+
+    def reads(self, keys: Iterable[_Key]) -> bool:
+        """Whether a derived metric is computed from one of `keys`."""
+        return not set(self._inputs).isdisjoint(keys)
+
     def derive(
         self, step: int, logged: Mapping[_Key, float], nonfinite: int
     ) -> list[tuple[str, str, float]]:
@@ -132,27 +149,105 @@ class StepDeriver:
         return out
 
     def derive_steps(
-        self, steps: Sequence[int], keys: Sequence[_Key], columns: Sequence[Sequence[float]]
+        self, steps: Sequence[int], keys: Sequence[_Key], values: npt.NDArray[np.float64]
     ) -> list[tuple[int, str, str, float]]:
-        """`derive` for consecutive calls, each at a step past the one before, logging `keys`
-        (their values by column) and nothing non-finite: (step, group, field, value) to store.
-        Only the columns a rule reads are looked at, so a call costs a few operations when
-        none is logged."""
-        wanted = [j for j, key in enumerate(keys) if key in self.relevant]
+        """`derive` for consecutive calls, each at a step past the one before (the first may
+        be the step the deriver is at), logging `keys` with `values[i, j]` at `steps[i]` and
+        nothing non-finite: (step, group, field, value) to store, the per-step
+        `nonfinite_count` included. The columns a rule reads are derived as columns
+        (`derive_columns`); a call logging none of them costs next to nothing."""
         out: list[tuple[int, str, str, float]] = []
-        if wanted:
-            for i, step in enumerate(steps):
-                logged = {keys[j]: columns[j][i] for j in wanted}
-                out += [(step, *row) for row in self.derive(step, logged, 0)]
+        start = 0
+        if len(steps) and steps[0] == self._step:  # the deriver's step again: adds to it
+            logged = {key: float(values[0, j]) for j, key in enumerate(keys)}
+            out += [(steps[0], *row) for row in self.derive(steps[0], logged, 0)]
+            start = 1
+        rest = list(steps[start:])
+        if not rest:
             return out
         group = self._nonfinite_group
-        for step in steps:
-            if step != self._step:
-                self._step = step
-                self._values = {}
-                self._nonfinite_at_step = 0
-                if group is not None:
-                    out.append((step, group, NONFINITE_FIELD, 0.0))
+        if group is not None:
+            out += [(step, group, NONFINITE_FIELD, 0.0) for step in rest]
+        if not self.relevant.isdisjoint(keys):
+            present = np.ones(values[start:].shape, dtype=np.bool_)
+            for rule_group, field, result, emitted in self.derive_columns(
+                rest, keys, values[start:], present
+            ):
+                for i in np.flatnonzero(emitted).tolist():
+                    out.append((rest[i], rule_group, field, float(result[i])))
+        else:  # where `derive_columns` would leave the deriver, without its arithmetic
+            self._step = rest[-1]
+            self._values = {}
+            self._nonfinite_at_step = 0
+        return out
+
+    def derive_columns(
+        self,
+        steps: Sequence[int],
+        keys: Sequence[_Key],
+        values: npt.NDArray[np.float64],
+        present: npt.NDArray[np.bool_],
+    ) -> list[tuple[str, str, npt.NDArray[np.float64], npt.NDArray[np.bool_]]]:
+        """`derive(steps[i], logged_i, 0)` for every i in turn, where `logged_i` maps
+        `keys[j]` to `values[i, j]` wherever `present[i, j]`; the steps are strictly
+        increasing and each one new to the deriver. Returns, for every derived metric, its
+        measurement, id, values and the steps where `derive` returns it (the per-step
+        `nonfinite_count` aside), and leaves the deriver where those calls would.
+
+        The arithmetic is the same IEEE operation `derive` does on each step, done on columns;
+        gradients keep their history, so they are computed step by step."""
+        count = len(steps)
+        column = {key: j for j, key in enumerate(keys)}
+        absent = np.zeros(count, dtype=np.bool_)
+
+        def col(key: _Key | None) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+            j = column.get(key) if key is not None else None
+            if j is None:
+                return np.zeros(count), absent
+            return values[:, j], present[:, j]
+
+        out: list[tuple[str, str, npt.NDArray[np.float64], npt.NDArray[np.bool_]]] = []
+        for rule in self._rules:
+            _, logged_itself = col(rule.key)
+            fed = np.zeros(count, dtype=np.bool_)
+            for key in rule.inputs:
+                fed |= col(key)[1]
+            wanted = fed & ~logged_itself
+            first, has_first = col(rule.inputs[0])
+            result = np.full(count, np.nan)
+            with np.errstate(all="ignore"):
+                if rule.method == "ratio_to_config":
+                    if rule.divisor is not None:
+                        result = first / rule.divisor
+                        ok = has_first
+                    else:
+                        divisor, has_divisor = col(rule.logged_divisor)
+                        ok = has_first & has_divisor & (divisor != 0)
+                        result = first / np.where(ok, divisor, 1.0)
+                elif rule.method in ("ratio", "difference") and len(rule.inputs) > 1:
+                    second, has_second = col(rule.inputs[1])
+                    ok = has_first & has_second
+                    if rule.method == "ratio":
+                        ok &= second != 0
+                        result = first / np.where(ok, second, 1.0)
+                    else:
+                        result = first - second
+                elif rule.method == "gradient":
+                    ok = np.zeros(count, dtype=np.bool_)
+                    firsts = first.tolist()
+                    for i in np.flatnonzero(wanted & has_first).tolist():
+                        slope = self._slope(rule, steps[i], firsts[i])
+                        if slope is not None:
+                            result[i] = slope
+                            ok[i] = True
+                else:
+                    ok = absent
+            emitted = wanted & ok & np.isfinite(result)
+            out.append((rule.metric.group, rule.metric.id, result, emitted))
+        last = count - 1
+        self._step = steps[last]
+        self._values = {k: float(values[last, j]) for k, j in column.items() if present[last, j]}
+        self._nonfinite_at_step = 0
         return out
 
     def _compute(self, rule: _Rule, step: int, logged: Mapping[_Key, float]) -> float | None:

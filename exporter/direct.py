@@ -34,17 +34,23 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from registry import Registry
 
+from .block_lines import BlockRenderer
+from .block_translate import BlockTranslator, FastSteps
 from .config import ExporterSettings, Policy
+from .derive import StepDeriver
 from .errors import OutboxError, WriteError
 from .forwarder import LineRenderer, isolate_refused, keyed_lines
-from .influx_rollups import make_rollups
+from .influx_rollups import SentColumns, SentPart, make_rollups
 from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
+from .sources.scalar_block import ScalarBlock
 from .stats import RunCounters, RunStats
 from .step_lines import StepRenderer
-from .translate import LoggedValue, Translator, config_rows
+from .translate import LoggedValue, config_rows
 from .writers import Writer, make_writer
 
 __all__ = ["DIRECT_BATCH", "DirectRun"]
@@ -89,7 +95,7 @@ class DirectRun:
             name, project, dict(config) if config else None, framework, time.time()
         )
         self._wall_time: float | None = None  # of the latest step read: the run's last activity
-        self._translator = Translator(
+        self._translator = BlockTranslator(
             registry,
             self._counters,
             run=name,
@@ -97,23 +103,33 @@ class DirectRun:
             policy=policy or settings.policy,
             framework=framework,
             last_step=self._outbox.last_step(name),
+            config=config,
             transforms=self._outbox.transforms(name),
             defer_counts=True,
         )
         self._saved_step = self._translator.last_step
         self._renderer = LineRenderer()
         self._step_renderer = StepRenderer(self._renderer, project)
+        # the lines of the next batch so far, in order: the step renderer's, taken whenever
+        # a block's lines come; None once a part could not be rendered (the sender renders
+        # the batch's rows with `LineRenderer` then)
+        self._texts: list[str] | None = []
+        self._block_renderer = BlockRenderer(self._renderer, project)
         self._batch_size = max(settings.batch_size, DIRECT_BATCH)
         # The first requests are small, so InfluxDB has work while the next batch is read.
         self._next_batch = min(self._batch_size, _FIRST_BATCH)
-        self._rows: list[SampleRow] = []
+        # what was logged since the last hand-over, in order: rows of `Translator.log` calls
+        # and steps translated as columns (`FastSteps`); `_count` samples in all
+        self._parts: list[_Part] = []
+        self._count = 0
         self._events: list[EventRow] = []
 
-        self._positions: list[SourcePosition] = []
+        # read positions with the step and wall time the run was at when each was given:
+        # logged since the last hand-over, and those whose batches InfluxDB took
+        self._positions: list[_Position] = []
+        self._acked: list[_Position] = []
         self._cond = threading.Condition()
-        self._batches: list[
-            tuple[list[SampleRow], list[EventRow], str | None, tuple[int, int, int]]
-        ] = []
+        self._batches: list[_Batch] = []
         self._busy = False
         self._stopping = False
         self._closed = False
@@ -126,9 +142,8 @@ class DirectRun:
             # the run_config point at step 0, as a run logged through the outbox writes it; its
             # own batch, rendered by the general renderer (it holds text: config_json)
             with self._cond:
-                self._batches.append(
-                    (config_rows(name, None, config, time.time()), [], None, (0, 0, 0))
-                )
+                rows = config_rows(name, None, config, time.time())
+                self._batches.append(_Batch([rows], len(rows), [], None, (0, 0, 0)))
                 self._cond.notify_all()
 
     # -- reader side ---------------------------------------------------------------------------
@@ -145,23 +160,59 @@ class DirectRun:
             raise WriteError(self._failure)
         self._wall_time = time.time() if wall_time is None else wall_time
         rows, events = self._translator.log(step, values, self._wall_time, None)
+        self._add_rows(rows, events)
+        if self._count >= self._next_batch:
+            self._hand_over()
+
+    def log_block(self, block: ScalarBlock) -> None:
+        """Log the steps of a block, as `log` would one by one (their wall times are the
+        log's; a step without one gets the time of the call)."""
+        if self._failure is not None:
+            raise WriteError(self._failure)
+        per_step = max(1, block.value_count // max(1, len(block)))
+        lo = 0
+        while lo < len(block):
+            # slices so each request holds about a batch, as `log` hands them over
+            hi = min(len(block), lo + max(1, (self._next_batch - self._count) // per_step))
+            for item in self._translator.log_block(block.slice(lo, hi), time.time()):
+                if isinstance(item, FastSteps):
+                    self._wall_time = float(item.walls[-1])
+                    self._take_lines()
+                    if self._texts is not None:
+                        self._texts.append(self._block_renderer.render(item))
+                    self._parts.append(item)
+                    self._count += item.count
+                    self._note_transforms()
+                else:
+                    rows, events, self._wall_time = item
+                    self._add_rows(rows, events)
+            if self._count >= self._next_batch:
+                self._hand_over()
+            lo = hi
+
+    def _add_rows(self, rows: list[SampleRow], events: list[EventRow]) -> None:
         # Rendered here, not on the sender: both hold the GIL, and one thread doing all the
         # Python work runs faster than two taking turns; the sender only waits on the socket.
         self._step_renderer.add(rows)
+        self._parts.append(rows)
+        self._count += len(rows)
+        self._note_transforms()
+        if events:
+            self._events += events
+
+    def _note_transforms(self) -> None:
+        assert self._wall_time is not None
         noted = self._translator.take_transform_rows(self._wall_time)
         if noted:  # a text field at step 0: not the shape of a step's rows
             self._step_renderer.add_general(noted)
-            rows = rows + noted
-        self._rows += rows
-        if events:
-            self._events += events
-        if len(self._rows) >= self._next_batch:
-            self._hand_over()
-            self._next_batch = min(self._batch_size, self._next_batch * 2)
+            self._parts.append(noted)
+            self._count += len(noted)
 
     def save_position(self, position: SourcePosition) -> None:
-        """Saved in the outbox at the next successful `flush`, once what came before is sent."""
-        self._positions.append(position)
+        """Saved in the outbox once InfluxDB took what was logged before it (at the next
+        hand-over of a batch after that, or `flush`), with the step the run was at: a reader
+        killed meanwhile goes on from there, without taking its replay for a resume."""
+        self._positions.append((position, self._translator.last_step, self._wall_time))
 
     @property
     def queue_depth(self) -> int:
@@ -184,8 +235,28 @@ class DirectRun:
                 self._cond.wait(remaining)
         if self._failure is not None:
             return False
-        self._save_progress()
+        with self._cond:  # all sent: positions given since the last batch count too
+            self._acked += self._positions
+        self._positions = []
+        self._save_acked()
+        self._save_progress([], self._translator.last_step, self._wall_time)
         return True
+
+    @property
+    def deriver(self) -> StepDeriver:
+        """The derived metrics' state, for a run going on from this one."""
+        return self._translator.deriver
+
+    def keep_transforms(self) -> None:
+        """Store the record of the transforms this run's fields went through in the outbox
+        too (it went to InfluxDB with the samples): a run of the same name going on through
+        the outbox (`tail` after its catch-up) reads it there and keeps it whole."""
+        rows = self._translator.transform_rows(self._wall_time or time.time())
+        if rows:
+            try:
+                self._outbox.write(rows)
+            except OutboxError as exc:
+                _log.error("rlvitals run %r: %s", self.name, exc)
 
     def finish(self, timeout: float = 10.0) -> None:
         if self._closed:
@@ -198,7 +269,7 @@ class DirectRun:
             )
         with self._cond:
             self._stopping = True
-            left = sum(len(r) + len(e) for r, e, _, _ in self._batches)
+            left = sum(b.count + len(b.events) for b in self._batches)
             self._batches.clear()
             self._cond.notify_all()
         self._counters.drop("unfinished", left)
@@ -210,38 +281,61 @@ class DirectRun:
     # -- internals -----------------------------------------------------------------------------
 
     def _hand_over(self) -> None:
-        if not self._rows and not self._events:
+        self._save_acked()
+        if not self._count and not self._events:
             return
+        self._next_batch = min(self._batch_size, self._next_batch * 2)
         held = self._translator.take_held()
         if self._failure is not None:
-            self._counters.drop("influx_unreachable", len(self._rows) + len(self._events))
-            self._rows, self._events = [], []
+            self._counters.drop("influx_unreachable", self._count + len(self._events))
+            self._parts, self._count, self._events = [], 0, []
             self._step_renderer.take()
+            self._texts = []
             return
-        batch = (self._rows, self._events, self._step_renderer.take(), held)
-        self._rows, self._events = [], []
+        self._take_lines()
+        text = None if self._texts is None else "\n".join(t for t in self._texts if t)
+        self._texts = []
+        batch = _Batch(self._parts, self._count, self._events, text, held)
+        batch.positions, self._positions = self._positions, []
+        self._parts, self._count, self._events = [], 0, []
         with self._cond:
             while len(self._batches) >= _IN_FLIGHT and self._sender.is_alive():
                 self._cond.wait(0.5)
             self._batches.append(batch)
             self._cond.notify_all()
 
-    def _save_progress(self) -> None:
-        step = self._translator.last_step
+    def _take_lines(self) -> None:
+        text = self._step_renderer.take()
+        if text is None:
+            self._texts = None
+        elif text and self._texts is not None:
+            self._texts.append(text)
+
+    def _save_acked(self) -> None:
+        """Store the positions whose batches InfluxDB took (each file's latest)."""
+        with self._cond:
+            acked, self._acked = self._acked, []
+        if acked:
+            _, step, wall = acked[-1]
+            latest = {p.path: p for p, _, _ in acked}
+            self._save_progress(list(latest.values()), step, wall)
+
+    def _save_progress(
+        self, positions: list[SourcePosition], step: int | None, wall: float | None
+    ) -> None:
         progress = [] if step is None or step == self._saved_step else [(self.name, NO_RANK, step)]
-        if not self._positions and not progress:
+        if not positions and not progress:
             return
         try:
             self._outbox.write(
                 (),
-                positions=self._positions,
+                positions=positions,
                 progress=progress,
-                activity={self.name: self._wall_time} if self._wall_time is not None else None,
+                activity={self.name: wall} if wall is not None else None,
             )
         except OutboxError as exc:
             _log.error("rlvitals run %r: %s", self.name, exc)
             return
-        self._positions = []
         self._saved_step = step
 
     def _send_loop(self) -> None:
@@ -251,33 +345,38 @@ class DirectRun:
                     self._cond.wait()
                 if not self._batches:
                     return
-                rows, events, text, held = self._batches.pop(0)
+                batch = self._batches.pop(0)
                 self._busy = True
                 self._cond.notify_all()
             try:
                 refused = self._counters.server_rejected  # only this thread adds to it
-                if self._send(rows, events, text):
-                    self._translator.count_stored(held)
+                if self._send(batch):
+                    self._translator.count_stored(batch.held)
                     if self._rollups is not None:
                         exact = self._counters.server_rejected == refused
-                        self._rollups.sent(rows, {self.name: self.project}, exact=exact)
+                        self._rollups.sent(
+                            [], {self.name: self.project}, exact=exact, parts=batch.sent_parts()
+                        )
+                    with self._cond:
+                        self._acked += batch.positions
             except Exception as exc:  # never let the thread die silently: count and say so
-                self._counters.drop("send_error", len(rows) + len(events))
+                self._counters.drop("send_error", batch.count + len(batch.events))
                 _log.error("rlvitals import of run %r: %s: %s", self.name, type(exc).__name__, exc)
             finally:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
 
-    def _send(self, rows: list[SampleRow], events: list[EventRow], text: str | None) -> bool:
+    def _send(self, batch: _Batch) -> bool:
         """Write a batch; True once InfluxDB took it (all but the lines it refused)."""
-        count = len(rows) + len(events)
+        count = batch.count + len(batch.events)
         if self._failure is not None:
             self._counters.drop("influx_unreachable", count)
             return False
-        pending = [_pending_event(e, self.project) for e in events]
+        pending = [_pending_event(e, self.project) for e in batch.events]
+        text = batch.text
         if text is None:
-            lines = self._renderer.render(rows, pending, {self.name: self.project})
+            lines = self._renderer.render(batch.rows(), pending, {self.name: self.project})
         else:
             lines = [text] if text else []
             lines += self._renderer.render((), pending)
@@ -291,7 +390,7 @@ class DirectRun:
                 except WriteError as exc:
                     if exc.retryable:
                         raise
-                    self._isolate(rows, pending, exc)
+                    self._isolate(batch.rows(), pending, exc)
                     return True
             except WriteError as exc:
                 with self._counters.lock:
@@ -346,6 +445,56 @@ class DirectRun:
             self._counters.sent += len(rows) + len(events) - lost
             self._counters.server_rejected += lost
             self._counters.last_write = time.time()
+
+
+_Part = list[SampleRow] | FastSteps
+_Position = tuple[SourcePosition, int | None, float | None]  # and the run's step, wall time
+
+
+class _Batch:
+    """What one request writes: the parts logged (in order), their sample count, events, the
+    lines rendered for the parts (None: render them with `LineRenderer`) and the counts held
+    back until InfluxDB took it."""
+
+    __slots__ = ("count", "events", "held", "parts", "positions", "text")
+
+    def __init__(
+        self,
+        parts: list[_Part],
+        count: int,
+        events: list[EventRow],
+        text: str | None,
+        held: tuple[int, int, int],
+    ) -> None:
+        self.parts = parts
+        self.count = count
+        self.events = events
+        self.text = text
+        self.held = held
+        self.positions: list[_Position] = []
+
+    def sent_parts(self) -> list[SentPart]:
+        """The samples as InfluxDB rollups take them, in order: columns stay columns."""
+        out: list[SentPart] = []
+        for part in self.parts:
+            if not isinstance(part, FastSteps):
+                out.append(part)
+                continue
+            for group in part.groups:
+                steps = part.steps[group.index]
+                columns: list[tuple[str, str, str]] = list(group.rows)
+                values = group.values
+                if group.constant is not None:  # the step's nonfinite_count, 0
+                    columns.append((group.constant[0], "", group.constant[1]))
+                    values = np.column_stack([values, np.zeros(len(steps))])
+                out.append(SentColumns(part.run, part.rank, steps, columns, values))
+        return out
+
+    def rows(self) -> list[SampleRow]:
+        out: list[SampleRow] = []
+        for part in self.parts:
+            out += part.rows() if isinstance(part, FastSteps) else part
+        return out
 
 
 def _count_rows(key: tuple[str, str, int, int, str, str], rows: list[SampleRow]) -> int:

@@ -11,21 +11,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from registry import Registry
 
 from .config import ExporterSettings
+from .derive import StepDeriver
 from .direct import DirectRun
 from .errors import ConfigError
 from .lifecycle import Lifecycle
 from .log_context import context_from_logs
 from .metrics_endpoint import MetricsEndpoint
 from .outbox import SourcePosition
-from .run import init
-from .sources import LogFile, Record
+from .run import Run
+from .sources import LogFile, Record, ScalarBlock
+from .sources.follow import path_key
 from .sources.text_summaries import read_text_summaries
 from .stats import RunStats
 from .translate import LoggedValue
@@ -84,6 +86,13 @@ class _RunState:
     """Wall time of the latest record (its own time when the log gives one, else when read)."""
     ended: bool = False
     """Finished by `finish_idle`: if its logs grow again, it resumes under its own name."""
+    handed_over: bool = False
+    """Caught up through the direct path (`hand_over`): it goes on through the outbox with the
+    framework and run context it had."""
+    earlier: RunStats | None = None
+    """What the run's catch-up counted, added to its final stats."""
+    deriver: StepDeriver | None = None
+    """The catch-up's derived-metrics state, for the run going on from it."""
     texts: dict[str, str] = field(default_factory=dict)
 
 
@@ -135,8 +144,9 @@ class Ingest:
     def run_name(self, log: LogFile) -> str:
         return self._run_name or log.run
 
-    def feed(self, log: LogFile, records: Iterable[Record]) -> int:
-        """Log one file's new records into its run; returns how many records were read."""
+    def feed(self, log: LogFile, records: Iterable[Record | ScalarBlock]) -> int:
+        """Log one file's new records into its run; returns how many records were read. A
+        `ScalarBlock` counts as the records it holds (a direct run logs it as columns)."""
         name = self.run_name(log)
         state = self._runs.get(name)
         if state is None:
@@ -148,6 +158,10 @@ class Ingest:
         summary.files.add(str(log.path))
         count = 0
         for record in records:
+            if isinstance(record, ScalarBlock):
+                count += len(record)
+                self._feed_block(log, state, record)
+                continue
             count += 1
             wall = time.time() if record.wall_time is None else record.wall_time
             state.last_activity = max(state.last_activity or wall, wall)
@@ -155,11 +169,37 @@ class Ingest:
             summary.values += len(record.values)
             if state.run is None:
                 state.pending.append(record)
-                if len(state.pending) >= DETECT_SAMPLE:
+                if len(state.pending) >= DETECT_SAMPLE or state.handed_over:
                     self._start(state)
                 continue
             self._log(state.run, record)
         return count
+
+    def _feed_block(self, log: LogFile, state: _RunState, block: ScalarBlock) -> None:
+        if not len(block):
+            return
+        walls = block.walls
+        latest = float(walls.max()) if walls.all() else max(float(walls.max()), time.time())
+        state.last_activity = max(state.last_activity or latest, latest)
+        state.summary.steps += len(block)
+        state.summary.values += block.value_count
+        if state.run is None:
+            # the detection sample is made of Records, as when they come one by one
+            take = 0 if state.handed_over else min(len(block), DETECT_SAMPLE - len(state.pending))
+            state.pending += block.slice(0, take).records()
+            if len(state.pending) < DETECT_SAMPLE and not state.handed_over:
+                return
+            self._start(state)
+            block = block.slice(take, len(block))
+        run = state.run
+        assert run is not None
+        if isinstance(run, DirectRun):
+            run.log_block(block)
+        else:
+            for record in block.records():
+                self._log(run, record)
+        if block.position is not None:
+            run.save_position(replace(block.position, path=path_key(log.path)))
 
     def save_position(self, log: LogFile, position: SourcePosition) -> None:
         """Store how far `log` was read, together with the samples read before it (a run not
@@ -171,6 +211,35 @@ class Ingest:
             state.positions.append(position)
         else:
             state.run.save_position(position)
+
+    @property
+    def direct(self) -> bool:
+        """Whether runs started from here write straight to InfluxDB (see `hand_over`)."""
+        return self._direct
+
+    def hand_over(self, timeout: float) -> list[str]:
+        """End the catch-up of a `tail`: finish every direct run (call `flush` first, so what
+        it read is in InfluxDB and its read positions are stored) and go on through the
+        outbox. Each run goes on under its own name, framework, run context and derived
+        metrics' state as soon as its logs grow. Returns the runs' names."""
+        self.settle()
+        names = []
+        deadline = time.monotonic() + timeout
+        for state in self._runs.values():
+            run = state.run
+            if not isinstance(run, DirectRun):
+                continue
+            run.keep_transforms()
+            run.finish(max(0.1, deadline - time.monotonic()))
+            if run.failure is None:
+                state.earlier = run.stats
+                state.deriver = run.deriver
+            # else: what InfluxDB did not take is read again from the stored positions
+            state.run = None
+            state.handed_over = True
+            names.append(state.summary.name)
+        self._direct = False
+        return names
 
     def settle(self) -> None:
         """Start every run still waiting for a detection sample (end of a pass over the logs)."""
@@ -198,7 +267,8 @@ class Ingest:
             gone = bool(files) and not any(Path(f).exists() for f in files)
             if gone or now - state.last_activity >= lifecycle.ended_after_s:
                 state.run.finish(timeout)
-                state.summary.stats = state.run.stats
+                state.summary.stats = _plus(state.earlier, state.run.stats)
+                state.earlier = None
                 state.run = None
                 state.ended = True
                 ended.append(name)
@@ -218,23 +288,30 @@ class Ingest:
         for state in self._runs.values():
             if state.run is not None:
                 state.run.finish(max(0.1, deadline - time.monotonic()))
-                state.summary.stats = state.run.stats
+                state.summary.stats = _plus(state.earlier, state.run.stats)
+            elif state.summary.stats is None and state.earlier is not None:
+                state.summary.stats = state.earlier
 
     def _start(self, state: _RunState) -> None:
         summary = state.summary
-        framework = self._framework
-        if framework is None:
-            names = {name for record in state.pending for name in record.values}
-            framework = self._registry.detect_framework(sorted(names))
-            summary.detected = framework is not None
-        summary.framework = framework
-        resume = self._resume(summary.name) if callable(self._resume) else self._resume
-        # A run this ingest ended (quiet past the lifecycle's limit) that logs again is the same
-        # run going on, never a new one under a new name.
-        resume = resume or state.ended
-        keys = {name for record in state.pending for name in record.values}
-        config = {**context_from_logs(framework, keys, state.texts), **self._config}
-        summary.config = config
+        if state.handed_over:
+            framework = summary.framework
+            config = summary.config
+            resume = True
+        else:
+            framework = self._framework
+            if framework is None:
+                names = {name for record in state.pending for name in record.values}
+                framework = self._registry.detect_framework(sorted(names))
+                summary.detected = framework is not None
+            summary.framework = framework
+            resume = self._resume(summary.name) if callable(self._resume) else self._resume
+            # A run this ingest ended (quiet past the lifecycle's limit) that logs again is the
+            # same run going on, never a new one under a new name.
+            resume = resume or state.ended
+            keys = {name for record in state.pending for name in record.values}
+            config = {**context_from_logs(framework, keys, state.texts), **self._config}
+            summary.config = config
         if self._direct:
             state.run = DirectRun(
                 summary.name,
@@ -246,22 +323,26 @@ class Ingest:
                 config=config,
             )
         else:
-            run = init(
+            run = Run(
                 summary.name,
                 project=self._project,
+                config=config or None,
                 registry=self._registry,
                 settings=self._settings,
                 framework=framework,
+                rank=None,
+                policy=self._settings.policy,
                 endpoint=self._endpoint,
                 resume=resume,
-                config=config or None,
+                deriver=state.deriver,
             )
+            state.deriver = None
             run.follow_sources()
             state.run = run
         if state.run.name != summary.name:
             summary.renamed_from = summary.name
             summary.name = state.run.name
-        if self._on_run_start is not None:
+        if self._on_run_start is not None and not state.handed_over:
             self._on_run_start(summary)
         pending, state.pending = state.pending, []
         for record in pending:
@@ -280,6 +361,23 @@ class Ingest:
             elif run.queue_depth <= self._settings.queue_size // 2:
                 self._stuck.discard(run.name)  # it moves again
         run.log(record.step, record.values, wall_time=record.wall_time)
+
+
+def _plus(earlier: RunStats | None, later: RunStats) -> RunStats:
+    """The counts of a run's catch-up and of its following, together."""
+    if earlier is None:
+        return later
+    out: dict[str, Any] = {}
+    for name in RunStats.__dataclass_fields__:
+        a, b = getattr(earlier, name), getattr(later, name)
+        if isinstance(a, Mapping):
+            merged = dict(a)
+            for key, value in b.items():
+                merged[key] = merged.get(key, 0) + value
+            out[name] = merged
+        else:
+            out[name] = a + b
+    return RunStats(**out)
 
 
 _STUCK_AFTER = 5.0  # seconds without the queue going down: the run is stuck

@@ -3,7 +3,7 @@
 Caller's thread: copy the dict and append it to a bounded queue (under `strict`, also cheap checks
 that raise `InvalidSample`). Worker thread: translate names, apply the bad-input policy, write rows
 to the outbox; consecutive calls that logged the same names go as one columnar block
-(`Translator.log_block`, `Outbox.write(blocks=...)`), so the worker's share of the GIL per step is
+(`Translator.log_calls`, `Outbox.write(blocks=...)`), so the worker's share of the GIL per step is
 a few microseconds and it lets go of the GIL once per batch. Forwarder (when InfluxDB is
 configured): a child process sending the outbox to InfluxDB (`forward_process`), or a thread.
 """
@@ -26,6 +26,7 @@ from registry import FRAMEWORKS, Registry, ResolveError
 
 from . import live_states
 from .config import POLICIES, ExporterSettings, Policy
+from .derive import StepDeriver
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError
 from .forward_process import ForwarderProcess
 from .forwarder import Forwarder
@@ -81,7 +82,10 @@ class Run:
         policy: Policy,
         endpoint: MetricsEndpoint | None = None,
         resume: bool = False,
+        deriver: StepDeriver | None = None,
     ) -> None:
+        """`deriver`: the derived metrics' state to go on from (a `tail` going on from its
+        catch-up, which computed them until then); a new one by default."""
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"run name {name!r} must be a non-empty string")
         for what, text in (("run name", name), ("project", project)):
@@ -150,6 +154,7 @@ class Run:
             config=self._config,
             transforms=_safe_transforms(self._outbox, name),
             defer_counts=True,
+            deriver=deriver,
         )
         self._reported: set[str] = set()
         self._in_progress: list[_Item] = []
@@ -583,7 +588,7 @@ class Run:
         caller then takes them one by one)."""
         calls = [item for item in items if not isinstance(item, threading.Event)]
         try:
-            out = self._translator.log_block(
+            out = self._translator.log_calls(
                 [c[1] for c in calls],
                 [list(c[2].values()) for c in calls],
                 list(calls[0][2]),

@@ -270,13 +270,15 @@ class Translator:
         config: Mapping[str, Any] | None = None,
         transforms: Mapping[str, Sequence[FieldTransform]] | None = None,
         defer_counts: bool = False,
+        deriver: StepDeriver | None = None,
     ) -> None:
+        """`deriver`: the derived metrics' state to go on from (a new one for `config`)."""
         self._registry = registry
         # With `defer_counts`, accepted / unregistered / event counts wait for `settle()`, so a
         # run counts only what its store took.
         self._defer = defer_counts
         self._held = [0, 0, 0]
-        self._deriver = StepDeriver(registry, config)
+        self._deriver = deriver if deriver is not None else StepDeriver(registry, config)
         self._counters = counters
         self._run = run
         self._rank = NO_RANK if rank is None else rank
@@ -294,6 +296,11 @@ class Translator:
         self._transforms_changed = False
 
     @property
+    def deriver(self) -> StepDeriver:
+        """The derived metrics' state (where a run going on elsewhere starts from)."""
+        return self._deriver
+
+    @property
     def last_step(self) -> int | None:
         """The step of the last sample logged (a resume is a step below it)."""
         return self._last_step
@@ -308,6 +315,12 @@ class Translator:
         if not self._transforms_changed:
             return []
         self._transforms_changed = False
+        return self.transform_rows(wall_time)
+
+    def transform_rows(self, wall_time: float) -> list[SampleRow]:
+        """The `run_config` row recording every transform seen so far (none if none)."""
+        if not self._transforms:
+            return []
         record: dict[str, list[dict[str, Any]]] = {}
         for (field, _), t in sorted(self._transforms.items()):
             record.setdefault(field, []).append(t.as_json())
@@ -540,7 +553,7 @@ class Translator:
             c.latest.update(latest)
         return rows, events
 
-    def log_block(
+    def log_calls(
         self,
         steps: Sequence[Any],
         rows: Sequence[Sequence[Any]],
@@ -636,7 +649,7 @@ class Translator:
         block = SampleBlock(run, rank, list(steps), list(wall_times), stored_as, values)
         derived = (  # as `log`: a call with no metric in it derives nothing
             self._deriver.derive_steps(
-                steps, [key for key, _ in metrics], [values[:, at].tolist() for _, at in metrics]
+                steps, [key for key, _ in metrics], values[:, [at for _, at in metrics]]
             )
             if metrics
             else []

@@ -10,6 +10,7 @@ from .lines import BadLine, LineParser
 from .record import Malformed, Record
 from .regex_text import RegexParser, compile_pattern
 from .sb3_csv import SB3_STEP_KEY, Sb3CsvParser
+from .scalar_block import ScalarBlock
 from .tail import Line, TextTail
 from .tensorboard import TensorBoardSource
 
@@ -30,6 +31,7 @@ __all__ = [
     "Record",
     "RegexParser",
     "Sb3CsvParser",
+    "ScalarBlock",
     "Source",
     "SourceError",
     "TensorBoardSource",

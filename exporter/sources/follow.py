@@ -22,6 +22,8 @@ from typing import Literal
 from ..outbox import SourcePosition
 from .discover import Format, LogFile, Source, discover, open_source
 from .record import Malformed, Record
+from .scalar_block import ScalarBlock
+from .tensorboard import TensorBoardSource
 
 __all__ = ["LogSet", "path_key"]
 
@@ -89,6 +91,18 @@ class LogSet:
         self.refresh()
         for log, source in list(self._sources.values()):
             yield log, source.poll(final=final)
+
+    def poll_blocks(
+        self, *, final: bool = False
+    ) -> Iterator[tuple[LogFile, Iterable[Record | ScalarBlock]]]:
+        """Like `poll`, with runs of steps as `ScalarBlock`s where a source reads them so (event
+        files); the same Records otherwise."""
+        self.refresh()
+        for log, source in list(self._sources.values()):
+            if isinstance(source, TensorBoardSource):
+                yield log, source.poll_blocks(final=final)
+            else:
+                yield log, source.poll(final=final)
 
     def close(self) -> None:
         for _, source in self._sources.values():

@@ -26,7 +26,8 @@ from tensorboard.util import tensor_util
 
 from ..outbox import SourcePosition
 from .record import Malformed, Record
-from .scalar_events import decode_scalar_events
+from .scalar_block import ScalarBlock
+from .scalar_events import ScalarColumns, decode_scalar_events
 from .tfrecord import CorruptRecord, RecordBatch, RecordReader
 
 __all__ = ["TensorBoardSource", "is_event_file"]
@@ -83,6 +84,16 @@ class TensorBoardSource:
             mark,
         )
 
+    def _position_at(self, offset: int, events: int) -> SourcePosition | None:
+        """The position of a record boundary `offset`, `events` records in."""
+        if self._handle is None or self._ident is None or offset <= 0:
+            return None
+        fd = self._handle.fileno()
+        mark = os.pread(fd, min(_MARK, offset), offset - min(_MARK, offset))
+        return SourcePosition(
+            str(self.path), *self._ident, offset, events, os.pread(fd, _HEAD, 0), mark
+        )
+
     def resume(self, position: SourcePosition) -> bool:
         """Go on from a saved record boundary if the path still names that file; False (nothing
         changed) otherwise."""
@@ -116,6 +127,16 @@ class TensorBoardSource:
 
     def poll(self, *, final: bool = False) -> Iterator[Record]:
         """Records appended since the last poll; consume the iterator before polling again."""
+        for item in self._poll(final, blocks=False):
+            assert isinstance(item, Record)
+            yield item
+
+    def poll_blocks(self, *, final: bool = False) -> Iterator[Record | ScalarBlock]:
+        """Like `poll`, with runs of complete one-scalar steps as `ScalarBlock`s (the same
+        Records, in columns)."""
+        yield from self._poll(final, blocks=True)
+
+    def _poll(self, final: bool, *, blocks: bool) -> Iterator[Record | ScalarBlock]:
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
@@ -142,7 +163,7 @@ class TensorBoardSource:
         assert reader is not None
         pending = _Pending()
         for batch in self._batches(reader):
-            yield from self._decode(batch, pending)
+            yield from self._decode(batch, pending, blocks)
         if pending.step is not None:
             yield pending.record()
         if final and self._corrupt_at is None and os.stat(self.path).st_size > self._consumed:
@@ -168,9 +189,12 @@ class TensorBoardSource:
 
         yield from reader.batches(skipped)
 
-    def _decode(self, batch: RecordBatch, pending: _Pending) -> Iterator[Record]:
+    def _decode(
+        self, batch: RecordBatch, pending: _Pending, blocks: bool
+    ) -> Iterator[Record | ScalarBlock]:
         """The records completed by a batch of events; the last step stays in `pending`, as
-        the next batch may bring more of its events."""
+        the next batch may bring more of its events. With `blocks`, the steps of a run of
+        one-scalar events that no later event can add to come as one `ScalarBlock`."""
         cols = decode_scalar_events(batch)
         base = self._events
         names = np.array(cols.tags, dtype=object)
@@ -179,34 +203,92 @@ class TensorBoardSource:
             if stop > start:
                 steps = cols.step[start:stop]
                 cuts = [0, *(np.flatnonzero(steps[1:] != steps[:-1]) + 1).tolist(), stop - start]
-                step_list = steps[np.array(cuts[:-1], dtype=np.int64)].tolist()
-                tags = names[cols.tag[start:stop]].tolist()
-                values = cols.value[start:stop].tolist()
-                walls = cols.wall_time[start:stop].tolist()
-                for i, step in enumerate(step_list):
-                    a, b = cuts[i], cuts[i + 1]
-                    done = pending.add(step, zip(tags[a:b], values[a:b], strict=True), walls[b - 1])
-                    if done is not None:
-                        yield done
+                if blocks and len(cuts) > 3:
+                    yield from self._block(batch, cols, start, stop, cuts, pending, base)
+                else:
+                    step_list = steps[np.array(cuts[:-1], dtype=np.int64)].tolist()
+                    tags = names[cols.tag[start:stop]].tolist()
+                    values = cols.value[start:stop].tolist()
+                    walls = cols.wall_time[start:stop].tolist()
+                    for i, step in enumerate(step_list):
+                        a, b = cuts[i], cuts[i + 1]
+                        done = pending.add(
+                            step, zip(tags[a:b], values[a:b], strict=True), walls[b - 1]
+                        )
+                        if done is not None:
+                            yield done
             if stop == len(batch):
                 break
             self._events = base + stop + 1
             event = self._event(batch.payload(stop))
-            if event is None:
-                start = stop + 1
-                continue
-            scalars = self._scalars(event)
-            if scalars:
-                if event.step < 0:
-                    self._report(
-                        Malformed(str(self.path), self._events, f"negative step {event.step}")
-                    )
-                else:
-                    done = pending.add(event.step, scalars.items(), event.wall_time)
-                    if done is not None:
-                        yield done
+            if event is not None:
+                yield from self._general(event, pending)
             start = stop + 1
         self._events = base + len(batch)
+
+    def _general(self, event: event_pb2.Event, pending: _Pending) -> Iterator[Record]:
+        """An event decoded by protobuf: its scalars join the pending step."""
+        scalars = self._scalars(event)
+        if scalars:
+            if event.step < 0:
+                self._report(Malformed(str(self.path), self._events, f"negative step {event.step}"))
+            else:
+                done = pending.add(event.step, scalars.items(), event.wall_time)
+                if done is not None:
+                    yield done
+
+    def _block(
+        self,
+        batch: RecordBatch,
+        cols: ScalarColumns,
+        start: int,
+        stop: int,
+        cuts: list[int],
+        pending: _Pending,
+        events: int,
+    ) -> Iterator[Record | ScalarBlock]:
+        """Events start..stop-1 (one-scalar events of several steps): the first step joins the
+        pending one when it is the same step, the last one stays pending, the steps between
+        come as a block."""
+        names = cols.tags
+        steps = cols.step[start:stop]
+        first, last = 0, len(cuts) - 2  # step indexes, `cuts` ends with stop - start
+        if pending.step is not None and int(steps[0]) == pending.step:
+            a, b = start + cuts[0], start + cuts[1]
+            tags = [names[t] for t in cols.tag[a:b].tolist()]
+            pending.add(
+                pending.step,
+                zip(tags, cols.value[a:b].tolist(), strict=True),
+                float(cols.wall_time[b - 1]),
+            )
+            first = 1
+        if first < last:
+            if pending.step is not None:
+                yield pending.record()
+                pending.step = None
+            heads = np.array(cuts[first : last + 1], dtype=np.int64)
+            ends = heads[1:] - 1
+            yield ScalarBlock.build(
+                names,
+                steps[heads[:-1]],
+                cols.wall_time[start:stop][ends],
+                heads,
+                cols.tag[start:stop],
+                cols.value[start:stop].astype(np.float64),
+                self._position_at(
+                    batch.record_offset(start + cuts[last]), events + start + cuts[last]
+                ),
+            )
+        if first <= last:
+            a, b = start + cuts[last], start + cuts[last + 1]
+            tags = [names[t] for t in cols.tag[a:b].tolist()]
+            done = pending.add(
+                int(steps[cuts[last]]),
+                zip(tags, cols.value[a:b].tolist(), strict=True),
+                float(cols.wall_time[b - 1]),
+            )
+            if done is not None:
+                yield done
 
     def _event(self, raw: bytes) -> event_pb2.Event | None:
         try:

@@ -75,8 +75,15 @@ def masked_crc32c_rows(
     if not len(starts):
         return crcs
     lengths = ends - starts
-    order = np.argsort(lengths, kind="stable")
-    for group in np.split(order, np.flatnonzero(np.diff(lengths[order])) + 1):
+    widths, inverse = np.unique(lengths, return_inverse=True)
+    if len(widths) == 1:
+        groups = [np.arange(len(lengths))]
+    else:
+        # a stable sort of small integers is a radix sort in numpy: linear, unlike the lengths'
+        key = inverse.ravel().astype(np.uint16 if len(widths) < 1 << 16 else np.int64)
+        order = np.argsort(key, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
+    for group in groups:
         width = int(lengths[group[0]])
         if len(group) < _FEW or width > _WIDEST:
             for i in group.tolist():
@@ -102,10 +109,97 @@ def gather_bytes(
 ) -> npt.NDArray[np.uint8]:
     """`width` bytes from each offset of a byte array, one row per offset (offsets may be
     unaligned; bytes past the end of `data` read as its last byte)."""
+    if (
+        len(offsets)
+        and 0 < width <= len(data)
+        and int(offsets.min()) >= 0
+        and int(offsets.max()) + width <= len(data)
+    ):
+        # rows of a sliding window: one copy per row, no index per byte
+        rows: npt.NDArray[np.uint8] = np.lib.stride_tricks.sliding_window_view(data, width)[offsets]
+        return rows
     index = offsets[:, None] + np.arange(width)
     np.clip(index, 0, len(data) - 1, out=index)
     gathered: npt.NDArray[np.uint8] = data[index]
     return gathered
+
+
+_CYCLE_MAX = 64  # the longest repeating pattern of record lengths looked for
+_LOOK = 2 * _CYCLE_MAX
+
+
+def _find_heads(buf: bytes, pos: int) -> tuple[npt.NDArray[np.int64], int]:
+    """Where each complete record from `pos` begins (by its length field), and where the
+    first incomplete one does.
+
+    Following the lengths is a Python step per record. An event file mostly repeats one cycle
+    of record lengths (the same tags every step), so once the last lengths repeat, the cycle
+    is assumed to go on and the assumption is checked for all of the buffer at once: the
+    length fields at the predicted offsets must be the predicted ones, up to the first that is
+    not, from where the lengths are followed one by one again. The checksums are verified
+    afterwards either way."""
+    size = len(buf)
+    unpack_len = _LEN.unpack_from
+    parts: list[npt.NDArray[np.int64]] = []
+    heads: list[int] = []
+    lengths: list[int] = []
+    data: npt.NDArray[np.uint8] | None = None
+    next_try = _LOOK
+    while size - pos >= _HEADER:
+        length = unpack_len(buf, pos)[0]
+        end = pos + _HEADER + length
+        if size < end + 4:
+            break
+        heads.append(pos)
+        lengths.append(length)
+        pos = end + 4
+        if len(lengths) < next_try:
+            continue
+        cycle = _cycle(lengths[-_LOOK:])
+        next_try = len(lengths) + _LOOK
+        if cycle is None:
+            continue
+        if data is None:
+            data = np.frombuffer(buf, dtype=np.uint8)
+        predicted, stop = _predict(data, pos, cycle)
+        if len(predicted):
+            parts.append(np.array(heads, dtype=np.int64))
+            parts.append(predicted)
+            heads, lengths = [], []
+            next_try = _LOOK
+            pos = stop
+    parts.append(np.array(heads, dtype=np.int64))
+    return np.concatenate(parts), pos
+
+
+def _cycle(lengths: list[int]) -> list[int] | None:
+    """The shortest cycle the lengths repeat (ending with the last one), or None."""
+    count = len(lengths)
+    for period in range(1, min(_CYCLE_MAX, count // 2) + 1):
+        if lengths[period:] == lengths[:-period]:
+            return lengths[-period:]
+    return None
+
+
+def _predict(
+    data: npt.NDArray[np.uint8], pos: int, cycle: list[int]
+) -> tuple[npt.NDArray[np.int64], int]:
+    """The records from `pos` that continue `cycle` (their offsets, checked against their
+    length fields), and where the first one that does not begins."""
+    frames = np.array(cycle, dtype=np.int64) + _HEADER + 4
+    span = int(frames.sum())
+    repeats = (len(data) - pos) // span
+    if repeats <= 0:
+        return np.zeros(0, dtype=np.int64), pos
+    within = np.concatenate([[0], np.cumsum(frames)[:-1]])
+    heads = (pos + span * np.arange(repeats, dtype=np.int64)[:, None] + within).ravel()
+    stored = gather_bytes(data, heads, 8).view("<u8").ravel()
+    expected = np.tile(np.array(cycle, dtype=np.uint64), repeats)
+    wrong = np.flatnonzero(stored != expected)
+    if len(wrong):
+        first = int(wrong[0])
+        return heads[:first], int(heads[first])
+    return heads, pos + span * repeats
 
 
 def _next_frame(buf: bytes, start: int) -> int | None:
@@ -124,6 +218,12 @@ class RecordBatch:
     data: bytes
     starts: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]
+    base: int = 0
+    """File offset of `data[0]`."""
+
+    def record_offset(self, i: int) -> int:
+        """File offset where record `i` begins (its length header)."""
+        return self.base + int(self.starts[i]) - _HEADER
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -199,17 +299,9 @@ class RecordReader:
         """The complete records from `_pos`; the first damaged one, if any; and where the next
         record starts after it when its framing (length) is intact."""
         buf = self._buffer
-        pos = self._pos
         size = len(buf)
-        unpack_len = _LEN.unpack_from
-        heads: list[int] = []
-        append = heads.append
-        while size - pos >= _HEADER:
-            end = pos + _HEADER + unpack_len(buf, pos)[0]
-            if size < end + 4:
-                break
-            append(pos)
-            pos = end + 4
+        found, pos = _find_heads(buf, self._pos)
+        heads = found.tolist()
         corrupt: CorruptRecord | None = None
         skip_to: int | None = None
         if size - pos >= _HEADER:
@@ -220,7 +312,7 @@ class RecordReader:
         if not heads:
             return None, corrupt, None
         data = np.frombuffer(buf, dtype=np.uint8)
-        head = np.array(heads, dtype=np.int64)
+        head = found
         lengths = gather_bytes(data, head, 8).view("<u8").ravel().astype(np.int64)
         ends = head + _HEADER + lengths
         # The length is checked first: a damaged length frames the records after it wrongly.
@@ -240,4 +332,4 @@ class RecordReader:
         self._pos = pos
         if not len(head):
             return None, corrupt, skip_to
-        return RecordBatch(buf, head + _HEADER, ends), corrupt, skip_to
+        return RecordBatch(buf, head + _HEADER, ends, self._base), corrupt, skip_to

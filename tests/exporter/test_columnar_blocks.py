@@ -1,5 +1,5 @@
 """The worker translates a run of log calls that logged the same names as one columnar block
-(`Translator.log_block`, stored by `Outbox.write(blocks=...)`). Whatever the calls hold, what is
+(`Translator.log_calls`, stored by `Outbox.write(blocks=...)`). Whatever the calls hold, what is
 stored (samples, events, running statistics, rollups) and counted is exactly what translating
 them one call at a time gives."""
 
@@ -161,7 +161,7 @@ def test_plain_calls_do_take_the_block_path(
     builtin: registry.Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     taken: list[int] = []
-    real = translate.Translator.log_block
+    real = translate.Translator.log_calls
 
     def counting(self: translate.Translator, *args: Any, **kwargs: Any) -> Any:
         out = real(self, *args, **kwargs)
@@ -169,7 +169,7 @@ def test_plain_calls_do_take_the_block_path(
             taken.append(out[0].size)
         return out
 
-    monkeypatch.setattr(translate.Translator, "log_block", counting)
+    monkeypatch.setattr(translate.Translator, "log_calls", counting)
     names = _cleanrl_names(builtin)
     calls = [(1, {n: 0.01 * (i % 50 + 1) for n in names}) for i in range(500)]
     stored = _store(tmp_path, builtin, calls, "warn")

@@ -7,12 +7,14 @@ import json
 import math
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 from logmakers import Sb3Csv, cleanrl_stdout, sb3_rows, write_event_file
 
+from exporter.outbox import Outbox
 from rlvitals.cli import main
 
 MINI = str(Path(__file__).parents[2] / "fixtures" / "mini_registry")
@@ -242,3 +244,25 @@ def test_direct_import_sends_spread_and_transforms_to_influxdb(env: Any, tmp_pat
     assert json.loads(config["transforms_json"])["value_loss"] == [
         {"factor": 0.5, "framework": "sb3", "kind": "scale", "name": "train/value_loss"}
     ]
+
+
+def test_a_direct_import_of_an_event_file_writes_every_line_but_the_refused_one(
+    env: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # steps read as columns (an event file's blocks) isolate a refused line as rows do
+    url = f"{env.url}/write?db={env.name}&precision=s"
+    body = b'unregistered,run=earlier my_thing="text" 50'
+    with urllib.request.urlopen(urllib.request.Request(url, data=body)) as r:
+        assert r.status == 204
+    steps = [(s, {"losses/clipfrac": 0.25, "losses/entropy": 0.5}) for s in range(300)]
+    steps[250][1]["my_thing"] = 1.0
+    write_event_file(tmp_path / "logs" / "run1", steps)
+    code = main(["import", str(tmp_path / "logs"), "--framework", "cleanrl"])
+    out, err = capsys.readouterr()
+    points = env.query('SELECT "clip_fraction" FROM "policy" WHERE "run" = \'run1\'')
+    assert [p["time"] for p in points] == list(range(300))
+    with Outbox(tmp_path / "store" / "outbox.sqlite") as box:
+        (refused,) = box.rejected("run1")
+    assert "my_thing=1" in refused[1] and "field type conflict" in refused[2]
+    assert "refused by InfluxDB 1" in out
+    assert code == 1 and "not stored" in err

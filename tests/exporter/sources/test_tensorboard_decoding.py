@@ -17,7 +17,7 @@ from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.plugins.scalar.summary_v2 import scalar_pb
 from tensorboard.util import tensor_util
 
-from exporter.sources import Malformed, Record, TensorBoardSource
+from exporter.sources import Malformed, Record, ScalarBlock, TensorBoardSource
 from exporter.sources.scalar_events import decode_scalar_events
 from exporter.sources.tfrecord import RecordReader, masked_crc32c, masked_crc32c_rows
 
@@ -130,6 +130,69 @@ def test_batch_decoding_matches_protobuf_for_any_mix_of_events(
     assert _comparable(got) == _comparable(expected)
     assert len(problems) == negative
     assert all("negative step" in p.reason for p in problems)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    events=_events,
+    chunk=st.sampled_from([7, 64, 1 << 20]),
+    regular=st.integers(0, 150),
+    first=st.sampled_from([0, 100, 16_300]),
+    cut=st.integers(0, 1000),
+)
+def test_blocks_hold_exactly_the_records_of_the_steps_they_cover(
+    tmp_path_factory: pytest.TempPathFactory,
+    events: list[tuple[str, str, int, float, float]],
+    chunk: int,
+    regular: int,
+    first: int,
+    cut: int,
+) -> None:
+    # runs of plain steps (what blocks are made of, and records whose lengths repeat: what
+    # the framing skips through) around whatever else an event file holds, their steps
+    # crossing a varint length or not, the file read in two polls cut anywhere
+    plain = [("simple", f"t{i % 3}", first + i // 3, 1.7e9 + i, i / 8) for i in range(3 * regular)]
+    payloads = [_payload(*e) for e in [*plain, *events, *plain]]
+    path = tmp_path_factory.mktemp("tb") / "events.out.tfevents.1.host"
+    frames = [_frame(p) for p in payloads]
+    first = b"".join(frames[: cut % (len(frames) + 1)])
+    path.write_bytes(first)
+    problems: list[Malformed] = []
+    source = TensorBoardSource(path, problems.append, chunk_size=chunk)
+    got = list(source.poll_blocks())
+    path.write_bytes(b"".join(frames))
+    got += source.poll_blocks(final=True)
+    records = [
+        r for item in got for r in (item.records() if isinstance(item, ScalarBlock) else [item])
+    ]
+    # what `poll` gives reading the same two states of the file
+    path.write_bytes(first)
+    again = TensorBoardSource(path, [].append, chunk_size=chunk)
+    want = list(again.poll())
+    path.write_bytes(b"".join(frames))
+    want += again.poll(final=True)
+    assert _comparable(records) == _comparable(want)
+    assert source.position() == again.position()
+
+
+@pytest.mark.parametrize("chunk", [1500, 4000, 1 << 20])
+def test_a_step_split_by_another_event_or_a_read_is_one_record_in_blocks(
+    tmp_path: Path, chunk: int
+) -> None:
+    events = [("simple", f"t{i % 4}", 1000 + i // 4, 1.7e9 + i, i / 8) for i in range(400)]
+    for at in (398, 201, 103, 50, 6):  # a tensor scalar amid each of these steps' events
+        events.insert(at, ("tensor", "x", events[at][2], 1.7e9, 0.5))
+    payloads = [_payload(*e) for e in events]
+    path = tmp_path / "events.out.tfevents.1.host"
+    path.write_bytes(b"".join(_frame(p) for p in payloads))
+    got = list(TensorBoardSource(path, [].append, chunk_size=chunk).poll_blocks(final=True))
+    assert any(isinstance(item, ScalarBlock) for item in got)
+    records = [
+        r for item in got for r in (item.records() if isinstance(item, ScalarBlock) else [item])
+    ]
+    expected, _ = _reference(payloads)
+    assert _comparable(records) == _comparable(expected)
+    assert len(records) == 100
 
 
 def test_records_cut_at_any_byte_are_read_whole_when_the_rest_arrives(tmp_path: Path) -> None:

@@ -1,0 +1,194 @@
+"""Steps translated a column at a time (`BlockTranslator.log_block`) give exactly what
+`Translator.log` gives step by step: the same rows, events, counts, transforms and state after
+(resumes, derived metrics, precedence of aliases, rejected values), and `BlockRenderer` writes the
+same points as `LineRenderer` for them."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import registry
+from exporter.block_lines import BlockRenderer
+from exporter.block_translate import BlockTranslator, FastSteps
+from exporter.forwarder import LineRenderer
+from exporter.outbox import EventRow, SampleRow
+from exporter.sources.scalar_block import ScalarBlock
+from exporter.stats import RunCounters
+from exporter.translate import Translator
+
+_NAMES = [
+    "losses/approx_kl",
+    "losses/old_approx_kl",  # one metric with approx_kl: the registry's order decides
+    "losses/entropy",  # feeds a gradient
+    "charts/episodic_return",
+    "charts/episodic_length",  # with the return: a ratio
+    "losses/value_loss",
+    "losses/qf_loss",
+    "losses/qf1_loss",  # scaled, and ranked below qf_loss
+    "losses/clipfrac",
+    "train/entropy_loss",  # SB3: negated
+    "train/value_loss",  # SB3: scaled
+    "train/clip_range",
+    "train/approx_kl",
+    "custom/thing",  # unregistered
+    "step",  # unregistered, and a field name line protocol gives to the step
+    "",  # refused
+]
+_SHAPES = st.lists(
+    st.lists(st.sampled_from(_NAMES), min_size=1, max_size=6), min_size=1, max_size=4
+)
+_ODD = st.sampled_from([math.nan, math.inf, -math.inf, 1e30, -5.0, 0.0])
+
+
+@st.composite
+def _logs(draw: Any) -> tuple[list[tuple[int, list[tuple[str, float]], float]], list[int]]:
+    shapes = draw(_SHAPES)
+    count = draw(st.integers(1, 120))
+    stride = draw(st.sampled_from([1, 128]))
+    out = []
+    step = draw(st.integers(40, 90))
+    for i in range(count):
+        move = draw(st.sampled_from(["next"] * 12 + ["back", "same"]))
+        if move == "next":
+            step += stride
+        elif move == "back":
+            step = max(0, step - draw(st.integers(1, 300)))
+        names = draw(st.sampled_from(shapes))
+        values = []
+        for j, name in enumerate(names):
+            odd = draw(st.integers(0, 40)) == 0
+            value = draw(_ODD) if odd else 0.01 + ((i * 7 + j * 13) % 50) / 100
+            values.append((name, float(np.float32(value))))
+        wall = 0.0 if draw(st.integers(0, 60)) == 0 else 1.7e9 + i
+        out.append((step, values, wall))
+    cuts = sorted(draw(st.lists(st.integers(0, count), max_size=3)))
+    return out, cuts
+
+
+def _block(steps: list[tuple[int, list[tuple[str, float]], float]]) -> ScalarBlock:
+    names: list[str] = []
+    ids: dict[str, int] = {}
+    tags: list[int] = []
+    values: list[float] = []
+    starts = [0]
+    for _, pairs, _ in steps:
+        for name, value in pairs:
+            tags.append(ids.setdefault(name, len(ids)))
+            if len(names) < len(ids):
+                names.append(name)
+            values.append(value)
+        starts.append(len(tags))
+    return ScalarBlock.build(
+        names,
+        np.array([s for s, _, _ in steps], dtype=np.int64),
+        np.array([w for _, _, w in steps], dtype=np.float64),
+        np.array(starts, dtype=np.int64),
+        np.array(tags, dtype=np.int64),
+        np.array(values, dtype=np.float64),
+    )
+
+
+def _translator(cls: type[Translator], reg: registry.Registry, framework: str | None) -> Any:
+    return cls(
+        reg,
+        RunCounters(),
+        run="r",
+        rank=None,
+        policy="warn",
+        framework=framework,
+        last_step=None,
+        defer_counts=True,
+    )
+
+
+def _stored(rows: list[SampleRow]) -> dict[tuple[Any, ...], Any]:
+    """What InfluxDB keeps: each (measurement, gpu, step, field) as its last row wrote it."""
+    return {(r[3], r[4], r[2], r[5]): (r[6], r[7]) for r in rows}
+
+
+def _points(lines: list[str]) -> dict[tuple[str, str], dict[str, float]]:
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for line in lines:
+        rest, timestamp = line.rsplit(" ", 1)
+        prefix, fields = rest.split(" ", 1)
+        point = out.setdefault((prefix, timestamp), {})
+        for part in fields.split(","):
+            key, value = part.split("=", 1)
+            point[key] = float(value.rstrip("i"))
+    return out
+
+
+@pytest.mark.parametrize("framework", ["cleanrl", "sb3", None])
+@settings(max_examples=60, deadline=None)
+@given(log=_logs())
+def test_a_block_translates_to_what_log_gives_step_by_step(
+    builtin: registry.Registry,
+    framework: str | None,
+    log: tuple[list[tuple[int, list[tuple[str, float]], float]], list[int]],
+) -> None:
+    steps, cuts = log
+    # 200 names first: the translator keeps them to detect the framework, and only then may
+    # steps go as columns
+    warmup = [(s, [(n, 0.1) for n in _NAMES[:5]], 1.6e9 + s) for s in range(40)]
+    steps = warmup + steps
+    cuts = [c + len(warmup) for c in cuts]
+    one = _translator(Translator, builtin, framework)
+    many = _translator(BlockTranslator, builtin, framework)
+    block = _block(steps)
+    now = 1.8e9
+    rows_one: list[SampleRow] = []
+    events_one: list[EventRow] = []
+    noted_one: list[SampleRow] = []
+    for record in block.records():
+        wall = now if record.wall_time is None else record.wall_time
+        rows, events = one.log(record.step, record.values, wall, None)
+        rows_one += rows
+        events_one += events
+        noted_one += one.take_transform_rows(wall)
+    rows_many: list[SampleRow] = []
+    events_many: list[EventRow] = []
+    noted_many: list[SampleRow] = []
+    renderer = BlockRenderer(LineRenderer(), "p")
+    for lo, hi in zip([0, *cuts], [*cuts, len(block)], strict=True):
+        for item in many.log_block(block.slice(lo, hi), now):
+            if isinstance(item, FastSteps):
+                rows = item.rows()
+                assert len(rows) == item.count
+                text = renderer.render(item)
+                expected = LineRenderer().render(rows, (), {"r": "p"})
+                assert _points(text.split("\n") if text else []) == _points(expected)
+                rows_many += rows
+                noted_many += many.take_transform_rows(float(item.walls[-1]))
+            else:
+                rows, events, wall = item
+                rows_many += rows
+                events_many += events
+                noted_many += many.take_transform_rows(wall)
+    assert sorted(rows_many, key=repr) == sorted(rows_one, key=repr)
+    assert _stored(rows_many) == _stored(rows_one)
+    assert events_many == events_one
+    assert [r[6] for r in noted_many[-1:]] == [r[6] for r in noted_one[-1:]]
+    assert many.take_held() == one.take_held()
+    assert many.last_step == one.last_step
+    a, b = many._counters, one._counters
+    assert a.snapshot() == b.snapshot()
+    assert (a.step, a.latest, list(a.rate_window)) == (b.step, b.latest, list(b.rate_window))
+    # and both stand where the next step finds the same state (derived metrics, resumes)
+    after = {"losses/entropy": 0.5, "charts/episodic_return": 3.0, "charts/episodic_length": 2.0}
+    for step in (steps[-1][0], steps[-1][0] + 1):
+        assert many.log(step, after, 1.9e9, None) == one.log(step, after, 1.9e9, None)
+
+
+def test_a_long_regular_log_is_translated_as_columns(builtin: registry.Registry) -> None:
+    names = ["losses/approx_kl", "losses/entropy", "charts/episodic_return", "custom/thing"]
+    steps = [(s * 128, [(n, 0.25 + s / 1000) for n in names], 1.7e9 + s) for s in range(400)]
+    many = _translator(BlockTranslator, builtin, "cleanrl")
+    items = list(many.log_block(_block(steps), 0.0))
+    fast = [item for item in items if isinstance(item, FastSteps)]
+    assert sum(len(f.steps) for f in fast) >= 350  # all but the first steps (framework detection)
