@@ -100,6 +100,19 @@ class FastSteps:
     def count(self) -> int:
         return sum(g.count for g in self.groups)
 
+    def columns(self) -> list[tuple[npt.NDArray[np.int64], Rows, npt.NDArray[np.float64]]]:
+        """Each group as (its steps, (measurement, gpu, field) of each column, one row of
+        values per step), the constant `nonfinite_count` as a column of zeros: what `rows`
+        holds, wall times aside, without a tuple per value (for what sums sent values)."""
+        out = []
+        for g in self.groups:
+            rows, values = g.rows, g.values
+            if g.constant is not None:
+                rows = (*rows, (g.constant[0], "", g.constant[1]))
+                values = np.hstack([values, np.zeros((len(g.index), 1))])
+            out.append((self.steps[g.index], rows, values))
+        return out
+
     def rows(self) -> list[SampleRow]:
         """The rows themselves (to find a line InfluxDB refused)."""
         out: list[SampleRow] = []

@@ -493,15 +493,20 @@ class _Progress:
     def file(self, name: str) -> None:
         self._name = name
 
-    def count(self, records: Iterable[Record | ScalarBlock]) -> Iterator[Record | ScalarBlock]:
+    def count(
+        self, records: Iterable[Record | ScalarBlock | SourcePosition]
+    ) -> Iterator[Record | ScalarBlock | SourcePosition]:
         for record in records:
+            if isinstance(record, SourcePosition):
+                yield record
+                continue
             if isinstance(record, ScalarBlock):
                 self._records += len(record)
-                shown = True  # a block is many records: look at the clock
+                look = True  # a block is many records: look at the clock
             else:
                 self._records += 1
-                shown = not self._records % 1024
-            if shown:
+                look = not self._records % 1024
+            if look:
                 now = time.monotonic()
                 if now - self._last >= _PROGRESS_EVERY:
                     self._last = now

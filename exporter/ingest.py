@@ -144,9 +144,10 @@ class Ingest:
     def run_name(self, log: LogFile) -> str:
         return self._run_name or log.run
 
-    def feed(self, log: LogFile, records: Iterable[Record | ScalarBlock]) -> int:
+    def feed(self, log: LogFile, records: Iterable[Record | ScalarBlock | SourcePosition]) -> int:
         """Log one file's new records into its run; returns how many records were read. A
-        `ScalarBlock` counts as the records it holds (a direct run logs it as columns)."""
+        `ScalarBlock` counts as the records it holds (a direct run logs it as columns); a
+        `SourcePosition` among them is saved with what came before it."""
         name = self.run_name(log)
         state = self._runs.get(name)
         if state is None:
@@ -158,6 +159,9 @@ class Ingest:
         summary.files.add(str(log.path))
         count = 0
         for record in records:
+            if isinstance(record, SourcePosition):
+                self.save_position(log, record)
+                continue
             if isinstance(record, ScalarBlock):
                 count += len(record)
                 self._feed_block(log, state, record)

@@ -21,6 +21,7 @@ from typing import Literal
 
 from ..outbox import SourcePosition
 from .discover import Format, LogFile, Source, discover, open_source
+from .linefile import LineFileSource
 from .record import Malformed, Record
 from .scalar_block import ScalarBlock
 from .tensorboard import TensorBoardSource
@@ -94,15 +95,26 @@ class LogSet:
 
     def poll_blocks(
         self, *, final: bool = False
-    ) -> Iterator[tuple[LogFile, Iterable[Record | ScalarBlock]]]:
+    ) -> Iterator[tuple[LogFile, Iterable[Record | ScalarBlock | SourcePosition]]]:
         """Like `poll`, with runs of steps as `ScalarBlock`s where a source reads them so (event
-        files); the same Records otherwise."""
+        files), and now and then the position a text log was read to (`SourcePosition`, with
+        the `path_key` of its file) among its records."""
         self.refresh()
         for log, source in list(self._sources.values()):
             if isinstance(source, TensorBoardSource):
                 yield log, source.poll_blocks(final=final)
+            elif isinstance(source, LineFileSource):
+                yield log, self._keyed(log, source.poll_marked(final=final))
             else:
                 yield log, source.poll(final=final)
+
+    @staticmethod
+    def _keyed(
+        log: LogFile, items: Iterable[Record | SourcePosition]
+    ) -> Iterator[Record | SourcePosition]:
+        key = path_key(log.path)
+        for item in items:
+            yield replace(item, path=key) if isinstance(item, SourcePosition) else item
 
     def close(self) -> None:
         for _, source in self._sources.values():

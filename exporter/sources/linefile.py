@@ -11,7 +11,9 @@ from .lines import BadLine, LineParser
 from .record import Malformed, Record
 from .tail import TextTail
 
-__all__ = ["LineFileSource"]
+__all__ = ["MARK_EVERY", "LineFileSource"]
+
+MARK_EVERY = 10_000
 
 
 class LineFileSource:
@@ -42,13 +44,27 @@ class LineFileSource:
 
     def poll(self, *, final: bool = False) -> Iterator[Record]:
         """Records of the lines written since the last poll; consume before polling again."""
-        for line in self._tail.poll(final=final):
+        for item in self.poll_marked(final=final, every=0):
+            assert isinstance(item, Record)
+            yield item
+
+    def poll_marked(
+        self, *, final: bool = False, every: int = MARK_EVERY
+    ) -> Iterator[Record | SourcePosition]:
+        """Like `poll`, with the position reached after every `every` lines (0: never) among
+        the records: saved with what was read before it, a reader killed during a long read
+        goes on from there instead of from the start."""
+        for count, line in enumerate(self._tail.poll(final=final), start=1):
             if line.restart:
                 self._parser.reset()
             try:
                 record = self._parser.parse(line.text)
             except BadLine as exc:
                 self._report(Malformed(str(self.path), line.number, str(exc)))
-                continue
-            if record is not None:
-                yield record
+            else:
+                if record is not None:
+                    yield record
+            if every and not count % every:
+                position = self._tail.position()  # just past this line
+                if position is not None:
+                    yield position

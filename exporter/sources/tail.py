@@ -36,8 +36,8 @@ def read_mark(fh: BinaryIO, offset: int) -> bytes:
     """The bytes just before `offset` (up to 64): with the device, inode and head they tell a
     file that only grew from one replaced under the same name (inode numbers get reused)."""
     start = max(0, offset - _MARK)
-    fh.seek(start)
-    return fh.read(offset - start)
+    # pread: a reader in the middle of the file keeps its place
+    return os.pread(fh.fileno(), offset - start, start)
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,13 @@ def test_a_block_translates_to_what_log_gives_step_by_step(
             if isinstance(item, FastSteps):
                 rows = item.rows()
                 assert len(rows) == item.count
+                as_columns = [
+                    ("r", -1, step, *column, value)
+                    for steps_of, columns, values in item.columns()
+                    for step, row in zip(steps_of.tolist(), values.tolist(), strict=True)
+                    for column, value in zip(columns, row, strict=True)
+                ]
+                assert sorted(as_columns) == sorted(r[:7] for r in rows)
                 text = renderer.render(item)
                 expected = LineRenderer().render(rows, (), {"r": "p"})
                 assert _points(text.split("\n") if text else []) == _points(expected)

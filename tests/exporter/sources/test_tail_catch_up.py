@@ -167,12 +167,19 @@ def test_tail_catches_up_directly_then_follows_through_the_outbox_as_an_import_w
     db.close()
 
 
+@pytest.mark.parametrize("kind", ["tensorboard", "jsonl"])
 def test_a_tail_killed_during_its_catch_up_goes_on_and_loses_or_duplicates_nothing(
-    influx: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    influx: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     logs = tmp_path / "logs"
     steps = [*range(0, 30_000), *range(29_000, 40_000)]
-    path = write_event_file(logs / "run_b", [(s, _values(s)) for s in steps])
+    if kind == "tensorboard":
+        path = write_event_file(logs / "run_b", [(s, _values(s)) for s in steps])
+    else:  # positions come every so many lines
+        path = logs / "run_b" / "metrics.jsonl"
+        path.parent.mkdir(parents=True)
+        rows = [{"global_step": s, "_timestamp": 1.7e9 + s, **_values(s)} for s in steps]
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     size = path.stat().st_size
 
     tailed = _env(influx, tmp_path, f"{influx.name}_killed")
