@@ -92,7 +92,9 @@ class StepDeriver:
         self._values: dict[_Key, float] = {}  # everything logged at the current step
         self._nonfinite_at_step = 0
         self._history: dict[_Key, _Window] = {
-            rule.inputs[0]: _Window() for rule in self._rules if rule.method == "gradient"
+            rule.inputs[0]: _Window(rule.window)
+            for rule in self._rules
+            if rule.method == "gradient"
         }
 
     @property
@@ -274,8 +276,8 @@ class StepDeriver:
     def _slope(self, rule: _Rule, step: int, value: float) -> float | None:
         window = self._history[rule.inputs[0]]
         window.drop_from(step)  # a re-logged or resumed step replaces history
-        window.add(step, value)
         window.drop_before(step - rule.window + 1)
+        window.add(step, value)
         if window.n < max(3, rule.window // 2):
             return None
         return window.slope()
@@ -284,13 +286,16 @@ class StepDeriver:
 class _Window:
     """The points of a trailing step window with the sums a least-squares slope needs, kept as
     points come and go (a slope per step would otherwise cost a pass over the window). Steps
-    are summed relative to an anchor inside the window, re-taken every `len` additions, so the
-    sums stay small and exact enough whatever the step numbers."""
+    are summed relative to an anchor inside the window. The sums are rebuilt from the points
+    whenever a step enters a new `span`-long stretch of steps, so two readers holding the same
+    points (a restarted `tail` once its window has filled again) give the same slopes to the
+    last bit, whatever came before."""
 
-    def __init__(self) -> None:
+    def __init__(self, span: int) -> None:
         self.points: deque[tuple[int, float]] = deque()
+        self._span = max(1, span)
+        self._stretch: int | None = None
         self._anchor = 0
-        self._since = 0
         self._sx = self._sy = self._sxx = self._sxy = 0.0
 
     @property
@@ -306,17 +311,18 @@ class _Window:
 
     def _rebuild(self) -> None:
         self._anchor = self.points[0][0] if self.points else 0
-        self._since = 0
         self._sx = self._sy = self._sxx = self._sxy = 0.0
         for step, value in self.points:
             self._add_sums(step, value, 1.0)
 
     def add(self, step: int, value: float) -> None:
         self.points.append((step, value))
-        self._add_sums(step, value, 1.0)
-        self._since += 1
-        if self._since > len(self.points):
+        stretch = step // self._span
+        if stretch != self._stretch:
+            self._stretch = stretch
             self._rebuild()
+        else:
+            self._add_sums(step, value, 1.0)
 
     def drop_from(self, step: int) -> None:
         dropped = False

@@ -34,8 +34,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from registry import Registry
 
 from .block_lines import BlockRenderer
@@ -477,17 +475,10 @@ class _Batch:
         """The samples as InfluxDB rollups take them, in order: columns stay columns."""
         out: list[SentPart] = []
         for part in self.parts:
-            if not isinstance(part, FastSteps):
+            if isinstance(part, FastSteps):
+                out += [SentColumns(part.run, part.rank, *group) for group in part.columns()]
+            else:
                 out.append(part)
-                continue
-            for group in part.groups:
-                steps = part.steps[group.index]
-                columns: list[tuple[str, str, str]] = list(group.rows)
-                values = group.values
-                if group.constant is not None:  # the step's nonfinite_count, 0
-                    columns.append((group.constant[0], "", group.constant[1]))
-                    values = np.column_stack([values, np.zeros(len(steps))])
-                out.append(SentColumns(part.run, part.rank, steps, columns, values))
         return out
 
     def rows(self) -> list[SampleRow]:
