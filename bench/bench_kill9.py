@@ -30,12 +30,10 @@ _MINI = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "mini_regis
 NAMES = ["losses/clipfrac", "losses/value_loss"] + [f"custom/metric_{i:02d}" for i in range(28)]
 
 
-def _child(store: str, pace: float, last: Any, poll: float | None) -> None:
+def _child(store: str, pace: float, last: Any, interval: float) -> None:
     logging.disable(logging.WARNING)  # 28 unregistered names: one warning each otherwise
-    if poll is not None:  # the worker's idle poll before this change, for comparison
-        exporter.run._IDLE_POLL = poll  # type: ignore[attr-defined]
     reg = registry.load(_MINI)
-    settings = exporter.ExporterSettings(store=Path(store), policy="warn")
+    settings = exporter.ExporterSettings(store=Path(store), policy="warn", commit_interval=interval)
     run = exporter.init("k9", registry=reg, settings=settings)
     values = dict.fromkeys(NAMES, 0.5)
     step = 0
@@ -47,10 +45,10 @@ def _child(store: str, pace: float, last: Any, poll: float | None) -> None:
             time.sleep(pace)
 
 
-def _trial(pace: float, kill_after: float, poll: float | None) -> tuple[int, int, float]:
+def _trial(pace: float, kill_after: float, interval: float) -> tuple[int, int, float]:
     with tempfile.TemporaryDirectory() as store:
         last = multiprocessing.Value("q", -1, lock=False)
-        proc = multiprocessing.Process(target=_child, args=(store, pace, last, poll))
+        proc = multiprocessing.Process(target=_child, args=(store, pace, last, interval))
         proc.start()
         started = time.monotonic()
         while last.value < 0 and time.monotonic() - started < 30:
@@ -82,9 +80,10 @@ def main() -> None:
         ("a step every 0.1 ms, killed after 1-3 s", 0.0001, (1.0, 3.0)),
         ("a step every 1 ms, cold (killed 0.05-0.5 s after the first log)", 0.001, (0.05, 0.5)),
     ]
-    for (label, pace, window), poll in [(c, p) for c in cases for p in (None, 0.05)]:
-        label = f"{label}, {'idle poll 0.05 s (before)' if poll else 'now'}"
-        results = [_trial(pace, random.uniform(*window), poll) for _ in range(args.trials)]
+    intervals = (exporter.ExporterSettings().commit_interval, 0.01)
+    for (label, pace, window), interval in [(c, i) for c in cases for i in intervals]:
+        label = f"{label}, RLVITALS_COMMIT_INTERVAL={interval:g}"
+        results = [_trial(pace, random.uniform(*window), interval) for _ in range(args.trials)]
         losses = [r[1] for r in results]
         seconds = [r[2] for r in results]
         for logged, lost, sec in results:

@@ -54,7 +54,6 @@ __all__ = ["Run", "init"]
 
 _log = logging.getLogger("exporter")
 _WORKER_BATCH = 2000
-_IDLE_POLL = 0.01
 _BLOCK_AT_LEAST = 4
 """Consecutive calls logging the same names that are translated as one columnar block: below
 this, the per-call path costs less than building the block's arrays."""
@@ -496,15 +495,21 @@ class Run:
             if not self._run_recorded:
                 self._run_recorded = True
                 self._start_run(outbox)
+            interval = self.settings.commit_interval
             while True:
+                # Let a batch gather for up to the commit interval (a flush or finish wakes
+                # the worker at once): a write costs a dozen trips to sqlite, each one a wait
+                # for the GIL while a training loop holds it, so fewer, larger writes are what
+                # keeps the worker's share of a training step small at any logging rate.
+                small = len(self._queue) < _WORKER_BATCH
+                if small and not self._stop.is_set() and self._wake.wait(interval):
+                    self._wake.clear()
                 batch: list[_Item] = []
                 while self._queue and len(batch) < _WORKER_BATCH:
                     batch.append(self._queue.popleft())
                 if not batch:
                     if self._stop.is_set():
                         break
-                    self._wake.wait(_IDLE_POLL)
-                    self._wake.clear()
                     continue
                 self._in_progress = batch
                 self._process(outbox, batch)
