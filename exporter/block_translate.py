@@ -151,28 +151,53 @@ class BlockTranslator(Translator):
         fast[1:] &= steps[1:] > steps[:-1]
         i = 0
         while i < count:
+            stop = i
             if (
-                not fast[i]
-                or len(self._seen_names) < _DETECT_NAMES
-                or self._goes_back(int(steps[i]))
+                fast[i]
+                and len(self._seen_names) >= _DETECT_NAMES
+                and not self._goes_back(int(steps[i]))
             ):
+                stop = i + 1
+                while stop < count and fast[stop]:
+                    stop += 1
+                stop = self._before_deriver_step(steps, plan_of, i, stop)
+            if stop == i:
                 record = block.record(i)
                 wall = now if record.wall_time is None else record.wall_time
                 rows, events = self.log(record.step, record.values, wall, None)
                 yield rows, events, wall
                 i += 1
                 continue
-            stop = i + 1
-            while stop < count and fast[stop]:
-                stop += 1
             yield self._fast(block, i, stop, plan_of)
             i = stop
 
     def _goes_back(self, step: int) -> bool:
-        """Whether `log` would do more than a plan at `step`: a resume, or more of the step the
-        derived metrics are at."""
+        """Whether `log` at `step` would report a resume, which a plan does not."""
         last = self._last_step
-        return (last is not None and step < last) or step == self._deriver.step
+        return last is not None and step < last
+
+    def _before_deriver_step(
+        self,
+        steps: npt.NDArray[np.int64],
+        plan_of: Sequence[StepPlan | None],
+        lo: int,
+        hi: int,
+    ) -> int:
+        """Where the fast steps lo..hi-1 must stop: at the first one that calls `derive` (a
+        registered name) when it is at the step the derived metrics are at, since `log` then
+        adds to that step (no second `nonfinite_count`, derived values from both calls)
+        rather than starting it. Only the first such step can be: it moves the deriver, and
+        the steps after it are past it. The deriver can be at a step later than the run's
+        last one: a resume whose steps logged only unregistered names does not move it."""
+        at = self._deriver.step
+        if at is None:
+            return hi
+        for k in range(lo, hi):
+            plan = plan_of[k]
+            assert plan is not None
+            if plan.keyed:
+                return k if int(steps[k]) == at else hi
+        return hi
 
     def _classify(self, block: ScalarBlock) -> tuple[list[StepPlan | None], npt.NDArray[np.bool_]]:
         """Each step's plan, and whether its values pass the plan's checks."""

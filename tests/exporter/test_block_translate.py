@@ -199,3 +199,66 @@ def test_a_long_regular_log_is_translated_as_columns(builtin: registry.Registry)
     items = list(many.log_block(_block(steps), 0.0))
     fast = [item for item in items if isinstance(item, FastSteps)]
     assert sum(len(f.steps) for f in fast) >= 350  # all but the first steps (framework detection)
+
+
+@pytest.mark.parametrize(
+    ("framework", "first", "again"),
+    [
+        ("sb3", [("train/approx_kl", 0.2)], [("train/approx_kl", 0.3)]),
+        # feeds a ratio: the second call's return over the first call's length
+        (
+            "cleanrl",
+            [("charts/episodic_return", 3.0), ("charts/episodic_length", 2.0)],
+            [("charts/episodic_return", 5.0)],
+        ),
+    ],
+)
+def test_a_step_the_deriver_is_at_again_after_a_resume_adds_to_it(
+    builtin: registry.Registry,
+    framework: str,
+    first: list[tuple[str, float]],
+    again: list[tuple[str, float]],
+) -> None:
+    # Back from 99 to 96 with only unregistered names: the run's last step becomes 96 but the
+    # derived metrics stay at 99, so the second 99 (first registered name of a run of rising
+    # steps) adds to 99 as `log` does: no second `nonfinite_count`, derived values from both.
+    warmup = [(s, [(n, 0.1) for n in _NAMES[:5]], 1.6e9 + s) for s in range(40)]
+    steps = [
+        *warmup,
+        (99, [("custom/thing", 0.5), *first], 0.0),
+        (96, [("custom/thing", 0.5)], 1.7e9),
+        (97, [("custom/thing", 0.5)], 1.7e9 + 1),
+        (98, [("custom/thing", 0.5)], 1.7e9 + 2),
+        (99, [("custom/thing", 0.5), *again], 1.7e9 + 3),
+    ]
+    block = _block(steps)
+    now = 1.8e9
+    one = _translator(Translator, builtin, framework)
+    many = _translator(BlockTranslator, builtin, framework)
+    rows_one: list[SampleRow] = []
+    events_one: list[EventRow] = []
+    for record in block.records():
+        wall = now if record.wall_time is None else record.wall_time
+        rows, events = one.log(record.step, record.values, wall, None)
+        rows_one += rows
+        events_one += events
+    rows_many: list[SampleRow] = []
+    events_many: list[EventRow] = []
+    fast_steps: list[int] = []
+    for item in many.log_block(block, now):
+        if isinstance(item, FastSteps):
+            rows_many += item.rows()
+            fast_steps += item.steps.tolist()
+        else:
+            rows_many += item[0]
+            events_many += item[1]
+    counts_at_99 = [r for r in rows_many if r[2] == 99 and r[5] == "nonfinite_count"]
+    assert [(r[6], r[7]) for r in counts_at_99] == [(0.0, now)]
+    assert sorted(rows_many, key=repr) == sorted(rows_one, key=repr)
+    assert events_many == events_one
+    assert many.take_held() == one.take_held()
+    assert many.last_step == one.last_step == 99
+    a, b = many._counters, one._counters
+    assert (a.step, a.latest, list(a.rate_window)) == (b.step, b.latest, list(b.rate_window))
+    assert many.deriver.step == one.deriver.step == 99
+    assert fast_steps == [97, 98]  # the steps before it still go as columns
