@@ -227,6 +227,20 @@ def _tail(args: argparse.Namespace) -> int:
     )
 
 
+def _log_set(
+    args: argparse.Namespace, problems: _Problems, positions: dict[str, SourcePosition]
+) -> LogSet:
+    """The logs `tail` follows, as the flags say, going on from `positions`."""
+    return LogSet(
+        [Path(p) for p in args.paths],
+        problems.add,
+        fmt=args.format,
+        pattern=args.pattern,
+        step_key=args.step_key,
+        positions=positions,
+    )
+
+
 def _stored_positions(settings: ExporterSettings) -> dict[str, SourcePosition]:
     if not settings.outbox_path.exists():
         return {}
@@ -324,14 +338,7 @@ def _run_ingest(
         print(f"rlvitals: serving /metrics on {endpoint.host}:{endpoint.port}", file=err)
     settings = settings.replace(prometheus_port=None)
     problems = _Problems(err)
-    logs = LogSet(
-        [Path(p) for p in args.paths],
-        problems.add,
-        fmt=args.format,
-        pattern=args.pattern,
-        step_key=args.step_key,
-        positions=positions,
-    )
+    logs = _log_set(args, problems, positions)
     ingest = Ingest(
         registry=reg,
         settings=settings,
@@ -390,14 +397,7 @@ def _run_ingest(
                 ingest.hand_over(_FINISH_TIMEOUT)
                 # Go on from the positions the catch-up stored: exactly what InfluxDB took.
                 logs.close()
-                logs = LogSet(
-                    [Path(p) for p in args.paths],
-                    problems.add,
-                    fmt=args.format,
-                    pattern=args.pattern,
-                    step_key=args.step_key,
-                    positions=_stored_positions(settings),
-                )
+                logs = _log_set(args, problems, _stored_positions(settings))
                 logs.refresh()
                 saved.clear()
                 if failed:

@@ -19,7 +19,7 @@ from exporter.config import redact_url
 
 from .base import HistoryUnavailable
 
-__all__ = ["InfluxHttp", "ResultSeries"]
+__all__ = ["InfluxHttp", "ResultSeries", "first_number"]
 
 
 @dataclass(frozen=True)
@@ -105,3 +105,14 @@ def _results(payload: object, expected: int) -> list[list[ResultSeries]]:
                 for s in result.get("series") or ()
             ]
     return out
+
+
+def first_number(series: list[ResultSeries], column: str) -> float | None:
+    """The first value of `column` that is not null in a statement's result, as a float."""
+    for s in series:
+        i = s.column(column)
+        if i is not None:
+            for row in s.values:
+                if row[i] is not None:
+                    return float(row[i])
+    return None

@@ -18,7 +18,7 @@ from exporter.influx_rollups import ROLLUP_MARKER, rollup_key, rollup_measuremen
 from exporter.running_stats import ROLLUP_LEVELS
 
 from .base import BucketPlan, FieldStats, Points, points_from
-from .influx_http import InfluxHttp, ResultSeries
+from .influx_http import InfluxHttp, ResultSeries, first_number
 from .quoting import quote_ident
 
 __all__ = ["MIN_BLOCK_POINTS", "RollupSpan", "rolled_up", "rollup_series", "rollup_stats"]
@@ -27,23 +27,13 @@ MIN_BLOCK_POINTS = 8
 """Values a level's blocks must hold on average for a reader to use it (as the outbox decides)."""
 
 
-def _number(series: list[ResultSeries], column: str) -> float | None:
-    for s in series:
-        i = s.column(column)
-        if i is not None:
-            for row in s.values:
-                if row[i] is not None:
-                    return float(row[i])
-    return None
-
-
 def marker_statement(where: str) -> str:
     return f'SELECT last("version") FROM {quote_ident(ROLLUP_MARKER)} WHERE {where}'
 
 
 def rolled_up(result: list[ResultSeries]) -> bool:
     """Whether the marker statement's result says the run's rollups are complete."""
-    return _number(result, "last") is not None
+    return first_number(result, "last") is not None
 
 
 def count_statement(where: str, field: str) -> str:
@@ -57,8 +47,8 @@ def rollup_stats(http: InfluxHttp, where: str, fields: Sequence[str]) -> dict[st
     results = http.query([count_statement(where, f) for f in fields])
     out: dict[str, FieldStats] = {}
     for name, result in zip(fields, results, strict=True):
-        count = int(_number(result, "n") or 0)
-        total = _number(result, "sum") or 0.0
+        count = int(first_number(result, "n") or 0)
+        total = first_number(result, "sum") or 0.0
         out[name] = FieldStats(count, total / count if count else None)
     return out
 

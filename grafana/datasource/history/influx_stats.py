@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .base import FieldStats
-from .influx_http import InfluxHttp, ResultSeries
+from .influx_http import InfluxHttp, first_number
 from .quoting import quote_ident, quote_string
 
 __all__ = ["IncrementalStats"]
@@ -26,16 +26,6 @@ class _Folded:
     total: float
     upto: int  # steps < upto are folded in
     resumes: int
-
-
-def _number(series: list[ResultSeries], column: str) -> float | None:
-    for s in series:
-        i = s.column(column)
-        if i is not None:
-            for row in s.values:
-                if row[i] is not None:
-                    return float(row[i])
-    return None
 
 
 class IncrementalStats:
@@ -59,8 +49,8 @@ class IncrementalStats:
             f"SELECT last({quote_ident(f)}) FROM {measurement(f)} WHERE {where}" for f in fields
         ]
         results = http.query(head)
-        resumes = int(_number(results[0], "count") or 0)
-        lasts = {f: _number(r, "time") for f, r in zip(fields, results[1:], strict=True)}
+        resumes = int(first_number(results[0], "count") or 0)
+        lasts = {f: first_number(r, "time") for f, r in zip(fields, results[1:], strict=True)}
         with self._lock:
             folded = {}
             for f in fields:
@@ -89,13 +79,13 @@ class IncrementalStats:
                 edge = max(int(last) if last is not None else entry.upto, entry.upto)
                 fold, tail = results[2 * i], results[2 * i + 1]
                 entry = _Folded(
-                    entry.count + int(_number(fold, "count") or 0),
-                    entry.total + (_number(fold, "sum") or 0.0),
+                    entry.count + int(first_number(fold, "count") or 0),
+                    entry.total + (first_number(fold, "sum") or 0.0),
                     edge,
                     resumes,
                 )
                 self._folded[(run, f)] = entry
-                count = entry.count + int(_number(tail, "count") or 0)
-                total = entry.total + (_number(tail, "sum") or 0.0)
+                count = entry.count + int(first_number(tail, "count") or 0)
+                total = entry.total + (first_number(tail, "sum") or 0.0)
                 out[f] = FieldStats(count, total / count if count else None)
         return out
