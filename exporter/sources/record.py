@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Malformed", "Record"]
+__all__ = ["Malformed", "Record", "add_value"]
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,19 @@ class Record:
     step: int
     values: Mapping[str, float | list[float]] = field(default_factory=dict)
     wall_time: float | None = None
+
+
+def add_value(values: dict[str, float | list[float]], name: str, value: float) -> None:
+    """Add one value of `name` at a step: a name written again at the same step is another
+    value of that step, not a correction (CleanRL writes one episodic return per env that
+    finished), so a second value turns its entry into the list of them, in order."""
+    seen = values.get(name)
+    if seen is None:
+        values[name] = value
+    elif isinstance(seen, list):
+        seen.append(value)
+    else:
+        values[name] = [seen, value]
 
 
 @dataclass(frozen=True)

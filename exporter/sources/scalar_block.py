@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..outbox import SourcePosition
-from .record import Record
+from .record import Record, add_value
 
 __all__ = ["ScalarBlock"]
 
@@ -53,14 +53,7 @@ class ScalarBlock:
         values: dict[str, float | list[float]] = {}
         names = self.names
         for t, v in zip(self.tag[a:b].tolist(), self.value[a:b].tolist(), strict=True):
-            name = names[t]
-            seen = values.get(name)
-            if seen is None:
-                values[name] = v
-            elif isinstance(seen, list):
-                seen.append(v)
-            else:
-                values[name] = [seen, v]
+            add_value(values, names[t], v)
         wall = float(self.walls[i])
         return Record(step=int(self.steps[i]), values=values, wall_time=wall or None)
 

@@ -25,7 +25,7 @@ from tensorboard.compat.proto import event_pb2
 from tensorboard.util import tensor_util
 
 from ..outbox import SourcePosition
-from .record import Malformed, Record
+from .record import Malformed, Record, add_value
 from .scalar_block import ScalarBlock
 from .scalar_events import ScalarColumns, decode_scalar_events
 from .tfrecord import CorruptRecord, RecordBatch, RecordReader
@@ -341,15 +341,7 @@ class _Pending:
             self.values = {}
         known = self.values
         for tag, value in values:
-            # A tag written again at the same step is another value of that step, not a
-            # correction: CleanRL writes one episodic return per env that finished.
-            seen = known.get(tag)
-            if seen is None:
-                known[tag] = value
-            elif isinstance(seen, list):
-                seen.append(value)
-            else:
-                known[tag] = [seen, value]
+            add_value(known, tag, value)
         self.wall_time = wall_time or None
         return done
 
