@@ -45,6 +45,7 @@ from .forwarder import LineRenderer, isolate_refused, keyed_lines
 from .influx_rollups import SentColumns, SentPart, make_rollups
 from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
+from .rollup_worker import RollupWorker
 from .sources.scalar_block import ScalarBlock
 from .stats import RunCounters, RunStats
 from .step_lines import StepRenderer
@@ -83,7 +84,13 @@ class DirectRun:
         self.project = project
         self.settings = settings
         self._writer: Writer = writer
-        self._rollups = make_rollups(settings, writer)
+        # rollups go over their own connection, from their own thread (see rollup_worker)
+        rollup_writer = make_writer(settings) if settings.influx_api == "v1" else None
+        rollups = None if rollup_writer is None else make_rollups(settings, rollup_writer)
+        self._rollup_writer = rollup_writer
+        self._rollups = (
+            None if rollups is None else RollupWorker(rollups, f"rlvitals-rollups-{name}")
+        )
         self._counters = RunCounters()
         self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
         self.name = name = self._outbox.claim_run(name, resume=resume)  # `name-2` if taken
@@ -233,6 +240,8 @@ class DirectRun:
                 self._cond.wait(remaining)
         if self._failure is not None:
             return False
+        if self._rollups is not None and not self._rollups.wait(deadline - time.monotonic()):
+            return False
         with self._cond:  # all sent: positions given since the last batch count too
             self._acked += self._positions
         self._positions = []
@@ -272,7 +281,11 @@ class DirectRun:
             self._cond.notify_all()
         self._counters.drop("unfinished", left)
         self._sender.join(max(0.1, deadline - time.monotonic()))
+        if self._rollups is not None:
+            self._rollups.close(max(0.1, deadline - time.monotonic()))
         self._writer.close()
+        if self._rollup_writer is not None:
+            self._rollup_writer.close()
         self._outbox.close()
         self._closed = True
 
@@ -353,7 +366,7 @@ class DirectRun:
                     if self._rollups is not None:
                         exact = self._counters.server_rejected == refused
                         self._rollups.sent(
-                            [], {self.name: self.project}, exact=exact, parts=batch.sent_parts()
+                            batch.sent_parts(), {self.name: self.project}, exact=exact
                         )
                     with self._cond:
                         self._acked += batch.positions

@@ -8,19 +8,32 @@ A reader sums those over series and blocks: a 1000-point series or a whole-run m
 number of points however long the run. `ROLLUP_MARKER` holds one point per run whose rollups are
 complete (written once every earlier point of the run has been rolled up).
 
+Levels a field is too sparse for are not kept. Once a field has spanned `_JUDGE_BLOCKS` blocks
+of a level here with fewer than `MIN_BLOCK_POINTS` values per block on average (the outbox's rule,
+and the readers': they would not use that level), the writer adds `unkept_key(level, field)` to
+the run's marker point, in the request that first leaves those lines out, and writes no more of
+them (nor of any finer level). Readers do not use a level a field has that mark for; they read its
+raw points, which are few for such a field. Without this a log stepping by 128 or 2048 (PPO's
+usual rollout length) would send five rollup fields for every raw value. The marker's fields
+merge (InfluxDB 1.x keeps the union of a point's fields written at one timestamp and tag set:
+docs.influxdata.com/influxdb/v1.8/troubleshooting/frequently-asked-questions/, "How does
+InfluxDB handle duplicate points?"), so a mark any rank writes holds for the run. A writer
+learns a run's marks at its first batch for it.
+
 How they are kept (`InfluxRollups.sent`, called once after a batch was written, on the writer's
 thread):
-- the batch's finite numbers are summed per series, field and 64-step block in numpy (a sort and
-  a few reductions; a step sent twice counts the value sent last, the one InfluxDB keeps);
+- the batch's finite numbers are sorted per series and field in numpy, and summed per block of
+  each level (a step sent twice counts the value sent last, the one InfluxDB keeps);
 - a block this writer knows whole (its steps past the newest step InfluxDB held for that field
-  when the writer first saw the series) takes those sums in Python: the series' newest block is
-  kept open in memory, and each block touched is written as one line per level;
+  when the writer first saw the series) takes those sums in Python: the series' newest block of
+  each level is kept open in memory, and each block touched is written as one line;
 - every other block the batch touched (a resume re-logging steps, the block a restarted writer
   goes on in, the first batch of a series in this process, lines InfluxDB refused) is recomputed
   by InfluxDB itself: `SELECT count(f), sum(f::float), ... INTO <rollup> ... GROUP BY time(64s), *`
-  over those blocks of the writer's own series (up to the newest step handled), then the
-  4096-step level from the 64-step one, and the open block is read back. Both are idempotent
-  (same timestamps and tags overwrite): a re-logged step is recomputed, never added twice;
+  over those blocks of the writer's own series (up to the newest step handled), the 4096-step
+  level from the 64-step one (from the raw points for a field whose 64-step level is not kept),
+  and the open block is read back. Both are idempotent (same timestamps and tags overwrite): a
+  re-logged step is recomputed, never added twice;
 - a run without the marker (written before rollups existed) is backfilled the same way, whole,
   at its first batch; then the marker is written.
 One writer per series is assumed (a trainer process per rank, or one import); several ranks of a
@@ -72,7 +85,7 @@ import numpy.typing as npt
 from .config import ExporterSettings, redact_url
 from .lineprotocol import escape_field_key, format_line, join_lines
 from .outbox import NO_RANK, SampleRow
-from .running_stats import ROLLUP_LEVELS
+from .running_stats import MIN_BLOCK_POINTS, ROLLUP_LEVELS
 from .writers import Writer
 
 __all__ = [
@@ -86,6 +99,7 @@ __all__ = [
     "make_rollups",
     "rollup_key",
     "rollup_measurement",
+    "unkept_key",
 ]
 
 _log = logging.getLogger(__name__)
@@ -98,6 +112,10 @@ _CACHE_LIMIT = 10_000
 _SKIP = frozenset({"run_config", "events", ROLLUP_MARKER})
 _BACKFILL_STEPS = 16 * ROLLUP_LEVELS[-1]  # steps per backfill statement
 _FINE, _COARSE = ROLLUP_LEVELS
+_UNKEPT = "unkept"
+_JUDGE_BLOCKS = 8
+"""Blocks of a level a field must span, as seen by one writer, before it judges the field too
+sparse for that level (at 64 steps: 512 steps, a few values even at a stride of 128)."""
 
 
 def rollup_measurement(level: int) -> str:
@@ -107,6 +125,12 @@ def rollup_measurement(level: int) -> str:
 def rollup_key(stat: str, field_name: str) -> str:
     """The rollup field holding `stat` of `field_name`."""
     return f"{stat}:{field_name}"
+
+
+def unkept_key(level: int, field_name: str) -> str:
+    """The marker field saying `field_name`'s blocks of `level` steps are not kept (its value:
+    the step from which they are not)."""
+    return f"{_UNKEPT}{level}:{field_name}"
 
 
 class RollupQueryError(Exception):
@@ -219,18 +243,82 @@ SentPart = Sequence[SampleRow] | SentColumns
 """What one request carried, in the order it carried it: rows, or samples as columns."""
 
 
+@dataclass(frozen=True)
+class _Batch:
+    """A batch's finite numbers, one per (series, field, step): the value sent last where a key
+    was sent twice (InfluxDB keeps that one), sorted by (series and field, step)."""
+
+    combos: list[tuple[str, str, int, str, str]]  # measurement, run, rank, gpu, field
+    codes: npt.NDArray[np.int64]  # index into combos
+    steps: npt.NDArray[np.int64]
+    values: npt.NDArray[np.float64]
+
+    def sums(
+        self, level: int, keep: npt.NDArray[np.bool_] | None = None
+    ) -> dict[_Key, list[_Entry]]:
+        """Sums per series, field and block of `level` steps (of the combos `keep` marks)."""
+        codes, steps, values = self.codes, self.steps, self.values
+        if keep is not None and not keep.all():
+            chosen = keep[codes]
+            codes, steps, values = codes[chosen], steps[chosen], values[chosen]
+        if codes.size == 0:
+            return {}
+        group = (codes << _SHIFT) | (steps // level)  # sorted already: codes, then steps
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        ends = np.r_[starts[1:], group.size]
+        out: dict[_Key, list[_Entry]] = {}
+        combos = self.combos
+        for g, n, total, low, high, first, last in zip(
+            group[starts].tolist(),
+            (ends - starts).tolist(),
+            np.add.reduceat(values, starts).tolist(),
+            np.minimum.reduceat(values, starts).tolist(),
+            np.maximum.reduceat(values, starts).tolist(),
+            steps[starts].tolist(),
+            steps[ends - 1].tolist(),
+            strict=True,
+        ):
+            measurement, run, rank, gpu, name = combos[g >> _SHIFT]
+            out.setdefault((measurement, run, rank, gpu), []).append(
+                _Entry(name, g & (_MAX_BLOCK - 1), float(n), total, low, high, first, last)
+            )
+        return out
+
+    def spans(self) -> list[tuple[int, int, int, int]]:
+        """(combo, count, first step, last step) of each combo the batch holds."""
+        codes, steps = self.codes, self.steps
+        if codes.size == 0:
+            return []
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        ends = np.r_[starts[1:], codes.size]
+        return list(
+            zip(
+                codes[starts].tolist(),
+                (ends - starts).tolist(),
+                steps[starts].tolist(),
+                steps[ends - 1].tolist(),
+                strict=True,
+            )
+        )
+
+
 def _block_sums(
-    rows: Sequence[SampleRow], columns: Sequence[SentColumns] = ()
+    rows: Sequence[SampleRow], columns: Sequence[SentColumns] = (), level: int = _FINE
 ) -> dict[_Key, list[_Entry]]:
     """`_part_sums` of `rows`, then `columns`."""
-    return _part_sums([rows, *columns])
+    return _part_sums([rows, *columns], level)
 
 
-def _part_sums(parts: Sequence[SentPart]) -> dict[_Key, list[_Entry]]:
-    """The finite numbers of a batch summed per series, field and 64-step block, in numpy (a
-    sort and a few reductions: no Python work per row beyond transposing the batch). A key
-    sent twice counts with the value of the later part (InfluxDB keeps the value sent last)."""
-    combos: list[tuple[str, str, int, str, str]] = []
+def _part_sums(parts: Sequence[SentPart], level: int = _FINE) -> dict[_Key, list[_Entry]]:
+    """The finite numbers of a batch summed per series, field and block of `level` steps."""
+    batch = _batch(parts)
+    return {} if batch is None else batch.sums(level)
+
+
+def _batch(parts: Sequence[SentPart]) -> _Batch | None:
+    """The finite numbers the parts hold, in numpy (a sort and a few reductions: no Python work
+    per row beyond transposing the batch). A key sent twice counts with the value of the later
+    part (InfluxDB keeps the value sent last). None when there are none."""
     codes_parts: list[npt.NDArray[np.int64]] = []
     steps_parts: list[npt.NDArray[np.int64]] = []
     values_parts: list[npt.NDArray[np.float64]] = []
@@ -261,7 +349,7 @@ def _part_sums(parts: Sequence[SentPart]) -> dict[_Key, list[_Entry]]:
         values_parts.append(values)
         usable_parts.append(usable)
     if not codes_parts:
-        return {}
+        return None
     combos = list(index)
     codes = np.concatenate(codes_parts)
     steps = np.concatenate(steps_parts)
@@ -272,32 +360,14 @@ def _part_sums(parts: Sequence[SentPart]) -> dict[_Key, list[_Entry]]:
     if not usable.all():
         codes, steps, values = codes[usable], steps[usable], values[usable]
     if codes.size == 0:
-        return {}
-    group = (codes << _SHIFT) | (steps // _FINE)
-    order = np.lexsort((steps, group))  # stable: a step's rows stay in the order they were sent
-    group, steps, values = group[order], steps[order], values[order]
+        return None
+    order = np.lexsort((steps, codes))  # stable: a step's rows stay in the order they were sent
+    codes, steps, values = codes[order], steps[order], values[order]
     # a field logged twice at one step in a batch: InfluxDB keeps the value sent last
-    last_of_step = np.r_[(group[1:] != group[:-1]) | (steps[1:] != steps[:-1]), True]
+    last_of_step = np.r_[(codes[1:] != codes[:-1]) | (steps[1:] != steps[:-1]), True]
     if not last_of_step.all():
-        group, steps, values = group[last_of_step], steps[last_of_step], values[last_of_step]
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    ends = np.r_[starts[1:], group.size]
-    out: dict[_Key, list[_Entry]] = {}
-    for g, n, total, low, high, first, last in zip(
-        group[starts].tolist(),
-        (ends - starts).tolist(),
-        np.add.reduceat(values, starts).tolist(),
-        np.minimum.reduceat(values, starts).tolist(),
-        np.maximum.reduceat(values, starts).tolist(),
-        steps[starts].tolist(),
-        steps[ends - 1].tolist(),
-        strict=True,
-    ):
-        measurement, run, rank, gpu, name = combos[g >> _SHIFT]
-        out.setdefault((measurement, run, rank, gpu), []).append(
-            _Entry(name, g & (_MAX_BLOCK - 1), float(n), total, low, high, first, last)
-        )
-    return out
+        codes, steps, values = codes[last_of_step], steps[last_of_step], values[last_of_step]
+    return _Batch(combos, codes, steps, values)
 
 
 def _add_columns(
@@ -330,6 +400,15 @@ def _numeric(value: object) -> float | None:
     return None
 
 
+def _capped(
+    state: _Series | None, name: str, blocks: set[int], level: int
+) -> list[tuple[int, int]]:
+    """`_ranges` of the blocks up to the field's newest step this writer handled."""
+    newest = None if state is None else state.last.get(name, state.frontier)
+    cap = _MAX_BLOCK * _FINE if newest is None else newest + 1
+    return [(lo, min(hi, cap)) for lo, hi in _ranges(blocks, level) if lo < cap]
+
+
 def _ranges(blocks: Iterable[int], level: int) -> list[tuple[int, int]]:
     """Contiguous [start, end) step ranges covering the blocks."""
     out: list[tuple[int, int]] = []
@@ -356,6 +435,10 @@ class InfluxRollups:
         self._failing = False
         self._prefixes: dict[tuple[object, ...], str] = {}
         self._keys: dict[str, tuple[str, ...]] = {}
+        # (run, field) -> levels not kept (in the run's marker, or about to be written there)
+        self._unkept: dict[tuple[str, str], set[int]] = {}
+        self._seen: dict[tuple[str, str], list[int]] = {}  # (run, field) -> count, first, last
+        self._unsent_marks: dict[str, dict[str, int]] = {}  # run -> marker field -> step
 
     def sent(
         self,
@@ -369,6 +452,16 @@ class InfluxRollups:
         some of their lines may have been refused, so their blocks are recomputed from what
         InfluxDB holds). Never raises."""
         self._apply([rows] if parts is None else parts, projects, exact)
+
+    @property
+    def knows_series(self) -> bool:
+        """Whether a batch with numbers was rolled up (its series' newest steps learnt)."""
+        return bool(self._series)
+
+    def keeps(self, run: str, field_name: str, level: int) -> bool:
+        """Whether this writer keeps `level` blocks of the field (False once it found the field
+        too sparse for them: see the module's docstring)."""
+        return level not in self._unkept.get((run, field_name), ())
 
     def _apply(
         self, parts: Sequence[SentPart], projects: Mapping[str, str | None], exact: bool
@@ -393,91 +486,140 @@ class InfluxRollups:
     def _sent(
         self, parts: Sequence[SentPart], projects: Mapping[str, str | None], exact: bool
     ) -> None:
-        grouped = _part_sums(parts)
-        if not grouped and not self._owed:
+        batch = _batch(parts)
+        if batch is None and not self._owed and not self._unsent_marks:
             return
         dirty, self._owed = self._owed, {}
+        grouped: dict[_Key, dict[int, list[_Entry]]] = {}
+        lasts: dict[_Key, dict[str, int]] = {}
         try:
-            backfilled = {
-                run for run in sorted({k[1] for k in grouped} - self._covered) if self._cover(run)
-            }
+            backfilled: set[str] = set()
+            if batch is not None:
+                runs = sorted({c[1] for c in batch.combos} - self._covered)
+                backfilled = {run for run in runs if self._cover(run)}
+                spans = batch.spans()
+                self._judge(batch, spans)
+                for code, _, _, last in spans:
+                    m, run, rank, gpu, name = batch.combos[code]
+                    lasts.setdefault((m, run, rank, gpu), {})[name] = last
+                for level in ROLLUP_LEVELS:
+                    keep = np.array([self.keeps(c[1], c[4], level) for c in batch.combos])
+                    for key, entries in batch.sums(level, keep).items():
+                        grouped.setdefault(key, {lv: [] for lv in ROLLUP_LEVELS})[level] = entries
             new = [k for k in grouped if k not in self._series]
             if new:
                 self._learn(new)
-            lines: list[str] = []
-            for key, entries in grouped.items():
+            lines = self._mark_lines()
+            for key, by_level in grouped.items():
                 state = self._series[key]
-                state.fields.update(e.field for e in entries)
+                for entries in by_level.values():
+                    state.fields.update(e.field for e in entries)
                 if key in new or not exact:
                     # what InfluxDB held in these blocks before this batch is unknown here
                     if key[1] not in backfilled:  # (a backfill just summed all of it)
-                        _owe(dirty, key, entries)
+                        for level, entries in by_level.items():
+                            _owe(dirty, key, level, entries)
                     state.open = dict.fromkeys(ROLLUP_LEVELS)
-                    _advance(state, entries)
+                    _advance(state, lasts[key])
                     continue
-                lines += self._fold(key, state, entries, projects.get(key[1]), dirty)
+                lines += self._fold(key, state, by_level, lasts[key], projects.get(key[1]), dirty)
             if lines:
                 self._writer.write(join_lines(lines))
+            self._unsent_marks.clear()
             if dirty:
                 self._recompute(dirty)
             self._reopen(dirty, [k for k in grouped if k[1] in backfilled])
         except Exception:
             # blocks summed here are no longer known whole either: owe every block touched
-            for key, entries in grouped.items():
-                _owe(dirty, key, entries)
+            for key, by_level in grouped.items():
+                for level, entries in by_level.items():
+                    _owe(dirty, key, level, entries)
                 known = self._series.get(key)
                 if known is not None:
                     known.open = dict.fromkeys(ROLLUP_LEVELS)
             self._owed = dirty
             raise
 
+    def _judge(self, batch: _Batch, spans: list[tuple[int, int, int, int]]) -> None:
+        """Stop keeping a level of a field once it has spanned `_JUDGE_BLOCKS` blocks of it here
+        with fewer than `MIN_BLOCK_POINTS` values per block on average: readers would not use
+        that level (`RollupSpan.dense_enough`), so its lines would only cost the import and
+        InfluxDB. A field too sparse for a level is too sparse for every finer one."""
+        for code, n, first, last in spans:
+            _, run, _, _, name = batch.combos[code]
+            seen = self._seen.get((run, name))
+            if seen is None:
+                self._seen[(run, name)] = [n, first, last]
+                continue
+            seen[0] += n
+            seen[1], seen[2] = min(seen[1], first), max(seen[2], last)
+        for code, _, _, _ in spans:
+            _, run, _, _, name = batch.combos[code]
+            count, first, last = self._seen[(run, name)]
+            width = last - first + 1
+            unkept = self._unkept.get((run, name), set())
+            for i, level in enumerate(ROLLUP_LEVELS):
+                if level in unkept or width < _JUDGE_BLOCKS * level:
+                    continue
+                if count * level < MIN_BLOCK_POINTS * width:
+                    for finer in ROLLUP_LEVELS[: i + 1]:
+                        if finer not in unkept:
+                            self._unkeep(run, name, finer, last)
+                    unkept = self._unkept[(run, name)]
+
+    def _unkeep(self, run: str, name: str, level: int, step: int) -> None:
+        self._unkept.setdefault((run, name), set()).add(level)
+        self._unsent_marks.setdefault(run, {})[unkept_key(level, name)] = step
+        for key, state in self._series.items():
+            held = state.open[level]
+            if key[1] == run and held is not None:
+                held[1].pop(name, None)
+
+    def _mark_lines(self) -> list[str]:
+        """The marker's fields for levels newly not kept: sent before (in the same request as)
+        the first lines that leave them out, and again after a failed request."""
+        lines: list[str] = []
+        for run, marks in self._unsent_marks.items():
+            line = format_line(ROLLUP_MARKER, {"run": run}, dict(marks), 0)
+            assert line is not None
+            lines.append(line)
+        return lines
+
     def _fold(
         self,
         key: _Key,
         state: _Series,
-        entries: list[_Entry],
+        by_level: Mapping[int, list[_Entry]],
+        lasts: Mapping[str, int],
         project: str | None,
         dirty: _Dirty,
     ) -> list[str]:
         """Add the batch's block sums where this writer knows the block whole; note the other
         blocks in `dirty`."""
         _, run, rank, gpu = key
-        top = max(state.frontier, max(e.last for e in entries))
-        bad_fine = _bad(entries, state, _FINE)
-        bad_coarse = _bad(entries, state, _COARSE)
-        bad_coarse |= {b * _FINE // _COARSE for b in bad_fine}
+        top = max(state.frontier, max(lasts.values()))
         levels = dirty.setdefault(key, {})
-        owed_fine = levels.setdefault(_FINE, {})
-        owed_coarse = levels.setdefault(_COARSE, {})
-        fine = _carry(state, _FINE, bad_fine, owed_fine)
-        coarse = _carry(state, _COARSE, bad_coarse, owed_coarse)
-        touched_fine: set[int] = set()
-        touched_coarse: set[int] = set()
-        for e in entries:
-            big = e.block * _FINE // _COARSE
-            if big in bad_coarse:
-                owed_coarse.setdefault(e.field, set()).add(big)
-            if e.block in bad_fine:
-                owed_fine.setdefault(e.field, set()).add(e.block)
-                continue
-            cell = [e.n, e.total, e.low, e.high, e.last]
-            _merge(fine.setdefault(e.block, {}), {e.field: cell})
-            touched_fine.add(e.block)
-            if big not in bad_coarse:
-                _merge(coarse.setdefault(big, {}), {e.field: list(cell)})
-                touched_coarse.add(big)
         tags = _tags(run, project, rank, gpu)
         lines: list[str] = []
-        for level, accs, touched in (
-            (_FINE, fine, touched_fine),
-            (_COARSE, coarse, touched_coarse),
-        ):
+        for level, entries in by_level.items():
+            owed = levels.setdefault(level, {})
+            bad = _bad(entries, state, level)
+            accs = _carry(state, level, bad, owed)
+            touched: set[int] = set()
+            for e in entries:
+                if e.block in bad:
+                    owed.setdefault(e.field, set()).add(e.block)
+                    continue
+                _merge(
+                    accs.setdefault(e.block, {}), {e.field: [e.n, e.total, e.low, e.high, e.last]}
+                )
+                touched.add(e.block)
             prefix = self._prefix(level, tags)
             for b in sorted(touched):
                 lines.append(f"{prefix} {self._render(accs[b])} {b * level}")
             newest = top // level
             state.open[level] = (newest, accs[newest]) if newest in accs else None
-        _advance(state, entries)
+        _advance(state, lasts)
         return lines
 
     def _prefix(self, level: int, tags: dict[str, str | None]) -> str:
@@ -524,43 +666,48 @@ class InfluxRollups:
     def _reopen(self, dirty: _Dirty, backfilled: list[_Key]) -> None:
         """Read back the block at each series' newest step where InfluxDB has just summed it:
         from there on this writer knows it whole and goes on summing it here."""
-        wanted: list[tuple[_Series, int, str]] = []
+        wanted: list[tuple[_Series, int, set[str], str]] = []
         for key in dict.fromkeys([*dirty, *backfilled]):
             state = self._series.get(key)
             if state is None or state.frontier < 0:
                 continue
+            _, run, rank, gpu = key
             levels = dirty.get(key, {})
-            fine = set().union(*levels.get(_FINE, {}).values())
-            coarse = set().union(*levels.get(_COARSE, {}).values())
-            coarse |= {b * _FINE // _COARSE for b in fine}
-            for level, redone in ((_FINE, fine), (_COARSE, coarse)):
+            for level in ROLLUP_LEVELS:
+                redone = set().union(*levels.get(level, {}).values())
                 edge = state.frontier // level
                 if state.open[level] is None and (edge in redone or key in backfilled):
-                    _, run, rank, gpu = key
+                    kept = {f for f in state.fields if self.keeps(run, f, level)}
                     wanted.append(
                         (
                             state,
                             level,
+                            kept,
                             f"SELECT * FROM {self._rp}{_ident(rollup_measurement(level))} "
                             f"WHERE {_series_where(run, rank, gpu)} AND time = {edge * level}s",
                         )
                     )
         if not wanted:
             return
-        results = self._query.run([q for _, _, q in wanted])
-        for (state, level, _), result in zip(wanted, results, strict=True):
-            acc = _read_acc(result, state.fields)
+        results = self._query.run([q for *_, q in wanted])
+        for (state, level, kept, _), result in zip(wanted, results, strict=True):
+            acc = _read_acc(result, kept)
             if acc is not None:
                 state.open[level] = (state.frontier // level, acc)
 
     def _cover(self, run: str) -> bool:
-        """A run without the marker has points from before rollups: roll all of them up once
+        """Learn the run's marker: the levels of its fields not kept, and whether its rollups are
+        complete. A run without it has points from before rollups: roll all of them up once
         (True when it did)."""
         where = f'"run" = {_literal(run)}'
         (marker,) = self._query.run(
-            [f'SELECT last("version") FROM {self._rp}{_ident(ROLLUP_MARKER)} WHERE {where}']
+            [f"SELECT * FROM {self._rp}{_ident(ROLLUP_MARKER)} WHERE {where}"]
         )
-        if _first(marker, "last") is None:
+        for key, value in _first_row(marker).items():
+            level, name = _unkept_level(key)
+            if level in ROLLUP_LEVELS and value is not None:
+                self._unkept.setdefault((run, name), set()).add(level)
+        if _first(marker, "version") is None:
             self._backfill(run)
             line = format_line(ROLLUP_MARKER, {"run": run}, {"version": ROLLUP_VERSION}, 0)
             assert line is not None
@@ -603,7 +750,7 @@ class InfluxRollups:
                 # nothing past the step it learnt: a later batch may be in InfluxDB already
                 hi = min(lo + _BACKFILL_STEPS, int(last) + 1)
                 self._query.run(
-                    [self._fine_into(m, where, name, lo, hi) for name in names_m]
+                    [self._raw_into(m, where, name, lo, hi, _FINE) for name in names_m]
                     + [self._coarse_into(where, names_m, lo, hi)]
                 )
         _log.info("rlvitals: rolled up run %r written before InfluxDB rollups", run)
@@ -617,20 +764,20 @@ class InfluxRollups:
             # Only up to the newest step handled here: another batch may be in InfluxDB already
             # (its steps are summed when it comes here).
             state = self._series.get(key)
-            big: dict[str, set[int]] = {
-                name: set(blocks) for name, blocks in levels.get(_COARSE, {}).items()
-            }
+
             for name, blocks in levels.get(_FINE, {}).items():
-                newest = None if state is None else state.last.get(name, state.frontier)
-                cap = _MAX_BLOCK * _FINE if newest is None else newest + 1
-                for lo, hi in _ranges(blocks, _FINE):
-                    if lo < cap:
-                        fine.append(self._fine_into(measurement, where, name, lo, min(hi, cap)))
-                big.setdefault(name, set()).update(b * _FINE // _COARSE for b in blocks)
+                if self.keeps(run, name, _FINE):
+                    for lo, hi in _capped(state, name, blocks, _FINE):
+                        fine.append(self._raw_into(measurement, where, name, lo, hi, _FINE))
             by_blocks: dict[frozenset[int], list[str]] = {}
-            for name, blocks in big.items():
-                if blocks:
+            for name, blocks in levels.get(_COARSE, {}).items():
+                if not blocks or not self.keeps(run, name, _COARSE):
+                    continue
+                if self.keeps(run, name, _FINE):
                     by_blocks.setdefault(frozenset(blocks), []).append(name)
+                else:  # the 64-step level is not kept whole: from the raw points
+                    for lo, hi in _capped(state, name, blocks, _COARSE):
+                        coarse.append(self._raw_into(measurement, where, name, lo, hi, _COARSE))
             for same, names in by_blocks.items():
                 for lo, hi in _ranges(same, _COARSE):
                     coarse.append(self._coarse_into(where, sorted(names), lo, hi))
@@ -639,7 +786,9 @@ class InfluxRollups:
         if coarse:  # after the fine level (and the lines written before): it is summed from it
             self._query.run(coarse)
 
-    def _fine_into(self, measurement: str, where: str, name: str, lo: int, hi: int) -> str:
+    def _raw_into(
+        self, measurement: str, where: str, name: str, lo: int, hi: int, level: int
+    ) -> str:
         col = _ident(name)
         parts = ", ".join(
             f"{fn}({col}{cast}) AS {_ident(rollup_key(stat, name))}"
@@ -652,9 +801,9 @@ class InfluxRollups:
         )
         return (
             f'SELECT {parts}, max("step") AS {_ident(rollup_key("last", name))} '
-            f"INTO {self._rp}{_ident(rollup_measurement(_FINE))} FROM {self._rp}{_ident(measurement)} "
+            f"INTO {self._rp}{_ident(rollup_measurement(level))} FROM {self._rp}{_ident(measurement)} "
             f"WHERE {where} AND {col} = {col} AND time >= {lo}s AND time < {hi}s "
-            f"GROUP BY time({_FINE}s), *"
+            f"GROUP BY time({level}s), *"
         )
 
     def _coarse_into(self, where: str, names: Sequence[str], lo: int, hi: int) -> str:
@@ -686,18 +835,17 @@ def _bad(entries: list[_Entry], state: _Series, level: int) -> set[int]:
     bad: set[int] = set()
     for e in entries:
         newest = state.last.get(e.field, state.learned)
-        b = e.block * _FINE // level
-        if e.first <= newest or (newest >= 0 and b == newest // level and known != b):
-            bad.add(b)
+        if e.first <= newest or (newest >= 0 and e.block == newest // level and known != e.block):
+            bad.add(e.block)
     return bad
 
 
-def _advance(state: _Series, entries: list[_Entry]) -> None:
-    for e in entries:
-        if e.last > state.last.get(e.field, state.learned):
-            state.last[e.field] = e.last
-        if e.last > state.frontier:
-            state.frontier = e.last
+def _advance(state: _Series, lasts: Mapping[str, int]) -> None:
+    for name, last in lasts.items():
+        if last > state.last.get(name, state.learned):
+            state.last[name] = last
+        if last > state.frontier:
+            state.frontier = last
 
 
 def _carry(state: _Series, level: int, bad: set[int], owed: dict[str, set[int]]) -> dict[int, _Acc]:
@@ -751,11 +899,11 @@ def _merge(into: _Acc, more: _Acc) -> None:
         cell[4] = max(cell[4], last)
 
 
-def _owe(dirty: _Dirty, key: _Key, entries: Iterable[_Entry]) -> None:
-    """Every block of every level the entries touch is to be recomputed by InfluxDB."""
-    fine = dirty.setdefault(key, {}).setdefault(_FINE, {})
+def _owe(dirty: _Dirty, key: _Key, level: int, entries: Iterable[_Entry]) -> None:
+    """Every block of `level` the entries touch is to be recomputed by InfluxDB."""
+    blocks = dirty.setdefault(key, {}).setdefault(level, {})
     for e in entries:
-        fine.setdefault(e.field, set()).add(e.block)
+        blocks.setdefault(e.field, set()).add(e.block)
 
 
 def _series_where(run: str, rank: int, gpu: str) -> str:
@@ -775,6 +923,25 @@ def _tags(run: str, project: str | None, rank: int, gpu: str) -> dict[str, str |
 def _values(series: dict[str, object]) -> list[list[object]]:
     values = series.get("values")
     return [list(v) for v in values] if isinstance(values, list) else []
+
+
+def _first_row(result: list[dict[str, object]]) -> dict[str, object]:
+    """The first row of a result as column -> value."""
+    for s in result:
+        columns = s.get("columns")
+        if isinstance(columns, list):
+            for row in _values(s):
+                return dict(zip(map(str, columns), row, strict=False))
+    return {}
+
+
+def _unkept_level(key: str) -> tuple[int, str]:
+    """(level, field) of a marker field `unkept_key(level, field)`; (0, "") for another."""
+    stat, sep, name = key.partition(":")
+    prefix = _UNKEPT
+    if sep and stat.startswith(prefix) and stat[len(prefix) :].isdigit():
+        return int(stat[len(prefix) :]), name
+    return 0, ""
 
 
 def _first(result: list[dict[str, object]], column: str) -> object:

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "MIN_BLOCK_POINTS",
     "ROLLUP_LEVELS",
     "STATS_VERSION",
     "block_partials",
@@ -53,6 +54,9 @@ __all__ = [
 
 ROLLUP_LEVELS = (64, 4096)
 """Step blocks kept in `sample_rollups.level`, finest first; each a multiple of the one before."""
+MIN_BLOCK_POINTS = 8
+"""Values a level's blocks must hold on average for a series to keep (and a reader to use) it:
+below that, reading the raw points costs about as much as reading the blocks."""
 
 STATS_VERSION = 1
 """`PRAGMA user_version` of a file with these tables; a lower one gets them when opened."""
@@ -276,12 +280,10 @@ _APPLY = (
 
 _DECIDE_AFTER = 256
 """Points a series has before its rollup levels are chosen (reading fewer raw rows is cheap)."""
-_MIN_BLOCK_POINTS = 8
-
 _DECIDE_ALL = "SELECT run, field FROM sample_stats GROUP BY run, field"
 _DECIDE_BATCH = "SELECT DISTINCT run, field FROM temp.stats_batch"
 _LEVEL_BITS = " | ".join(
-    f"(CASE WHEN sum(s.n) * {level} >= {_MIN_BLOCK_POINTS} * "
+    f"(CASE WHEN sum(s.n) * {level} >= {MIN_BLOCK_POINTS} * "
     f"(max(s.last_step) - min(s.first_step) + 1) THEN {1 << i} ELSE 0 END)"
     for i, level in enumerate(ROLLUP_LEVELS)
 )
@@ -417,7 +419,7 @@ def _fold(
 
 def _decide(db: sqlite3.Connection, candidates: str) -> list[tuple[str, str]]:
     """Choose the rollup levels of series with enough points to tell their density (a level is
-    kept when its blocks hold `_MIN_BLOCK_POINTS` values on average: a run logging every 128
+    kept when its blocks hold `MIN_BLOCK_POINTS` values on average: a run logging every 128
     steps gets 4096-step blocks and no 64-step ones), and build them from the stored rows."""
     decided = db.execute(_DECIDE.format(candidates=candidates)).fetchall()
     for run, field, levels in decided:

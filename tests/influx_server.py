@@ -103,10 +103,18 @@ class InfluxServer:
         stop_process(self.proc)
         self.proc = None
 
-    def post_query(self, q: str) -> None:
-        data = urllib.parse.urlencode({"q": q}).encode()
+    def post_query(self, q: str, database: str | None = None) -> None:
+        params = {"q": q} if database is None else {"q": q, "db": database}
+        data = urllib.parse.urlencode(params).encode()
         with urllib.request.urlopen(f"{self.url}/query", data=data, timeout=10) as r:
             r.read()
+
+    def write(self, database: str, lines: str) -> None:
+        """POST line protocol (timestamps in seconds) to /write."""
+        query = urllib.parse.urlencode({"db": database, "precision": "s"})
+        request = urllib.request.Request(f"{self.url}/write?{query}", data=lines.encode())
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
 
     def raw_query(self, database: str, q: str, epoch: str = "ms") -> dict[str, Any]:
         """The response body as InfluxDB sends it (Grafana's InfluxQL backend asks epoch=ms)."""
@@ -149,6 +157,12 @@ class InfluxDatabase:
 
     def raw_query(self, q: str) -> dict[str, Any]:
         return self.server.raw_query(self.name, q)
+
+    def post_query(self, q: str) -> None:
+        self.server.post_query(q, self.name)
+
+    def write(self, lines: str) -> None:
+        self.server.write(self.name, lines)
 
     def settings(self, store: Path, **changes: Any) -> Any:
         import exporter

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import registry
 from exporter import influx_rollups
 from exporter.direct import DirectRun
 from exporter.forwarder import LineRenderer
-from exporter.influx_rollups import ROLLUP_MARKER, make_rollups, rollup_measurement
+from exporter.influx_rollups import ROLLUP_MARKER, make_rollups, rollup_measurement, unkept_key
 from exporter.lineprotocol import join_lines
 from exporter.outbox import NO_RANK, SampleRow
 from exporter.running_stats import ROLLUP_LEVELS
@@ -66,22 +65,28 @@ def _raw(influx: Any, run: str, measurement: str, field: str, level: int) -> Blo
     return {k: (int(c[0]), c[1], c[2], c[3], int(c[4])) for k, c in sorted(out.items())}
 
 
+def _unkept(influx: Any, run: str) -> dict[str, int]:
+    """The marker's fields saying which levels of which fields are not kept."""
+    rows = influx.query(f'SELECT * FROM "{ROLLUP_MARKER}" WHERE "run" = \'{run}\'')
+    return {k: v for r in rows for k, v in r.items() if k.startswith("unkept") and v is not None}
+
+
 def _assert_exact(influx: Any, run: str, measurement: str, field: str) -> None:
+    """Every level kept for the field equals the raw points; a level not kept is one the field
+    is too sparse for (fewer than 8 values per block on average, by the readers' rule)."""
+    unkept = _unkept(influx, run)
+    rows = influx.query(f'SELECT "{field}" FROM "{measurement}" WHERE "run" = \'{run}\'')
+    steps = [r["time"] for r in rows if r[field] is not None]
     for level in ROLLUP_LEVELS:
+        if unkept_key(level, field) in unkept:
+            assert len(steps) * level < 8 * (max(steps) - min(steps) + 1), (field, level)
+            continue
         kept, raw = _kept(influx, run, field, level), _raw(influx, run, measurement, field, level)
         assert kept.keys() == raw.keys(), f"level {level}"
         for block, want in raw.items():
             got = kept[block]
             assert got[0] == want[0] and got[4] == want[4], (level, block, got, want)
             assert got[1:4] == pytest.approx(want[1:4], rel=1e-9, abs=1e-9), (level, block)
-
-
-def _post(influx: Any, lines: str) -> None:
-    request = urllib.request.Request(
-        f"{influx.url}/write?db={influx.name}&precision=s", data=lines.encode()
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        response.read()
 
 
 def _marked(influx: Any, run: str) -> bool:
@@ -161,8 +166,7 @@ def test_a_run_written_before_rollups_is_rolled_up_whole_at_its_next_write(
     tmp_path: Path, reg: registry.Registry, influx: Any
 ) -> None:
     # points as an older exporter wrote them: no rollups, no marker
-    _post(
-        influx,
+    influx.write(
         "\n".join(
             f"policy,run=old policy_kl={step / 7},step={step}i,wall_time={step}.0 {step}"
             for step in range(10_000)
@@ -182,7 +186,7 @@ def test_refused_lines_are_left_out_of_the_rollups(
     tmp_path: Path, reg: registry.Registry, influx: Any
 ) -> None:
     # an earlier run wrote `policy_kl` as text: this run's policy points are refused (HTTP 400)
-    _post(influx, 'policy,run=earlier policy_kl="text",step=1i 1')
+    influx.write('policy,run=earlier policy_kl="text",step=1i 1')
     settings = influx.settings(tmp_path, batch_size=200)
     with exporter.init("r", registry=reg, settings=settings) as run:
         for step in range(1000):
@@ -310,3 +314,79 @@ def test_columns_sent_sum_into_the_same_blocks_as_the_same_rows() -> None:
         [influx_rollups.SentColumns("r", 1, steps, columns, values), later_rows]
     )
     assert columns_then_rows == influx_rollups._block_sums(replaced)
+
+
+def test_a_field_logged_every_128_steps_keeps_only_its_4096_step_blocks(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    # PPO's rollouts: one value per 128 steps would give every 64-step block one value, five
+    # rollup fields for each raw one, and readers use a level only at 8 values per block
+    settings = influx.settings(tmp_path)
+    run = DirectRun("ppo", project="p", registry=reg, settings=settings, framework=None)
+    for step in range(200_000):
+        values: dict[str, float] = {}
+        if step % 128 == 0:
+            values["policy_kl"] = math.sin(step / 3000)
+        if step < 20_000:  # logged at every step there: dense
+            values["grad_norm"] = step % 11
+        if values:
+            run.log(step, values)
+    assert run.flush(60)
+    run.finish(60)
+    unkept = _unkept(influx, "ppo")
+    assert unkept_key(64, "policy_kl") in unkept
+    assert not {k for k in unkept if k.endswith(":grad_norm") or k == unkept_key(4096, "policy_kl")}
+    # judged after 8 blocks' worth of steps: no 64-step lines for it past the first batches
+    # (a fresh run's first rollup pass sums all InfluxDB holds of it then: a few batches)
+    fine = _kept(influx, "ppo", "policy_kl", 64)
+    assert fine and max(fine) < 20_000
+    _assert_exact(influx, "ppo", "policy", "policy_kl")
+    _assert_exact(influx, "ppo", "optimization", "grad_norm")
+
+
+def test_a_resumed_writer_rebuilds_a_sparse_fields_blocks_from_the_raw_points(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    settings = influx.settings(tmp_path, batch_size=50)
+    with exporter.init("r", registry=reg, settings=settings) as run:
+        for step in range(0, 20_000, 128):
+            run.log(step, {"policy_kl": 1.0, "clip_fraction": step / 20_000})
+    assert unkept_key(64, "policy_kl") in _unkept(influx, "r")
+    with exporter.init("r", registry=reg, settings=settings, resume=True) as run:
+        # from inside a 4096-step block: its 64-step level was never kept, so the 4096-step
+        # block is recomputed from the raw points, not from 64-step blocks
+        for step in range(10_112, 40_000, 128):
+            run.log(step, {"policy_kl": -3.0, "clip_fraction": 0.5})
+    _assert_exact(influx, "r", "policy", "policy_kl")
+    _assert_exact(influx, "r", "policy", "clip_fraction")
+    # steps 8192..9984 of the first run, 10112..12160 of the second
+    assert _kept(influx, "r", "policy_kl", 4096)[8192][:2] == (32, 15 * 1.0 - 17 * 3.0)
+
+
+def test_a_mark_in_a_request_that_failed_is_sent_with_the_next_one(
+    tmp_path: Path, influx_server_factory: Any
+) -> None:
+    server = influx_server_factory()
+    server.post_query('CREATE DATABASE "d"')
+    db = InfluxDatabase(server, "d")
+    settings = db.settings(tmp_path)
+    writer = make_writer(settings)
+    assert writer is not None
+    rollups = make_rollups(settings, writer)
+    assert rollups is not None
+    # judged after 512 steps: in the second request, while InfluxDB is down
+    for first, last, down in ((0, 500, False), (500, 3000, True), (3000, 6000, False)):
+        rows = [
+            ("r", NO_RANK, s, "value", "", "value_loss", s / 3, 0.0)
+            for s in range(first, last, 100)
+        ]
+        writer.write(join_lines(LineRenderer().render(rows, (), {"r": None})))
+        if down:
+            server.stop()  # judged sparse here: the mark cannot be written now
+        rollups.sent(rows, {"r": None})  # never raises
+        assert rollups.keeps("r", "value_loss", 64) == (first == 0)
+        if down:
+            server.start()
+    writer.close()
+    assert unkept_key(64, "value_loss") in _unkept(db, "r")
+    _assert_exact(db, "r", "value", "value_loss")

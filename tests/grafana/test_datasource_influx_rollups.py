@@ -6,7 +6,6 @@ answers from its raw points."""
 from __future__ import annotations
 
 import math
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,10 +17,10 @@ from influx_server import InfluxDatabase, InfluxServer
 
 import registry
 from exporter.direct import DirectRun
-from exporter.influx_rollups import ROLLUP_MARKER
+from exporter.influx_rollups import ROLLUP_MARKER, rollup_measurement, unkept_key
 from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.history import InfluxHistory, InfluxHttp, Points, bucket_plan
-from grafana.datasource.history.influx_rollups import RollupSpan
+from grafana.datasource.history.influx_rollups import RollupSpan, marker_statement, read_marker
 
 STEPS = 40_000
 
@@ -51,28 +50,25 @@ def history(
             values["value_loss"] = _value(step) * 2
         if step % 10 == 0:  # less often than the other field of its measurement
             values["clip_fraction"] = (step % 1000) / 1000
+        if step % 1000 == 0:  # too sparse for either level: the exporter keeps neither
+            values["grad_norm"] = _value(step) + 3
         run.log(step, values)
     run.finish(60)
     run = DirectRun("r", project=None, registry=reg, settings=settings, framework=None, resume=True)
     for step in range(20_100, 21_000):
         run.log(step, {"policy_kl": -2.0})
     run.finish(60)
-    raw = influx_db.query('SELECT * FROM "policy", "value" WHERE "run" = \'r\'')
+    raw = influx_db.query('SELECT * FROM "policy", "value", "optimization" WHERE "run" = \'r\'')
     lines = []
     for row in raw:
         fields = ",".join(
             f"{k}={row[k]!r}"
-            for k in ("policy_kl", "value_loss", "clip_fraction")
+            for k in ("policy_kl", "value_loss", "clip_fraction", "grad_norm")
             if row.get(k) is not None
         )
         lines.append(f"{row['_measurement']},run=legacy {fields},step={row['time']}i {row['time']}")
     for i in range(0, len(lines), 5000):
-        request = urllib.request.Request(
-            f"{influx_db.url}/write?db={influx_db.name}&precision=s",
-            data="\n".join(lines[i : i + 5000]).encode(),
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            response.read()
+        influx_db.write("\n".join(lines[i : i + 5000]))
     yield InfluxHistory(InfluxHttp(influx_db.url, influx_db.name), reg)
 
 
@@ -137,22 +133,53 @@ def test_series_from_rollups_equals_brute_force_bucketing_of_raw_points(
 
 
 @pytest.mark.parametrize(("start", "end", "points"), [(None, None, 1000), (None, None, 5)])
+@pytest.mark.parametrize(
+    ("field", "measurement"), [("value_loss", "value"), ("grad_norm", "optimization")]
+)
 def test_series_too_sparse_for_a_level_is_read_from_raw_points_with_the_same_answers(
     history: InfluxHistory,
     influx_db: InfluxDatabase,
+    field: str,
+    measurement: str,
     start: int | None,
     end: int | None,
     points: int,
 ) -> None:
-    steps, _ = _raw(influx_db, "value_loss", "value")
+    steps, _ = _raw(influx_db, field, measurement)
     span = RollupSpan(int(steps.size), int(steps.min()), int(steps.max()))
-    assert not span.dense_enough(64) and span.dense_enough(4096)
-    expected = _brute_force(influx_db, "value_loss", "value", start, end, points)
+    assert not span.dense_enough(64) and span.dense_enough(4096) == (field == "value_loss")
+    marker = read_marker(history.http.query([marker_statement("\"run\" = 'r'")])[0])
+    assert not marker.keeps(64, field) and marker.keeps(4096, field) == (field == "value_loss")
+    expected = _brute_force(influx_db, field, measurement, start, end, points)
     for run in ("r", "legacy"):
-        got = history.series(run, "value_loss", start, end, points)
+        got = history.series(run, field, start, end, points)
         assert got.bucket == expected.bucket and got.total == expected.total
         assert got.steps.tolist() == expected.steps.tolist()
         np.testing.assert_allclose(got.values, expected.values, rtol=1e-9, atol=1e-12)
+
+
+def test_a_level_the_marker_says_is_not_kept_is_not_read(
+    influx_db: InfluxDatabase, reg: registry.Registry, tmp_path: Path
+) -> None:
+    # dense enough for 64-step blocks by the readers' rule, but the exporter stopped keeping
+    # them at step 5000 (as when one rank found the field sparse): reading them would lose the
+    # steps after that
+    settings = influx_db.settings(tmp_path)
+    run = DirectRun("m", project=None, registry=reg, settings=settings, framework=None)
+    for step in range(10_000):
+        run.log(step, {"policy_kl": _value(step)})
+    run.finish(60)
+    influx_db.post_query(
+        f'DELETE FROM "{rollup_measurement(64)}" WHERE "run" = \'m\' AND time >= 5000s'
+    )
+    influx_db.write(f"{ROLLUP_MARKER},run=m {unkept_key(64, 'policy_kl')}=5000i 0")
+    history = InfluxHistory(InfluxHttp(influx_db.url, influx_db.name), reg)
+    got = history.series("m", "policy_kl", None, None, 100)
+    assert got.total == 10_000 and got.bucket == 128  # laid on 64-step blocks
+    values = np.array([_value(s) for s in range(10_000)])
+    keys = np.arange(10_000) // 128
+    means = [values[keys == k].mean() for k in np.unique(keys)]
+    np.testing.assert_allclose(got.values, means, rtol=1e-9)
 
 
 def test_whole_run_stats_from_rollups_match_the_raw_points(
@@ -160,7 +187,11 @@ def test_whole_run_stats_from_rollups_match_the_raw_points(
 ) -> None:
     assert influx_db.query(f'SELECT * FROM "{ROLLUP_MARKER}" WHERE "run" = \'r\'')
     assert not influx_db.query(f'SELECT * FROM "{ROLLUP_MARKER}" WHERE "run" = \'legacy\'')
-    for field, measurement in (("policy_kl", "policy"), ("value_loss", "value")):
+    for field, measurement in (
+        ("policy_kl", "policy"),
+        ("value_loss", "value"),
+        ("grad_norm", "optimization"),  # no 4096-step blocks kept: from the raw points
+    ):
         _, values = _raw(influx_db, field, measurement)
         for run in ("r", "legacy"):
             stats = history.stats(run, [field, "raw_reward"])

@@ -4,36 +4,64 @@ A run the exporter has rolled up carries a point in `ROLLUP_MARKER`; for it, who
 are the sums of its 4096-step blocks (a few hundred points at a million steps) and a long series
 sums whole blocks of the level `bucket_plan` chose, reading raw points only in the partial blocks
 at the edges of the range, as the embedded store does with the outbox's rollups. A level is used
-only where the series is dense enough for it (its blocks hold 8 values on average, the outbox's
-rule); a sparser series is bucketed from its raw points, which are few. A run without the marker
-(written before rollups, or through InfluxDB 2.x) is read from the raw points.
+only where the series is dense enough for it (its blocks hold `MIN_BLOCK_POINTS` values on
+average, the outbox's rule) and the marker does not say the exporter stopped keeping it for that
+field (`unkept_key`: it does so for a field too sparse for the level); otherwise the series is
+bucketed, and its whole-run statistics counted, from its raw points, which are few for such a
+field. A run without the marker (written before rollups, or through InfluxDB 2.x) is read from
+the raw points.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from exporter.influx_rollups import ROLLUP_MARKER, rollup_key, rollup_measurement
-from exporter.running_stats import ROLLUP_LEVELS
+from exporter.influx_rollups import ROLLUP_MARKER, rollup_key, rollup_measurement, unkept_key
+from exporter.running_stats import MIN_BLOCK_POINTS, ROLLUP_LEVELS
 
 from .base import BucketPlan, FieldStats, Points, points_from
 from .influx_http import InfluxHttp, ResultSeries, first_number
 from .quoting import quote_ident
 
-__all__ = ["MIN_BLOCK_POINTS", "RollupSpan", "rolled_up", "rollup_series", "rollup_stats"]
-
-MIN_BLOCK_POINTS = 8
-"""Values a level's blocks must hold on average for a reader to use it (as the outbox decides)."""
+__all__ = [
+    "RollupMarker",
+    "RollupSpan",
+    "marker_statement",
+    "read_marker",
+    "rollup_series",
+    "rollup_stats",
+]
 
 
 def marker_statement(where: str) -> str:
-    return f'SELECT last("version") FROM {quote_ident(ROLLUP_MARKER)} WHERE {where}'
+    return f"SELECT * FROM {quote_ident(ROLLUP_MARKER)} WHERE {where}"
 
 
-def rolled_up(result: list[ResultSeries]) -> bool:
-    """Whether the marker statement's result says the run's rollups are complete."""
-    return first_number(result, "last") is not None
+@dataclass(frozen=True)
+class RollupMarker:
+    """What a run's marker says: whether its rollups are complete, and which levels of which
+    fields the exporter does not keep."""
+
+    complete: bool
+    unkept: frozenset[str]  # marker fields `unkept_key(level, field)`
+
+    def keeps(self, level: int, field: str) -> bool:
+        return self.complete and unkept_key(level, field) not in self.unkept
+
+
+def read_marker(result: list[ResultSeries]) -> RollupMarker:
+    """The marker statement's result."""
+    complete = first_number(result, "version") is not None
+    unkept: set[str] = set()
+    for series in result:
+        for row in series.values:
+            unkept.update(
+                str(c)
+                for c, v in zip(series.columns, row, strict=False)
+                if v is not None and str(c) != "version" and ":" in str(c)
+            )
+    return RollupMarker(complete, frozenset(unkept))
 
 
 def count_statement(where: str, field: str) -> str:
@@ -43,10 +71,30 @@ def count_statement(where: str, field: str) -> str:
     return f'SELECT sum({n}) AS "n", sum({total}) AS "sum" FROM {source} WHERE {where}'
 
 
-def rollup_stats(http: InfluxHttp, where: str, fields: Sequence[str]) -> dict[str, FieldStats]:
-    results = http.query([count_statement(where, f) for f in fields])
+def rollup_stats(
+    http: InfluxHttp, where: str, fields: Sequence[str], source: Callable[[str], str]
+) -> dict[str, FieldStats] | None:
+    """Whole-run statistics of a rolled-up run (None: it is not, or not yet): from the 4096-step
+    blocks, or from the raw points in `source(field)` for a field whose blocks are not kept."""
+    results = http.query([marker_statement(where), *(count_statement(where, f) for f in fields)])
+    marker = read_marker(results[0])
+    if not marker.complete:
+        return None
+    coarse = ROLLUP_LEVELS[-1]
+    raw = [f for f in fields if not marker.keeps(coarse, f)]
+    counted = dict(zip(fields, results[1:], strict=True))
+    if raw:
+        again = http.query(
+            [
+                f'SELECT count({quote_ident(f)}) AS "n", sum({quote_ident(f)}) AS "sum" '
+                f"FROM {source(f)} WHERE {where}"
+                for f in raw
+            ]
+        )
+        counted.update(zip(raw, again, strict=True))
     out: dict[str, FieldStats] = {}
-    for name, result in zip(fields, results, strict=True):
+    for name in fields:
+        result = counted[name]
         count = int(first_number(result, "n") or 0)
         total = first_number(result, "sum") or 0.0
         out[name] = FieldStats(count, total / count if count else None)

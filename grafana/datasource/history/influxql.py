@@ -40,7 +40,7 @@ from .influx_rollups import (
     RollupSpan,
     count_statement,
     marker_statement,
-    rolled_up,
+    read_marker,
     rollup_series,
     rollup_stats,
 )
@@ -197,7 +197,7 @@ class InfluxHistory:
         first = data_first if start is None else lo
         last = data_last if end is None else hi
         plan = bucket_plan(first, last, max_points)
-        if plan.level in ROLLUP_LEVELS and rolled_up(edges[2]):
+        if plan.level in ROLLUP_LEVELS and read_marker(edges[2]).keeps(plan.level, field):
             # the outbox's rule: a level only where its blocks hold enough values on average
             span = RollupSpan(
                 int(_first_value(edges[5], "n") or 0),
@@ -294,10 +294,11 @@ class InfluxHistory:
         names = list(dict.fromkeys(fields))
         if not names:
             return {}
-        if self.recent.get(
-            ("rolled up", run), lambda: rolled_up(self.http.query([marker_statement(where)])[0])
-        ):
-            return rollup_stats(self.http, where, names)
+        # the marker is read with the blocks, not kept for a moment: a level the exporter stops
+        # keeping must be read from the raw points from then on
+        rolled = rollup_stats(self.http, where, names, self._from)
+        if rolled is not None:
+            return rolled
         return self.folded.stats(self.http, run, where, names, self._from)
 
     def events(self, run: str, limit: int) -> tuple[Event, ...]:

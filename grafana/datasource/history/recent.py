@@ -1,6 +1,5 @@
-"""Answers kept for a moment: one card request asks for the run list and a run's rollup marker
-a dozen times, and neither changes within a second that matters (a run listed or rolled up a
-second late is read the slower, equally exact way meanwhile)."""
+"""Answers kept for a moment: one card request asks for the run list a dozen times, and it does
+not change within a second that matters (a run listed a second late is shown a second later)."""
 
 from __future__ import annotations
 
