@@ -111,6 +111,8 @@ ROLLUP_VERSION = 1
 _CACHE_LIMIT = 10_000
 _SKIP = frozenset({"run_config", "events", ROLLUP_MARKER})
 _BACKFILL_STEPS = 16 * ROLLUP_LEVELS[-1]  # steps per backfill statement
+_STATEMENTS_PER_REQUEST = 200
+_ROLLUP_PREFIX = "rlvitals_rollup_"
 _FINE, _COARSE = ROLLUP_LEVELS
 _UNKEPT = "unkept"
 _JUDGE_BLOCKS = 8
@@ -119,7 +121,7 @@ sparse for that level (at 64 steps: 512 steps, a few values even at a stride of 
 
 
 def rollup_measurement(level: int) -> str:
-    return f"rlvitals_rollup_{level}"
+    return f"{_ROLLUP_PREFIX}{level}"
 
 
 def rollup_key(stat: str, field_name: str) -> str:
@@ -494,9 +496,14 @@ class InfluxRollups:
         lasts: dict[_Key, dict[str, int]] = {}
         try:
             backfilled: set[str] = set()
+            fresh: set[str] = set()
             if batch is not None:
-                runs = sorted({c[1] for c in batch.combos} - self._covered)
-                backfilled = {run for run in runs if self._cover(run)}
+                for run in sorted({c[1] for c in batch.combos} - self._covered):
+                    found = self._cover(run, batch if exact else None)
+                    if found == "fresh":
+                        fresh.add(run)
+                    elif found == "backfilled":
+                        backfilled.add(run)
                 spans = batch.spans()
                 self._judge(batch, spans)
                 for code, _, _, last in spans:
@@ -506,9 +513,12 @@ class InfluxRollups:
                     keep = np.array([self.keeps(c[1], c[4], level) for c in batch.combos])
                     for key, entries in batch.sums(level, keep).items():
                         grouped.setdefault(key, {lv: [] for lv in ROLLUP_LEVELS})[level] = entries
-            new = [k for k in grouped if k not in self._series]
+            new = [k for k in grouped if k not in self._series and k[1] not in fresh]
             if new:
                 self._learn(new)
+            for key in grouped:
+                if key[1] in fresh:  # InfluxDB holds nothing of it but this batch
+                    self._series.setdefault(key, _Series(-1))
             lines = self._mark_lines()
             for key, by_level in grouped.items():
                 state = self._series[key]
@@ -523,6 +533,10 @@ class InfluxRollups:
                     _advance(state, lasts[key])
                     continue
                 lines += self._fold(key, state, by_level, lasts[key], projects.get(key[1]), dirty)
+            for run in sorted(fresh):  # complete once this request is in
+                line = format_line(ROLLUP_MARKER, {"run": run}, {"version": ROLLUP_VERSION}, 0)
+                assert line is not None
+                lines.append(line)
             if lines:
                 self._writer.write(join_lines(lines))
             self._unsent_marks.clear()
@@ -538,6 +552,7 @@ class InfluxRollups:
                 if known is not None:
                     known.open = dict.fromkeys(ROLLUP_LEVELS)
             self._owed = dirty
+            self._covered -= fresh  # its marker may not be written: looked at again next time
             raise
 
     def _judge(self, batch: _Batch, spans: list[tuple[int, int, int, int]]) -> None:
@@ -695,10 +710,11 @@ class InfluxRollups:
             if acc is not None:
                 state.open[level] = (state.frontier // level, acc)
 
-    def _cover(self, run: str) -> bool:
+    def _cover(self, run: str, batch: _Batch | None) -> str:
         """Learn the run's marker: the levels of its fields not kept, and whether its rollups are
-        complete. A run without it has points from before rollups: roll all of them up once
-        (True when it did)."""
+        complete ("covered"). A run without it is either new, InfluxDB holding nothing of it but
+        `batch` ("fresh": its rollups are summed here from the batch, and the marker written with
+        them), or has points from before rollups: all of them are rolled up once ("backfilled")."""
         where = f'"run" = {_literal(run)}'
         (marker,) = self._query.run(
             [f"SELECT * FROM {self._rp}{_ident(ROLLUP_MARKER)} WHERE {where}"]
@@ -707,15 +723,47 @@ class InfluxRollups:
             level, name = _unkept_level(key)
             if level in ROLLUP_LEVELS and value is not None:
                 self._unkept.setdefault((run, name), set()).add(level)
-        if _first(marker, "version") is None:
-            self._backfill(run)
-            line = format_line(ROLLUP_MARKER, {"run": run}, {"version": ROLLUP_VERSION}, 0)
-            assert line is not None
-            self._writer.write(join_lines([line]))
-            self._covered.add(run)
-            return True
         self._covered.add(run)
-        return False
+        if _first(marker, "version") is not None:
+            return "covered"
+        if batch is not None and self._holds_only(run, batch):
+            return "fresh"
+        self._backfill(run)
+        line = format_line(ROLLUP_MARKER, {"run": run}, {"version": ROLLUP_VERSION}, 0)
+        assert line is not None
+        self._writer.write(join_lines([line]))
+        return "backfilled"
+
+    def _holds_only(self, run: str, batch: _Batch) -> bool:
+        """Whether InfluxDB's points of the run are exactly the lines of `batch` (all written):
+        as many lines per measurement as the batch has distinct (series, step) keys there. A
+        line the batch does not see (only text, or from elsewhere) makes it False."""
+        combos = batch.combos
+        chosen = [i for i, c in enumerate(combos) if c[1] == run and c[0] not in _SKIP]
+        if not chosen:
+            return False
+        series: dict[tuple[str, int, str], int] = {}
+        sid = np.full(len(combos), -1, dtype=np.int64)
+        for i in chosen:
+            sid[i] = series.setdefault((combos[i][0], combos[i][2], combos[i][3]), len(series))
+        ids = sid[batch.codes]
+        mine = ids >= 0
+        keys = np.unique(np.stack([ids[mine], batch.steps[mine]]), axis=1)
+        measurement_of = [m for m, _, _ in series]
+        ours: dict[str, int] = {}
+        for s in keys[0].tolist():
+            ours[measurement_of[s]] = ours.get(measurement_of[s], 0) + 1
+        (counted,) = self._query.run(
+            [f'SELECT count("step") FROM {self._rp}/.*/ WHERE "run" = {_literal(run)}']
+        )
+        held: dict[str, int] = {}
+        for s in counted:
+            name = str(s.get("name"))
+            if name in _SKIP or name.startswith(_ROLLUP_PREFIX):
+                continue
+            value = _first([s], "count")
+            held[name] = int(value) if isinstance(value, int | float) else 0
+        return held == ours
 
     def _backfill(self, run: str) -> None:
         where = f'"run" = {_literal(run)}'
@@ -724,9 +772,7 @@ class InfluxRollups:
             str(row[0])
             for s in names
             for row in _values(s)
-            if row
-            and str(row[0]) not in _SKIP
-            and not str(row[0]).startswith(rollup_measurement(0)[:-1])
+            if row and str(row[0]) not in _SKIP and not str(row[0]).startswith(_ROLLUP_PREFIX)
         ]
         if not measurements:
             return
@@ -734,6 +780,7 @@ class InfluxRollups:
         lasts = self._query.run(
             [f'SELECT last("step") FROM {self._rp}{_ident(m)} WHERE {where}' for m in measurements]
         )
+        statements: list[str] = []  # in one request: each costs InfluxDB a write of its own
         for m, fields_r, last_r in zip(measurements, keys, lasts, strict=True):
             last = _first(last_r, "last")
             if not isinstance(last, int | float):
@@ -749,10 +796,13 @@ class InfluxRollups:
             for lo in range(0, int(last) + 1, _BACKFILL_STEPS):
                 # nothing past the step it learnt: a later batch may be in InfluxDB already
                 hi = min(lo + _BACKFILL_STEPS, int(last) + 1)
-                self._query.run(
-                    [self._raw_into(m, where, name, lo, hi, _FINE) for name in names_m]
-                    + [self._coarse_into(where, names_m, lo, hi)]
-                )
+                statements += [self._raw_into(m, where, name, lo, hi, _FINE) for name in names_m]
+                statements.append(self._coarse_into(where, names_m, lo, hi))
+                if len(statements) >= _STATEMENTS_PER_REQUEST:
+                    self._query.run(statements)
+                    statements = []
+        if statements:
+            self._query.run(statements)
         _log.info("rlvitals: rolled up run %r written before InfluxDB rollups", run)
 
     def _recompute(self, dirty: _Dirty) -> None:
