@@ -1,7 +1,7 @@
 """Import throughput: a large TensorBoard log through `rlvitals import`'s pipeline into InfluxDB,
 versus POSTing the same line-protocol bytes straight to the same InfluxDB's /write.
 
-    python bench/bench_import.py [--steps 20000] [--tags 10] [--rounds 3]
+    python bench/bench_import.py [--steps 20000] [--tags 10] [--stride 128] [--rounds 3]
 
 Starts its own influxd (Debian's `influxdb`) on free loopback ports in a temporary folder, writes
 one event file the way torch's SummaryWriter does (one event per scalar, float32 values of a
@@ -66,7 +66,7 @@ _TAGS = [
 ]
 
 
-def make_log(folder: Path, steps: int, tags: int) -> Path:
+def make_log(folder: Path, steps: int, tags: int, stride: int = 128) -> Path:
     writer = EventFileWriter(str(folder), max_queue_size=1000)
     names = (_TAGS * (tags // len(_TAGS) + 1))[:tags]
     names = [n if i < len(_TAGS) else f"{n}_{i}" for i, n in enumerate(names)]
@@ -77,7 +77,7 @@ def make_log(folder: Path, steps: int, tags: int) -> Path:
             # a random walk kept inside every metric's limits, like a real training curve
             level[i] = min(0.99, max(0.01, level[i] + rng.gauss(0.0, 0.01)))
             summary = Summary(value=[Summary.Value(tag=tag, simple_value=level[i])])
-            writer.add_event(Event(wall_time=1.7e9 + step, step=step * 128, summary=summary))
+            writer.add_event(Event(wall_time=1.7e9 + step, step=step * stride, summary=summary))
     writer.close()
     return next(folder.glob("events.out.tfevents.*"))
 
@@ -132,6 +132,9 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--tags", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
+    # 128: a log step per PPO rollout (CleanRL's global_step); 1: a value at every step, where
+    # the 64-step rollups are kept too
+    ap.add_argument("--stride", type=int, default=128, help="steps between logged points")
     args = ap.parse_args()
     reg = registry.load()
     scalars = args.steps * args.tags
@@ -178,7 +181,7 @@ def main() -> int:
         try:
             log_dir = work / "logs" / "bench_run"
             t0 = time.perf_counter()
-            make_log(log_dir, args.steps, args.tags)
+            make_log(log_dir, args.steps, args.tags, args.stride)
             print(
                 f"wrote {scalars:,} scalars ({args.steps:,} steps x {args.tags} tags) "
                 f"in {time.perf_counter() - t0:.1f} s"
