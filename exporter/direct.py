@@ -8,7 +8,8 @@ one: it is on disk before the import starts and stays there, and every write is 
 outbox first would only double the disk work (it is most of an import's time), so `DirectRun`
 translates records on the reader's thread (the same `Translator`, so names, transforms, policies,
 non-finite handling and `resume` events are the same), renders each batch there too
-(`StepRenderer`), and a sender thread POSTs it while the next batch is read. What does go to the outbox:
+(`StepRenderer`), and a sender thread POSTs it while the next batch is read; the batch's InfluxDB
+rollups are then kept by a thread of their own (`RollupWorker`), over a connection of their own. What does go to the outbox:
 
 - the run (`runs` table), its last step (`run_progress`) and how far each file was read
   (`source_positions`), written only after everything read before them was accepted, so a later

@@ -52,12 +52,11 @@ running; 30 metrics in 9 measurements):
   took 29.7 ms to write and 39.4 ms (one statement per measurement, whose last step is then per
   measurement, not per field) or 91.9 ms (one per field) to roll up: the import would run at a half
   to a quarter of its speed.
-- These Python sums (`bench/bench_cards.py`, writer cost, 100,000 steps x 30 metrics, fresh
-  databases, one run): `rlvitals import` 247k and 224k values/s without rollups, 196k with (0.79 to
-  0.88); a training process's outbox and forwarder 62.7k and 56.1k values/s (0.89). Isolated, the
-  sums cost 0.42 us per value; most of the rest is the extra request per batch and taking turns
-  at the GIL with the reading thread. On their own thread (tried) they were slower still for the
-  import (three threads taking turns at the GIL).
+- These Python sums, for `rlvitals import` (`bench/bench_import.py`, quiet machine, against
+  POSTing the same bodies): 0.81 of the floor for 200k scalars logged every 128 steps, 0.85 for
+  1M, 0.87 for 1M logged at every step, with the rollups on their own thread and connection
+  (`exporter.rollup_worker`). Keeping 64-step blocks of the sparse fields too, on the sender's
+  thread, it was 0.44: five rollup fields per raw value, summed and rendered in Python.
 
 Failures never reach the writer: a rollup write or query that fails is logged and its blocks are
 owed (recomputed by InfluxDB at the next call). Not kept: a process killed between writing a batch
