@@ -20,6 +20,7 @@ from exporter.direct import DirectRun
 from exporter.influx_rollups import ROLLUP_MARKER, rollup_measurement, unkept_key
 from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.history import InfluxHistory, InfluxHttp, Points, bucket_plan
+from grafana.datasource.history.influx_http import first_number
 from grafana.datasource.history.influx_rollups import RollupSpan, marker_statement, read_marker
 
 STEPS = 40_000
@@ -245,3 +246,16 @@ def test_card_windows_hold_each_fields_newest_values_whatever_its_cadence(
             steps, values = _raw(influx_db, field, measurement)
             assert got[field].steps.tolist() == steps[-last_n:].tolist()
             np.testing.assert_allclose(got[field].values, values[-last_n:], rtol=1e-12)
+
+
+def test_statements_spread_over_requests_answer_as_one_request_does(
+    history: InfluxHistory,
+) -> None:
+    statements = [
+        f'SELECT count("policy_kl") FROM "policy" WHERE "run" = \'r\' AND time < {n}s'
+        for n in (10, 100, 1000, 5000, 20_000, 30_000, 39_000)
+    ]
+    one = history.http.query(statements)
+    assert [first_number(r, "count") for r in one] == [10, 100, 1000, 5000, 20_000, 30_000, 39_000]
+    for ways in (1, 2, 3, 7, 20):
+        assert history.http.query_spread(statements, ways) == one

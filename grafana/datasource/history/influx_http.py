@@ -12,6 +12,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +82,20 @@ class InfluxHttp:
                 f"cannot query InfluxDB at {redact_url(self.url)}: {exc}"
             ) from exc
         return _results(payload, len(statements))
+
+    def query_spread(self, statements: Sequence[str], ways: int) -> list[list[ResultSeries]]:
+        """`query`, the statements spread over up to `ways` requests made at once: InfluxDB runs
+        a request's statements one after the other, and separate requests side by side. Worth it
+        for heavy statements only (measured: the cards' nine newest-2000-rows statements at 1M
+        steps took 97 ms in one request, 58 ms in nine at once)."""
+        ways = max(1, min(ways, len(statements)))
+        if ways == 1:
+            return self.query(statements)
+        size = -(-len(statements) // ways)
+        chunks = [statements[i : i + size] for i in range(0, len(statements), size)]
+        with ThreadPoolExecutor(len(chunks), thread_name_prefix="rlvitals-influx") as pool:
+            results = list(pool.map(self.query, chunks))
+        return [r for chunk in results for r in chunk]
 
 
 def _results(payload: object, expected: int) -> list[list[ResultSeries]]:

@@ -54,6 +54,7 @@ _EVENTS = "events"
 _RUN_CONFIG = "run_config"
 _MAX_STEP = 2**62 // 10**9  # InfluxDB timestamps are int64 nanoseconds
 _NUMBERS = (int, float)
+_WINDOW_REQUESTS = 9  # the newest rows of each measurement: heavy, so one request each at once
 _EVENT_SKIP = frozenset({"time", "run", "project", "kind", "text", "step", "wall_time"})
 
 
@@ -264,12 +265,13 @@ class InfluxHistory:
             by_source.setdefault(self._from(f), []).append(f)
         limit = f"ORDER BY time DESC LIMIT {int(last_n)}"
         sources = list(by_source)
-        results = self.http.query(
+        results = self.http.query_spread(
             [
                 f"SELECT {', '.join(quote_ident(f) for f in by_source[src])} FROM {src} "
                 f"WHERE {where} {limit}"
                 for src in sources
-            ]
+            ],
+            _WINDOW_REQUESTS,
         )
         found: dict[str, tuple[list[int], list[float | None]]] = {}
         alone: list[tuple[str, str]] = []
