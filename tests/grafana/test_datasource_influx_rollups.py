@@ -21,7 +21,12 @@ from exporter.influx_rollups import ROLLUP_MARKER, rollup_measurement, unkept_ke
 from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.history import InfluxHistory, InfluxHttp, Points, bucket_plan
 from grafana.datasource.history.influx_http import first_number
-from grafana.datasource.history.influx_rollups import RollupSpan, marker_statement, read_marker
+from grafana.datasource.history.influx_rollups import (
+    RollupSpan,
+    marker_statement,
+    read_marker,
+    window_bounds,
+)
 
 STEPS = 40_000
 
@@ -259,3 +264,26 @@ def test_statements_spread_over_requests_answer_as_one_request_does(
     assert [first_number(r, "count") for r in one] == [10, 100, 1000, 5000, 20_000, 30_000, 39_000]
     for ways in (1, 2, 3, 7, 20):
         assert history.http.query_spread(statements, ways) == one
+
+
+def test_card_windows_are_whole_when_the_rollups_bound_them_too_tightly(
+    influx_db: InfluxDatabase, reg: registry.Registry, tmp_path: Path
+) -> None:
+    # the rollups bound the newest-rows statements; counts that ran ahead of the points (here
+    # made up) would cut the window short, so a short answer is asked again without the bound
+    settings = influx_db.settings(tmp_path)
+    run = DirectRun("w", project=None, registry=reg, settings=settings, framework=None)
+    for step in range(10_000):
+        run.log(step, {"policy_kl": _value(step)})
+    run.finish(60)
+    history = InfluxHistory(InfluxHttp(influx_db.url, influx_db.name), reg)
+    assert window_bounds(history.http, "\"run\" = 'w'", {'"policy"': ["policy_kl"]}, 2000) == {
+        '"policy"': 4096
+    }
+    influx_db.write(f"{rollup_measurement(4096)},run=w n:policy_kl=100000i 8192")
+    assert window_bounds(history.http, "\"run\" = 'w'", {'"policy"': ["policy_kl"]}, 2000) == {
+        '"policy"': 8192
+    }
+    got = history.windows("w", ["policy_kl"], 2000)["policy_kl"]
+    assert got.steps.tolist() == list(range(8000, 10_000))
+    np.testing.assert_allclose(got.values, [_value(s) for s in range(8000, 10_000)])

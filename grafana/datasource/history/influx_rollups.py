@@ -14,7 +14,7 @@ the raw points.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from exporter.influx_rollups import ROLLUP_MARKER, rollup_key, rollup_measurement, unkept_key
@@ -25,13 +25,18 @@ from .influx_http import InfluxHttp, ResultSeries, first_number
 from .quoting import quote_ident
 
 __all__ = [
+    "BOUND_BLOCKS",
     "RollupMarker",
     "RollupSpan",
     "marker_statement",
     "read_marker",
     "rollup_series",
     "rollup_stats",
+    "window_bounds",
 ]
+
+BOUND_BLOCKS = 16
+"""Newest 4096-step blocks read to bound the cards' windows (`window_bounds`)."""
 
 
 def marker_statement(where: str) -> str:
@@ -167,3 +172,45 @@ def rollup_series(
     total = int(sum(c[0] for c in ordered))
     p = points_from([int(c[2]) for c in ordered], [c[1] / c[0] for c in ordered], plan.size, total)
     return Points(p.steps[:max_points], p.values[:max_points], plan.size, total)
+
+
+def window_bounds(
+    http: InfluxHttp, where: str, sources: Mapping[str, Sequence[str]], last_n: int
+) -> dict[str, int]:
+    """For each source (measurement) whose newest `last_n` rows lie within the run's newest
+    `BOUND_BLOCKS` 4096-step blocks, the first step of the oldest block needed: its fields' counts
+    in those blocks (the rollups' `n`) reach `last_n`. A statement asking for the newest rows
+    reads about half as much with that lower bound (measured at 1M steps: 11 -> 5 ms). The counts
+    can only be too low (rollups written after the points), which moves a bound back; a bounded
+    statement that still returns fewer than `last_n` rows is asked again without it."""
+    fields = sorted({f for names in sources.values() for f in names})
+    coarse = ROLLUP_LEVELS[-1]
+    counts = ", ".join(quote_ident(rollup_key("n", f)) for f in fields)
+    marker, blocks = http.query(
+        [
+            marker_statement(where),
+            f"SELECT {counts} FROM {quote_ident(rollup_measurement(coarse))} WHERE {where} "
+            f"ORDER BY time DESC LIMIT {BOUND_BLOCKS}",
+        ]
+    )
+    held = read_marker(marker)
+    per_block: dict[int, dict[str, float]] = {}
+    for series in blocks:
+        it = series.column("time")
+        if it is None:
+            continue
+        for row in series.values:
+            cell = per_block.setdefault(int(row[it]), {})
+            for column, value in zip(series.columns, row, strict=False):
+                name = str(column).partition(":")[2]
+                if isinstance(value, int | float) and held.keeps(coarse, name):
+                    cell[name] = cell.get(name, 0.0) + float(value)
+    bounds: dict[str, int] = {}
+    seen: dict[str, float] = {}
+    for start in sorted(per_block, reverse=True):
+        for name, n in per_block[start].items():
+            seen[name] = seen.get(name, 0.0) + n
+        for src, names in sources.items():
+            if src not in bounds and max((seen.get(f, 0.0) for f in names), default=0) >= last_n:
+                bounds[src] = start
+    return bounds

@@ -43,6 +43,7 @@ from .influx_rollups import (
     read_marker,
     rollup_series,
     rollup_stats,
+    window_bounds,
 )
 from .influx_stats import IncrementalStats
 from .quoting import quote_ident, quote_string
@@ -265,14 +266,23 @@ class InfluxHistory:
             by_source.setdefault(self._from(f), []).append(f)
         limit = f"ORDER BY time DESC LIMIT {int(last_n)}"
         sources = list(by_source)
-        results = self.http.query_spread(
-            [
-                f"SELECT {', '.join(quote_ident(f) for f in by_source[src])} FROM {src} "
-                f"WHERE {where} {limit}"
-                for src in sources
-            ],
-            _WINDOW_REQUESTS,
-        )
+        bounds = window_bounds(self.http, where, by_source, last_n)
+
+        def newest(src: str, bounded: bool) -> str:
+            since = f" AND time >= {bounds[src]}s" if bounded and src in bounds else ""
+            columns = ", ".join(quote_ident(f) for f in by_source[src])
+            return f"SELECT {columns} FROM {src} WHERE {where}{since} {limit}"
+
+        results = self.http.query_spread([newest(src, True) for src in sources], _WINDOW_REQUESTS)
+        short = [
+            i
+            for i, src in enumerate(sources)
+            if src in bounds and sum(len(r.values) for r in results[i]) < last_n
+        ]
+        if short:  # a bound too tight (rollups behind the points): without it
+            again = self.http.query([newest(sources[i], False) for i in short])
+            for i, rows in zip(short, again, strict=True):
+                results[i] = rows
         found: dict[str, tuple[list[int], list[float | None]]] = {}
         alone: list[tuple[str, str]] = []
         for src, rows in zip(sources, results, strict=True):
