@@ -15,9 +15,10 @@ the run's marker point, in the request that first leaves those lines out, and wr
 them (nor of any finer level). Readers do not use a level a field has that mark for; they read its
 raw points, which are few for such a field. Without this a log stepping by 128 or 2048 (PPO's
 usual rollout length) would send five rollup fields for every raw value. The marker's fields
-merge (InfluxDB 1.x keeps the union of a point's fields written at one timestamp and tag set:
-docs.influxdata.com/influxdb/v1.8/troubleshooting/frequently-asked-questions/, "How does
-InfluxDB handle duplicate points?"), so a mark any rank writes holds for the run. A writer
+merge: for points of one measurement, tag set and timestamp "InfluxDB creates a union of the old
+and new field sets" (docs.influxdata.com/influxdb/v2/write-data/best-practices/duplicate-points/;
+1.6 here does the same: `tests/grafana/test_datasource_influx_rollups.py` writes a mark beside
+the version and reads both), so a mark any rank writes holds for the run. A writer
 learns a run's marks at its first batch for it.
 
 How they are kept (`InfluxRollups.sent`, called once after a batch was written, on the writer's
