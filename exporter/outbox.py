@@ -190,34 +190,41 @@ ON CONFLICT (run, rank, step, measurement, gpu, field) DO UPDATE SET
     value = excluded.value, wall_time = excluded.wall_time, seq = excluded.seq, sent = 0
 """
 
-# A columnar block (`SampleBlock`) in three statements whatever its size: its steps and columns
-# into two per-connection tables keyed by position, then every value, numbered in row-major
-# order, joined to its step and column by the position it has in the JSON array.
+# A columnar block (`SampleBlock`) in one statement whatever its size: a row into `block_call`,
+# whose trigger puts its steps and columns into two per-connection tables keyed by position, then
+# every value, numbered in row-major order, joined to its step and column by the position it has
+# in the JSON array. One statement, not five: each lets go of the GIL and must take it back
+# (see `running_stats._FOLD_CALL`). A trigger's INSERT and DELETE name their tables unqualified.
 _BLOCK_TABLES = (
     "CREATE TEMP TABLE IF NOT EXISTS block_steps "
     "(i INTEGER PRIMARY KEY, step INTEGER NOT NULL, wall_time REAL NOT NULL)",
     "CREATE TEMP TABLE IF NOT EXISTS block_columns "
     "(i INTEGER PRIMARY KEY, measurement TEXT NOT NULL, gpu TEXT NOT NULL, field TEXT NOT NULL)",
-)
-_BLOCK_STEPS = """
-INSERT INTO temp.block_steps (i, step, wall_time)
-SELECT key, json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:steps)
-"""
-_BLOCK_COLUMNS = """
-INSERT INTO temp.block_columns (i, measurement, gpu, field)
+    "CREATE TEMP TABLE IF NOT EXISTS block_call (run TEXT, rank INTEGER, first INTEGER, "
+    "width INTEGER, steps TEXT, columns TEXT, vals TEXT)",
+    """CREATE TEMP TRIGGER IF NOT EXISTS block_call_apply AFTER INSERT ON block_call
+BEGIN
+INSERT INTO block_steps (i, step, wall_time)
+SELECT key, json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(NEW.steps);
+INSERT INTO block_columns (i, measurement, gpu, field)
 SELECT key, json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]')
-FROM json_each(:columns)
-"""
-_UPSERT_BLOCK = """
+FROM json_each(NEW.columns);
 INSERT INTO samples (run, rank, step, measurement, gpu, field, value, wall_time, seq, sent)
-SELECT :run, :rank, s.step, c.measurement, c.gpu, c.field, v.value, s.wall_time, :first + v.key, 0
-FROM json_each(:values) v
-JOIN temp.block_steps s ON s.i = v.key / :width
-JOIN temp.block_columns c ON c.i = v.key % :width
+SELECT NEW.run, NEW.rank, s.step, c.measurement, c.gpu, c.field, v.value, s.wall_time,
+       NEW.first + v.key, 0
+FROM json_each(NEW.vals) v
+JOIN temp.block_steps s ON s.i = v.key / NEW.width
+JOIN temp.block_columns c ON c.i = v.key % NEW.width
 WHERE true
 ON CONFLICT (run, rank, step, measurement, gpu, field) DO UPDATE SET
-    value = excluded.value, wall_time = excluded.wall_time, seq = excluded.seq, sent = 0
-"""
+    value = excluded.value, wall_time = excluded.wall_time, seq = excluded.seq, sent = 0;
+DELETE FROM block_steps;
+DELETE FROM block_columns;
+DELETE FROM block_call;
+END""",
+)
+_BLOCK_CALL = """INSERT INTO temp.block_call (run, rank, first, width, steps, columns, vals)
+VALUES (:run, :rank, :first, :width, :steps, :columns, :values)"""
 
 # Numbers whose decimal text is hard to read back exactly (subnormals, the largest double, halfway
 # cases, 2**53 + 1): the JSON statement is used only when this sqlite reads every one back as the
@@ -728,28 +735,21 @@ class Outbox:
                 done = at
             if block is not None and block.size:
                 db.execute(
-                    _BLOCK_STEPS,
-                    {
-                        "steps": orjson.dumps(
-                            list(zip(block.steps, block.wall_times, strict=True))
-                        ).decode()
-                    },
-                )
-                db.execute(_BLOCK_COLUMNS, {"columns": orjson.dumps(list(block.columns)).decode()})
-                db.execute(
-                    _UPSERT_BLOCK,
+                    _BLOCK_CALL,
                     {
                         "run": block.run,
                         "rank": block.rank,
                         "first": first,
                         "width": len(block.columns),
+                        "steps": orjson.dumps(
+                            list(zip(block.steps, block.wall_times, strict=True))
+                        ).decode(),
+                        "columns": orjson.dumps(list(block.columns)).decode(),
                         "values": orjson.dumps(
                             block.values.reshape(-1), option=orjson.OPT_SERIALIZE_NUMPY
                         ).decode(),
                     },
                 )
-                db.execute("DELETE FROM temp.block_steps")
-                db.execute("DELETE FROM temp.block_columns")
                 first += block.size
         return ranges
 

@@ -234,7 +234,7 @@ _FINE = ROLLUP_LEVELS[0]
 
 def _sum_rows(where: str) -> str:
     """Rows of `samples` matching `where`, summed per series and finest block."""
-    return f"""INSERT INTO temp.stats_batch
+    return f"""INSERT INTO stats_batch
     SELECT run, field, rank, measurement, gpu, step / {_FINE}, count(*), total(value),
            total(value * value), min(step), max(step), min(value), max(value)
     FROM samples WHERE {where} AND {_counted("")}
@@ -245,7 +245,7 @@ _FOLD_BATCH = _sum_rows("sent = 0 AND seq BETWEEN :first AND :last")
 _FOLD_OTHERS = _sum_rows("seq > :first AND seq <= :last")
 _FOLD_REPLACED = (
     # out go the count and sums of a replaced value; its step and the min/max seen stay
-    f"""INSERT INTO temp.stats_batch
+    f"""INSERT INTO stats_batch
     SELECT run, field, rank, measurement, gpu, step / {_FINE}, -count(*), -total(value),
            -total(value * value), min(step), max(step), NULL, NULL
     FROM stats_replaced GROUP BY run, field, rank, measurement, gpu, step / {_FINE}""",
@@ -273,8 +273,8 @@ _APPLY = (
         last_step = max(last_step, excluded.last_step), {_SEEN}"""
         for i, level in enumerate(ROLLUP_LEVELS)
     ),
-    "DELETE FROM temp.stats_batch",
-    "UPDATE stats_folded SET seq = max(seq, :last) WHERE id = 0",
+    "DELETE FROM stats_batch",
+    "UPDATE stats_folded SET seq = max(seq, NEW.last) WHERE id = 0",
 )
 
 
@@ -287,25 +287,70 @@ _LEVEL_BITS = " | ".join(
     f"(max(s.last_step) - min(s.first_step) + 1) THEN {1 << i} ELSE 0 END)"
     for i, level in enumerate(ROLLUP_LEVELS)
 )
-_DECIDE = f"""
-INSERT INTO rollup_series (run, field, levels)
-SELECT s.run, s.field, {_LEVEL_BITS}
-FROM sample_stats s JOIN ({{candidates}}) c ON c.run = s.run AND c.field = s.field
-WHERE NOT EXISTS (SELECT 1 FROM rollup_series r WHERE r.run = s.run AND r.field = s.field)
-GROUP BY s.run, s.field HAVING sum(s.n) >= {_DECIDE_AFTER}
-RETURNING run, field, levels
-"""
-_ROLL_UP_SERIES = f"""
-INSERT INTO sample_rollups (run, field, level, block, n, total, min_seen, max_seen, last_step)
-SELECT run, field, {{level}}, step / {{level}}, count(*), total(value), min(value), max(value),
-       max(step)
-FROM samples WHERE run = ? AND field = ? AND {_counted("")} GROUP BY step / {{level}}
-"""
+_PARTIALS = """INSERT INTO stats_batch
+SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
+       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
+       json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'),
+       json_extract(value, '$[9]'), json_extract(value, '$[10]'), json_extract(value, '$[11]'),
+       json_extract(value, '$[12]')
+FROM json_each(NEW.partials)"""
+
+
+def _decide_statements(candidates: str) -> tuple[str, ...]:
+    """Choose the rollup levels of the candidate series with enough points to tell their
+    density (a level is kept when its blocks hold `MIN_BLOCK_POINTS` values on average: a run
+    logging every 128 steps gets 4096-step blocks and no 64-step ones), and build them from the
+    stored rows. The series decided are left in `temp.decided`."""
+    return (
+        f"""INSERT INTO decided (run, field, levels)
+        SELECT s.run, s.field, {_LEVEL_BITS}
+        FROM sample_stats s JOIN ({candidates}) c ON c.run = s.run AND c.field = s.field
+        WHERE NOT EXISTS (SELECT 1 FROM rollup_series r WHERE r.run = s.run AND r.field = s.field)
+        GROUP BY s.run, s.field HAVING sum(s.n) >= {_DECIDE_AFTER}""",
+        "INSERT INTO rollup_series (run, field, levels) SELECT run, field, levels FROM temp.decided",
+        # CROSS JOIN: the (mostly empty) decided series drive the loop, never a scan of samples
+        *(
+            f"""INSERT INTO sample_rollups (run, field, level, block, n, total, min_seen, max_seen,
+                                        last_step)
+        SELECT s.run, s.field, {level}, s.step / {level}, count(*), total(s.value),
+               min(s.value), max(s.value), max(s.step)
+        FROM temp.decided d CROSS JOIN samples s
+        WHERE s.run = d.run AND s.field = d.field AND d.levels & {1 << i} AND {_counted("s.")}
+        GROUP BY s.run, s.field, s.step / {level}"""
+            for i, level in enumerate(ROLLUP_LEVELS)
+        ),
+    )
+
+
+_TEMP_TABLES = (
+    _BATCH_TABLE,
+    "CREATE TEMP TABLE IF NOT EXISTS decided (run TEXT, field TEXT, levels INTEGER)",
+    "CREATE TEMP TABLE IF NOT EXISTS fold_call (last INTEGER, partials TEXT)",
+)
+# What a fold does once the rows' sums are in `stats_batch`, as one trigger: each statement the
+# writer runs lets go of the GIL and must take it back, which under a pure-Python training loop
+# is a wait of up to the interpreter's switch interval (5 ms) each; at 5,000 steps/s those waits
+# were most of the delay before a step was stored. (A trigger's INSERT and DELETE name their
+# tables unqualified; temp ones are found first.)
+_FOLD_CALL = f"""CREATE TEMP TRIGGER IF NOT EXISTS fold_call_apply AFTER INSERT ON fold_call
+BEGIN
+{_PARTIALS};
+{";".join(_FOLD_REPLACED)};
+{_APPLY[0]};
+{";".join(_decide_statements(_DECIDE_BATCH))};
+DELETE FROM stats_batch WHERE EXISTS (
+    SELECT 1 FROM temp.decided d WHERE d.run = stats_batch.run AND d.field = stats_batch.field);
+DELETE FROM decided;
+{";".join(_APPLY[1:])};
+DELETE FROM fold_call;
+END"""
 
 
 def prepare(db: sqlite3.Connection) -> None:
-    """Per connection: the temp table a fold sums into."""
-    db.execute(_BATCH_TABLE)
+    """Per connection: the temp tables a fold sums into, and its trigger."""
+    for statement in _TEMP_TABLES:
+        db.execute(statement)
+    db.execute(_FOLD_CALL)
 
 
 def catch_up(db: sqlite3.Connection) -> None:
@@ -384,15 +429,6 @@ def block_partials(
     return out
 
 
-_PARTIALS = """INSERT INTO temp.stats_batch
-SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'),
-       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'),
-       json_extract(value, '$[6]'), json_extract(value, '$[7]'), json_extract(value, '$[8]'),
-       json_extract(value, '$[9]'), json_extract(value, '$[10]'), json_extract(value, '$[11]'),
-       json_extract(value, '$[12]')
-FROM json_each(:partials)"""
-
-
 def _fold(
     db: sqlite3.Connection,
     rows: str,
@@ -402,28 +438,16 @@ def _fold(
     ranges: Sequence[tuple[int, int]] | None = None,
     partials: str | None = None,
 ) -> None:
-    args = {"first": first, "last": last}
     for lo, hi in [(first, last)] if ranges is None else ranges:
         if lo <= hi:
             db.execute(rows, {"first": lo, "last": hi})
-    if partials is not None:
-        db.execute(_PARTIALS, {"partials": partials})
-    for statement in _FOLD_REPLACED:
+    db.execute("INSERT INTO temp.fold_call (last, partials) VALUES (?, ?)", (last, partials))
+
+
+def _decide(db: sqlite3.Connection, candidates: str) -> None:
+    """`_decide_statements` outside a fold (installing the statistics on stored rows)."""
+    for statement in _TEMP_TABLES:
         db.execute(statement)
-    db.execute(_APPLY[0])  # the statistics: a series' levels are decided from them
-    for run, field in _decide(db, _DECIDE_BATCH):
-        db.execute("DELETE FROM temp.stats_batch WHERE run = ? AND field = ?", (run, field))
-    for statement in _APPLY[1:]:
-        db.execute(statement, args if ":last" in statement else {})
-
-
-def _decide(db: sqlite3.Connection, candidates: str) -> list[tuple[str, str]]:
-    """Choose the rollup levels of series with enough points to tell their density (a level is
-    kept when its blocks hold `MIN_BLOCK_POINTS` values on average: a run logging every 128
-    steps gets 4096-step blocks and no 64-step ones), and build them from the stored rows."""
-    decided = db.execute(_DECIDE.format(candidates=candidates)).fetchall()
-    for run, field, levels in decided:
-        for i, level in enumerate(ROLLUP_LEVELS):
-            if levels & (1 << i):
-                db.execute(_ROLL_UP_SERIES.format(level=level), (run, field))
-    return [(run, field) for run, field, _ in decided]
+    for statement in _decide_statements(candidates):
+        db.execute(statement)
+    db.execute("DELETE FROM temp.decided")
