@@ -43,7 +43,7 @@ from .config import ExporterSettings, Policy
 from .derive import StepDeriver
 from .errors import OutboxError, WriteError
 from .forwarder import LineRenderer, isolate_refused, keyed_lines
-from .influx_rollups import SentColumns, SentPart, make_rollups
+from .influx_rollups import SentColumns, SentPart, make_rollups, rollups_wanted
 from .lineprotocol import join_lines
 from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
 from .rollup_worker import RollupWorker
@@ -86,7 +86,7 @@ class DirectRun:
         self.settings = settings
         self._writer: Writer = writer
         # rollups go over their own connection, from their own thread (see rollup_worker)
-        rollup_writer = make_writer(settings) if settings.influx_api == "v1" else None
+        rollup_writer = make_writer(settings) if rollups_wanted(settings) else None
         rollups = None if rollup_writer is None else make_rollups(settings, rollup_writer)
         self._rollup_writer = rollup_writer
         self._rollups = (

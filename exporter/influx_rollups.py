@@ -99,6 +99,7 @@ __all__ = [
     "make_rollups",
     "rollup_key",
     "rollup_measurement",
+    "rollups_wanted",
     "unkept_key",
 ]
 
@@ -305,16 +306,16 @@ class _Batch:
 
 
 def _block_sums(
-    rows: Sequence[SampleRow], columns: Sequence[SentColumns] = (), level: int = _FINE
+    rows: Sequence[SampleRow], columns: Sequence[SentColumns] = ()
 ) -> dict[_Key, list[_Entry]]:
     """`_part_sums` of `rows`, then `columns`."""
-    return _part_sums([rows, *columns], level)
+    return _part_sums([rows, *columns])
 
 
-def _part_sums(parts: Sequence[SentPart], level: int = _FINE) -> dict[_Key, list[_Entry]]:
-    """The finite numbers of a batch summed per series, field and block of `level` steps."""
+def _part_sums(parts: Sequence[SentPart]) -> dict[_Key, list[_Entry]]:
+    """The finite numbers of a batch summed per series, field and 64-step block."""
     batch = _batch(parts)
-    return {} if batch is None else batch.sums(level)
+    return {} if batch is None else batch.sums(_FINE)
 
 
 def _batch(parts: Sequence[SentPart]) -> _Batch | None:
@@ -533,10 +534,8 @@ class InfluxRollups:
                     _advance(state, lasts[key])
                     continue
                 lines += self._fold(key, state, by_level, lasts[key], projects.get(key[1]), dirty)
-            for run in sorted(fresh):  # complete once this request is in
-                line = format_line(ROLLUP_MARKER, {"run": run}, {"version": ROLLUP_VERSION}, 0)
-                assert line is not None
-                lines.append(line)
+            # complete once this request is in
+            lines += [_marker_line(run, {"version": ROLLUP_VERSION}) for run in sorted(fresh)]
             if lines:
                 self._writer.write(join_lines(lines))
             self._unsent_marks.clear()
@@ -593,12 +592,7 @@ class InfluxRollups:
     def _mark_lines(self) -> list[str]:
         """The marker's fields for levels newly not kept: sent before (in the same request as)
         the first lines that leave them out, and again after a failed request."""
-        lines: list[str] = []
-        for run, marks in self._unsent_marks.items():
-            line = format_line(ROLLUP_MARKER, {"run": run}, dict(marks), 0)
-            assert line is not None
-            lines.append(line)
-        return lines
+        return [_marker_line(run, marks) for run, marks in self._unsent_marks.items()]
 
     def _fold(
         self,
@@ -729,9 +723,7 @@ class InfluxRollups:
         if batch is not None and self._holds_only(run, batch):
             return "fresh"
         self._backfill(run)
-        line = format_line(ROLLUP_MARKER, {"run": run}, {"version": ROLLUP_VERSION}, 0)
-        assert line is not None
-        self._writer.write(join_lines([line]))
+        self._writer.write(join_lines([_marker_line(run, {"version": ROLLUP_VERSION})]))
         return "backfilled"
 
     def _holds_only(self, run: str, batch: _Batch) -> bool:
@@ -814,7 +806,6 @@ class InfluxRollups:
             # Only up to the newest step handled here: another batch may be in InfluxDB already
             # (its steps are summed when it comes here).
             state = self._series.get(key)
-
             for name, blocks in levels.get(_FINE, {}).items():
                 if self.keeps(run, name, _FINE):
                     for lo, hi in _capped(state, name, blocks, _FINE):
@@ -975,6 +966,13 @@ def _values(series: dict[str, object]) -> list[list[object]]:
     return [list(v) for v in values] if isinstance(values, list) else []
 
 
+def _marker_line(run: str, fields: Mapping[str, int]) -> str:
+    """A line of the run's marker point (its fields merge with those written before)."""
+    line = format_line(ROLLUP_MARKER, {"run": run}, dict(fields), 0)
+    assert line is not None
+    return line
+
+
 def _first_row(result: list[dict[str, object]]) -> dict[str, object]:
     """The first row of a result as column -> value."""
     for s in result:
@@ -1006,14 +1004,20 @@ def _first(result: list[dict[str, object]], column: str) -> object:
     return None
 
 
+def rollups_wanted(settings: ExporterSettings) -> bool:
+    """Whether rollups are kept: InfluxDB 1.x only (2.x's v1 API has no `SELECT ... INTO`)."""
+    return bool(settings.influx_url) and settings.influx_api == "v1"
+
+
 def make_rollups(settings: ExporterSettings, writer: Writer) -> InfluxRollups | None:
-    """Rollups for InfluxDB 1.x; None for 2.x (its v1 API has no `SELECT ... INTO`) or without
-    InfluxDB. `writer` is the raw points' writer (the rollup lines go the same way, from the
-    same thread)."""
-    if not settings.influx_url or settings.influx_api != "v1":
+    """Rollups when `rollups_wanted`, else None (readers then use the raw points). `writer`
+    carries the rollup lines: the raw points' writer when called from its thread, or one of
+    their own (the import's `RollupWorker`)."""
+    url = settings.influx_url
+    if not url or not rollups_wanted(settings):
         return None
     query = _Query(
-        settings.influx_url,
+        url,
         settings.influx_database,
         settings.influx_username,
         settings.influx_password,

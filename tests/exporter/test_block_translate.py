@@ -124,6 +124,23 @@ def _points(lines: list[str]) -> dict[tuple[str, str], dict[str, float]]:
     return out
 
 
+def _step_by_step(
+    one: Translator, block: ScalarBlock, now: float
+) -> tuple[list[SampleRow], list[EventRow], list[SampleRow]]:
+    """What `Translator.log` gives for the block's steps one by one: rows, events, and the
+    transform rows it noted."""
+    rows_one: list[SampleRow] = []
+    events_one: list[EventRow] = []
+    noted_one: list[SampleRow] = []
+    for record in block.records():
+        wall = now if record.wall_time is None else record.wall_time
+        rows, events = one.log(record.step, record.values, wall, None)
+        rows_one += rows
+        events_one += events
+        noted_one += one.take_transform_rows(wall)
+    return rows_one, events_one, noted_one
+
+
 @pytest.mark.parametrize("framework", ["cleanrl", "sb3", None])
 @settings(max_examples=60, deadline=None)
 @given(log=_logs())
@@ -142,15 +159,7 @@ def test_a_block_translates_to_what_log_gives_step_by_step(
     many = _translator(BlockTranslator, builtin, framework)
     block = _block(steps)
     now = 1.8e9
-    rows_one: list[SampleRow] = []
-    events_one: list[EventRow] = []
-    noted_one: list[SampleRow] = []
-    for record in block.records():
-        wall = now if record.wall_time is None else record.wall_time
-        rows, events = one.log(record.step, record.values, wall, None)
-        rows_one += rows
-        events_one += events
-        noted_one += one.take_transform_rows(wall)
+    rows_one, events_one, noted_one = _step_by_step(one, block, now)
     rows_many: list[SampleRow] = []
     events_many: list[EventRow] = []
     noted_many: list[SampleRow] = []
@@ -235,13 +244,7 @@ def test_a_step_the_deriver_is_at_again_after_a_resume_adds_to_it(
     now = 1.8e9
     one = _translator(Translator, builtin, framework)
     many = _translator(BlockTranslator, builtin, framework)
-    rows_one: list[SampleRow] = []
-    events_one: list[EventRow] = []
-    for record in block.records():
-        wall = now if record.wall_time is None else record.wall_time
-        rows, events = one.log(record.step, record.values, wall, None)
-        rows_one += rows
-        events_one += events
+    rows_one, events_one, _ = _step_by_step(one, block, now)
     rows_many: list[SampleRow] = []
     events_many: list[EventRow] = []
     fast_steps: list[int] = []

@@ -164,17 +164,24 @@ def test_series_too_sparse_for_a_level_is_read_from_raw_points_with_the_same_ans
         np.testing.assert_allclose(got.values, expected.values, rtol=1e-9, atol=1e-12)
 
 
+def _import_dense(
+    influx_db: InfluxDatabase, reg: registry.Registry, tmp_path: Path, run_name: str
+) -> None:
+    """`policy_kl` at every step 0..9999, imported with its rollups."""
+    settings = influx_db.settings(tmp_path)
+    run = DirectRun(run_name, project=None, registry=reg, settings=settings, framework=None)
+    for step in range(10_000):
+        run.log(step, {"policy_kl": _value(step)})
+    run.finish(60)
+
+
 def test_a_level_the_marker_says_is_not_kept_is_not_read(
     influx_db: InfluxDatabase, reg: registry.Registry, tmp_path: Path
 ) -> None:
     # dense enough for 64-step blocks by the readers' rule, but the exporter stopped keeping
     # them at step 5000 (as when one rank found the field sparse): reading them would lose the
     # steps after that
-    settings = influx_db.settings(tmp_path)
-    run = DirectRun("m", project=None, registry=reg, settings=settings, framework=None)
-    for step in range(10_000):
-        run.log(step, {"policy_kl": _value(step)})
-    run.finish(60)
+    _import_dense(influx_db, reg, tmp_path, "m")
     influx_db.post_query(
         f'DELETE FROM "{rollup_measurement(64)}" WHERE "run" = \'m\' AND time >= 5000s'
     )
@@ -271,11 +278,7 @@ def test_card_windows_are_whole_when_the_rollups_bound_them_too_tightly(
 ) -> None:
     # the rollups bound the newest-rows statements; counts that ran ahead of the points (here
     # made up) would cut the window short, so a short answer is asked again without the bound
-    settings = influx_db.settings(tmp_path)
-    run = DirectRun("w", project=None, registry=reg, settings=settings, framework=None)
-    for step in range(10_000):
-        run.log(step, {"policy_kl": _value(step)})
-    run.finish(60)
+    _import_dense(influx_db, reg, tmp_path, "w")
     history = InfluxHistory(InfluxHttp(influx_db.url, influx_db.name), reg)
     assert window_bounds(history.http, "\"run\" = 'w'", {'"policy"': ["policy_kl"]}, 2000) == {
         '"policy"': 4096

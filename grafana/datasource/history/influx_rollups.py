@@ -194,6 +194,7 @@ def window_bounds(
         ]
     )
     held = read_marker(marker)
+    kept = {rollup_key("n", f): f for f in fields if held.keeps(coarse, f)}
     per_block: dict[int, dict[str, float]] = {}
     for series in blocks:
         it = series.column("time")
@@ -202,8 +203,8 @@ def window_bounds(
         for row in series.values:
             cell = per_block.setdefault(int(row[it]), {})
             for column, value in zip(series.columns, row, strict=False):
-                name = str(column).partition(":")[2]
-                if isinstance(value, int | float) and held.keeps(coarse, name):
+                name = kept.get(column)
+                if name is not None and isinstance(value, int | float):
                     cell[name] = cell.get(name, 0.0) + float(value)
     bounds: dict[str, int] = {}
     seen: dict[str, float] = {}
