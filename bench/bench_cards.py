@@ -5,7 +5,8 @@ For each store the same run (every metric logged at every step) is loaded once, 
              request parsing, run check, history fetch, diagnosis, JSON), 30 metrics x rounds
   fetch      the history fetch alone: the windows that card reads (metric + related + rule
              inputs, last RLVITALS_DATASOURCE_CARD_WINDOW points each) and the run config
-  all        GET /api/cards?run=R (every core metric in one request)
+  all        GET /api/cards?run=R (every core metric in one request), --all-requests times in a
+             row: its p95 is read from that many (of 5, the p95 is the slowest)
   series     GET /api/series?run=R&metric=M&points=1000 (downsampled in the database)
   full       pulling one metric's whole history into Python (what the datasource never does)
 Prints p50/p95 in milliseconds and card/fetch ratios, measured in one run. Goal: card p95 under
@@ -20,7 +21,7 @@ rollups is measured as an A/B import of --writer-steps steps into two fresh data
 on, rollups off) and the same through a training process's outbox and forwarder.
 
 Run: python bench/bench_cards.py [--steps 1000000] [--metrics 30] [--rounds 5] [--data DIR]
-     [--no-influx] [--writer-steps 100000]. The loaded stores are kept under --data and reused.
+     [--all-requests 30] [--no-influx] [--writer-steps 100000]. The loaded stores are kept under --data and reused.
 """
 
 from __future__ import annotations
@@ -310,12 +311,13 @@ def _measure(
     config: DatasourceConfig,
     metrics: list[registry.Metric],
     rounds: int,
+    all_requests: int,
     run: str = RUN,
 ) -> dict[str, list[float]]:
     # all cards first, on a datasource that has read nothing yet (a fresh process)
     first = create_app(config, reg, history=open_history(config, reg)).test_client()
     everything_cold = _timed(lambda: first.get(f"/api/cards?run={run}"), 1)
-    everything = _timed(lambda: first.get(f"/api/cards?run={run}"), rounds)
+    everything = _timed(lambda: first.get(f"/api/cards?run={run}"), all_requests)
     store: HistoryStore = open_history(config, reg)
     client = create_app(config, reg, history=store).test_client()
     times: dict[str, list[float]] = {
@@ -363,6 +365,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--metrics", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--all-requests", type=int, default=30)
     parser.add_argument("--data", type=Path, default=Path("/tmp/rlvitals-bench-cards"))
     parser.add_argument("--no-influx", action="store_true")
     parser.add_argument("--writer-steps", type=int, default=100_000)
@@ -380,6 +383,7 @@ def main() -> None:
             DatasourceConfig(store=data),
             metrics,
             args.rounds,
+            args.all_requests,
         )
     }
     if not args.no_influx and shutil.which("influxd"):
@@ -405,6 +409,7 @@ def main() -> None:
                 config,
                 metrics,
                 args.rounds,
+                args.all_requests,
             )
             rolled = DatasourceConfig(
                 store=data, influx_url=url, influx_database=DB_ROLLUPS, influx_timeout=120
@@ -415,6 +420,7 @@ def main() -> None:
                 rolled,
                 metrics,
                 args.rounds,
+                args.all_requests,
             )
             worst = max(
                 _pct(results["influxdb rollups"][k], 0.95) for k in ("card", "all", "series")

@@ -14,7 +14,6 @@ that mean nothing are not shown as if they did:
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -89,8 +88,13 @@ def _trend_text(card: Mapping[str, Any], lang: str) -> str:
 
 
 def labelled(card: Mapping[str, Any], lang: str) -> dict[str, Any]:
-    """A copy of a card dict with the `*_label` fields added."""
-    out = copy.deepcopy(dict(card))
+    """A copy of a card dict with the `*_label` fields added (the parts it adds to are copied,
+    the rest is shared with `card`)."""
+    out = dict(card)
+    if isinstance(out.get("trend"), Mapping):
+        out["trend"] = dict(out["trend"])
+    if isinstance(out.get("evidence"), list):
+        out["evidence"] = [dict(e) if isinstance(e, Mapping) else e for e in out["evidence"]]
     out["status_label"] = word(str(out.get("status", "no_data")), lang)
     out["deviation_label"] = deviation_text(out, lang)
     out["trend_label"] = _trend_text(out, lang)

@@ -5,9 +5,11 @@ answers from its raw points."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +22,13 @@ from exporter.direct import DirectRun
 from exporter.influx_rollups import ROLLUP_MARKER, rollup_measurement, unkept_key
 from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.history import InfluxHistory, InfluxHttp, Points, bucket_plan
-from grafana.datasource.history.influx_http import first_number
+from grafana.datasource.history.influx_http import ResultSeries, first_number
 from grafana.datasource.history.influx_rollups import (
     RollupSpan,
     marker_statement,
     read_marker,
-    window_bounds,
+    read_window_bounds,
+    window_bounds_statements,
 )
 
 STEPS = 40_000
@@ -96,6 +99,10 @@ def _brute_force(
     lo, hi = start or 0, 2**62 if end is None else end
     mask = (steps >= lo) & (steps <= hi)
     steps, values = steps[mask], values[mask]
+    if not steps.size:
+        return Points(np.zeros(0, np.int64), np.zeros(0), 1, 0)
+    if steps.max() - steps.min() + 1 <= points:  # as few steps as points: every point
+        return Points(steps, values, 1, int(steps.size))
     plan = bucket_plan(
         int(steps.min()) if start is None else start,
         int(steps.max()) if end is None else end,
@@ -162,6 +169,45 @@ def test_series_too_sparse_for_a_level_is_read_from_raw_points_with_the_same_ans
         assert got.bucket == expected.bucket and got.total == expected.total
         assert got.steps.tolist() == expected.steps.tolist()
         np.testing.assert_allclose(got.values, expected.values, rtol=1e-9, atol=1e-12)
+
+
+SERIES_MANY_FIELDS = [
+    ("policy_kl", "policy"),
+    ("clip_fraction", "policy"),  # same measurement, logged less often
+    ("value_loss", "value"),
+    ("grad_norm", "optimization"),
+]
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "points"),
+    [
+        (None, None, 1000),
+        (12_345, 37_654, 300),
+        (20_000, 21_100, 10),  # short (read point by point), the re-logged steps
+        (100, 199, 100),  # no more steps than points: every point
+        (100, 200, 100),  # one step more: buckets
+        (0, 4095, 32),  # the longest range read point by point, as the cards' sketches are
+        (0, 4096, 32),  # one step longer: read as `series` reads any range
+        (39_990, 45_000, 8),  # the data ends inside the range
+    ],
+)
+def test_series_of_several_fields_at_once_equal_brute_force_bucketing_of_each(
+    history: InfluxHistory,
+    influx_db: InfluxDatabase,
+    start: int | None,
+    end: int | None,
+    points: int,
+) -> None:
+    names = [f for f, _ in SERIES_MANY_FIELDS]
+    for run in ("r", "legacy"):
+        got = history.series_many(run, [*names, "policy_entropy"], start, end, points)
+        assert len(got["policy_entropy"]) == 0  # never logged
+        for field, measurement in SERIES_MANY_FIELDS:
+            expected = _brute_force(influx_db, field, measurement, start, end, points)
+            assert (got[field].bucket, got[field].total) == (expected.bucket, expected.total)
+            assert got[field].steps.tolist() == expected.steps.tolist(), (run, field)
+            np.testing.assert_allclose(got[field].values, expected.values, rtol=1e-9)
 
 
 def _import_dense(
@@ -280,13 +326,36 @@ def test_card_windows_are_whole_when_the_rollups_bound_them_too_tightly(
     # made up) would cut the window short, so a short answer is asked again without the bound
     _import_dense(influx_db, reg, tmp_path, "w")
     history = InfluxHistory(InfluxHttp(influx_db.url, influx_db.name), reg)
-    assert window_bounds(history.http, "\"run\" = 'w'", {'"policy"': ["policy_kl"]}, 2000) == {
-        '"policy"': 4096
-    }
+
+    def bounds() -> dict[str, int]:
+        asked = history.http.query(window_bounds_statements("\"run\" = 'w'", ["policy_kl"]))
+        return read_window_bounds(asked, {'"policy"': ["policy_kl"]}, 2000)
+
+    assert bounds() == {'"policy"': 4096}
     influx_db.write(f"{rollup_measurement(4096)},run=w n:policy_kl=100000i 8192")
-    assert window_bounds(history.http, "\"run\" = 'w'", {'"policy"': ["policy_kl"]}, 2000) == {
-        '"policy"': 8192
-    }
+    assert bounds() == {'"policy"': 8192}
     got = history.windows("w", ["policy_kl"], 2000)["policy_kl"]
     assert got.steps.tolist() == list(range(8000, 10_000))
     np.testing.assert_allclose(got.values, [_value(s) for s in range(8000, 10_000)])
+
+
+@dataclass(frozen=True)
+class _CountingHttp(InfluxHttp):
+    """InfluxHttp keeping every statement it sends."""
+
+    sent: list[str] = dataclasses.field(default_factory=list, compare=False)
+
+    def query(self, statements: Sequence[str]) -> list[list[ResultSeries]]:
+        self.sent.extend(statements)
+        return super().query(statements)
+
+
+def test_a_field_no_run_logged_is_not_asked_for_its_window(
+    history: InfluxHistory, reg: registry.Registry
+) -> None:
+    # every statement costs InfluxDB about a megabyte of garbage, whatever it finds
+    http = _CountingHttp(history.http.url, history.http.database)
+    counting = InfluxHistory(http, reg)
+    got = counting.windows("r", ["policy_kl", "policy_entropy"], 100)
+    assert len(got["policy_entropy"]) == 0 and len(got["policy_kl"]) == 100
+    assert not [s for s in http.sent if '"policy_entropy"' in s]

@@ -74,7 +74,10 @@ def points_from(
 ) -> Points:
     """Points from parallel sequences; None values become NaN; sorted by step."""
     s = np.asarray(steps, dtype=np.int64).reshape(-1)
-    v = np.asarray([math.nan if x is None else x for x in values], dtype=np.float64).reshape(-1)
+    if isinstance(values, np.ndarray):
+        v = values.astype(np.float64, copy=False).reshape(-1)
+    else:
+        v = np.asarray([math.nan if x is None else x for x in values], dtype=np.float64)
     if s.size and np.any(np.diff(s) < 0):
         order = np.argsort(s, kind="stable")
         s, v = s[order], v[order]
@@ -191,6 +194,18 @@ class HistoryStore(Protocol):
     def series(
         self, run: str, field: str, start: int | None, end: int | None, max_points: int
     ) -> Points: ...
+
+    def series_many(
+        self,
+        run: str,
+        fields: Sequence[str],
+        start: int | None,
+        end: int | None,
+        max_points: int,
+    ) -> Mapping[str, Points]:
+        """`series` of each field over one range (a store that pays per request asks for all at
+        once)."""
+        ...
 
     def window(self, run: str, field: str, last_n: int) -> Points: ...
 

@@ -250,6 +250,16 @@ class EmbeddedHistory:
             None if activity is None else float(activity),
         )
 
+    def series_many(
+        self,
+        run: str,
+        fields: Sequence[str],
+        start: int | None,
+        end: int | None,
+        max_points: int,
+    ) -> Mapping[str, Points]:
+        return {f: self.series(run, f, start, end, max_points) for f in dict.fromkeys(fields)}
+
     def window(self, run: str, field: str, last_n: int) -> Points:
         with self._db() as db:
             if db is None:

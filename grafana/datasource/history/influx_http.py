@@ -30,7 +30,7 @@ class ResultSeries:
     name: str
     tags: Mapping[str, str]
     columns: tuple[str, ...]
-    values: tuple[tuple[Any, ...], ...]
+    values: Sequence[Sequence[Any]]  # rows as decoded (lists), not copied: results are large
 
     def column(self, name: str) -> int | None:
         try:
@@ -63,6 +63,8 @@ class InfluxHttp:
 
     def query(self, statements: Sequence[str]) -> list[list[ResultSeries]]:
         """Run statements (built by the caller from quoted parts) in one request; one result each."""
+        if not statements:
+            return []
         body = urllib.parse.urlencode(
             {"q": ";\n".join(statements), "db": self.database, "epoch": "s"}
         ).encode()
@@ -115,7 +117,7 @@ def _results(payload: object, expected: int) -> list[list[ResultSeries]]:
                     str(s.get("name", "")),
                     dict(s.get("tags") or {}),
                     tuple(s.get("columns") or ()),
-                    tuple(tuple(v) for v in s.get("values") or ()),
+                    s.get("values") or [],
                 )
                 for s in result.get("series") or ()
             ]

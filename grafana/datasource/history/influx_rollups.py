@@ -28,11 +28,14 @@ __all__ = [
     "BOUND_BLOCKS",
     "RollupMarker",
     "RollupSpan",
+    "count_statement",
     "marker_statement",
     "read_marker",
-    "rollup_series",
+    "read_window_bounds",
+    "rollup_points",
+    "rollup_statements",
     "rollup_stats",
-    "window_bounds",
+    "window_bounds_statements",
 ]
 
 BOUND_BLOCKS = 16
@@ -80,14 +83,31 @@ def rollup_stats(
     http: InfluxHttp, where: str, fields: Sequence[str], source: Callable[[str], str]
 ) -> dict[str, FieldStats] | None:
     """Whole-run statistics of a rolled-up run (None: it is not, or not yet): from the 4096-step
-    blocks, or from the raw points in `source(field)` for a field whose blocks are not kept."""
-    results = http.query([marker_statement(where), *(count_statement(where, f) for f in fields)])
-    marker = read_marker(results[0])
+    blocks, or from the raw points in `source(field)` for a field whose blocks are not kept.
+    Every field's sums are one statement: InfluxDB allocates about a megabyte for each statement
+    it plans (measured on 1.6), and its garbage collections are what slows a request at times."""
+    if not fields:
+        return {}
+    coarse = ROLLUP_LEVELS[-1]
+    sums = ", ".join(
+        f"sum({quote_ident(rollup_key(k, f))}) AS {quote_ident(rollup_key(k, f))}"
+        for f in fields
+        for k in ("n", "sum")
+    )
+    marker_r, blocks = http.query(
+        [
+            marker_statement(where),
+            f"SELECT {sums} FROM {quote_ident(rollup_measurement(coarse))} WHERE {where}",
+        ]
+    )
+    marker = read_marker(marker_r)
     if not marker.complete:
         return None
-    coarse = ROLLUP_LEVELS[-1]
+    counted = {
+        f: (first_number(blocks, rollup_key("n", f)), first_number(blocks, rollup_key("sum", f)))
+        for f in fields
+    }
     raw = [f for f in fields if not marker.keeps(coarse, f)]
-    counted = dict(zip(fields, results[1:], strict=True))
     if raw:
         again = http.query(
             [
@@ -96,13 +116,13 @@ def rollup_stats(
                 for f in raw
             ]
         )
-        counted.update(zip(raw, again, strict=True))
+        for f, result in zip(raw, again, strict=True):
+            counted[f] = (first_number(result, "n"), first_number(result, "sum"))
     out: dict[str, FieldStats] = {}
     for name in fields:
-        result = counted[name]
-        count = int(first_number(result, "n") or 0)
-        total = first_number(result, "sum") or 0.0
-        out[name] = FieldStats(count, total / count if count else None)
+        n, total = counted[name]
+        count = int(n or 0)
+        out[name] = FieldStats(count, (total or 0.0) / count if count else None)
     return out
 
 
@@ -118,18 +138,12 @@ class RollupSpan:
         return self.count * level >= MIN_BLOCK_POINTS * (self.last - self.first + 1)
 
 
-def rollup_series(
-    http: InfluxHttp,
-    source: str,
-    where: str,
-    field: str,
-    lo: int,
-    hi: int | None,
-    plan: BucketPlan,
-    max_points: int,
-) -> Points:
-    """Buckets of `plan` over [lo, hi] (hi None: open end) from whole blocks of `plan.level`
-    plus the raw points of the partial blocks at the edges."""
+def rollup_statements(
+    source: str, where: str, field: str, lo: int, hi: int | None, plan: BucketPlan
+) -> list[str]:
+    """The statements for buckets of `plan` over [lo, hi] (hi None: open end): whole blocks of
+    `plan.level` plus the raw points of the partial blocks at the edges (`rollup_points` reads
+    their results)."""
     level = plan.level
     b0 = -(-lo // level)
     b1 = None if hi is None else (hi + 1) // level - 1
@@ -139,24 +153,30 @@ def rollup_series(
         f'SELECT count({col}) AS "n", sum({col}) AS "s", max("step") AS "l" FROM {source} '
         f"WHERE {where} AND {col} = {col} AND time >= {{lo}}s AND time <= {{hi}}s {group}"
     )
-    statements: list[str] = []
     if b1 is not None and b1 < b0:  # inside one block (or two partial ones): all raw
         assert hi is not None
-        statements.append(raw.format(lo=lo, hi=hi))
-    else:
-        n, s, last = (quote_ident(rollup_key(k, field)) for k in ("n", "sum", "last"))
-        upper = "" if b1 is None else f" AND time <= {b1 * level}s"
-        statements.append(
-            f'SELECT sum({n}) AS "n", sum({s}) AS "s", max({last}) AS "l" '
-            f"FROM {quote_ident(rollup_measurement(level))} "
-            f"WHERE {where} AND time >= {b0 * level}s{upper} {group}"
-        )
-        if lo < b0 * level:
-            statements.append(raw.format(lo=lo, hi=b0 * level - 1))
-        if b1 is not None and hi is not None and hi >= (b1 + 1) * level:
-            statements.append(raw.format(lo=(b1 + 1) * level, hi=hi))
+        return [raw.format(lo=lo, hi=hi)]
+    n, s, last = (quote_ident(rollup_key(k, field)) for k in ("n", "sum", "last"))
+    upper = "" if b1 is None else f" AND time <= {b1 * level}s"
+    statements = [
+        f'SELECT sum({n}) AS "n", sum({s}) AS "s", max({last}) AS "l" '
+        f"FROM {quote_ident(rollup_measurement(level))} "
+        f"WHERE {where} AND time >= {b0 * level}s{upper} {group}"
+    ]
+    if lo < b0 * level:
+        statements.append(raw.format(lo=lo, hi=b0 * level - 1))
+    if b1 is not None and hi is not None and hi >= (b1 + 1) * level:
+        statements.append(raw.format(lo=(b1 + 1) * level, hi=hi))
+    return statements
+
+
+def rollup_points(
+    results: Sequence[list[ResultSeries]], plan: BucketPlan, max_points: int
+) -> Points:
+    """The buckets from the results of `rollup_statements`: blocks and edge counts and sums of
+    one bucket added up, each bucket at the last step a value was logged in it."""
     buckets: dict[int, list[float]] = {}
-    for result in http.query(statements):
+    for result in results:
         for series in result:
             it, i_n, i_s, i_l = (series.column(c) for c in ("time", "n", "s", "l"))
             if it is None or i_n is None or i_s is None or i_l is None:
@@ -174,8 +194,19 @@ def rollup_series(
     return Points(p.steps[:max_points], p.values[:max_points], plan.size, total)
 
 
-def window_bounds(
-    http: InfluxHttp, where: str, sources: Mapping[str, Sequence[str]], last_n: int
+def window_bounds_statements(where: str, fields: Sequence[str]) -> list[str]:
+    """What `read_window_bounds` reads: the marker and the newest `BOUND_BLOCKS` 4096-step blocks'
+    counts of the fields."""
+    counts = ", ".join(quote_ident(rollup_key("n", f)) for f in sorted(set(fields)))
+    source = quote_ident(rollup_measurement(ROLLUP_LEVELS[-1]))
+    return [
+        marker_statement(where),
+        f"SELECT {counts} FROM {source} WHERE {where} ORDER BY time DESC LIMIT {BOUND_BLOCKS}",
+    ]
+
+
+def read_window_bounds(
+    results: Sequence[list[ResultSeries]], sources: Mapping[str, Sequence[str]], last_n: int
 ) -> dict[str, int]:
     """For each source (measurement) whose newest `last_n` rows lie within the run's newest
     `BOUND_BLOCKS` 4096-step blocks, the first step of the oldest block needed: its fields' counts
@@ -183,16 +214,9 @@ def window_bounds(
     reads about half as much with that lower bound (measured at 1M steps: 11 -> 5 ms). The counts
     can only be too low (rollups written after the points), which moves a bound back; a bounded
     statement that still returns fewer than `last_n` rows is asked again without it."""
-    fields = sorted({f for names in sources.values() for f in names})
+    marker, blocks = results
+    fields = {f for names in sources.values() for f in names}
     coarse = ROLLUP_LEVELS[-1]
-    counts = ", ".join(quote_ident(rollup_key("n", f)) for f in fields)
-    marker, blocks = http.query(
-        [
-            marker_statement(where),
-            f"SELECT {counts} FROM {quote_ident(rollup_measurement(coarse))} WHERE {where} "
-            f"ORDER BY time DESC LIMIT {BOUND_BLOCKS}",
-        ]
-    )
     held = read_marker(marker)
     kept = {rollup_key("n", f): f for f in fields if held.keeps(coarse, f)}
     per_block: dict[int, dict[str, float]] = {}

@@ -83,6 +83,16 @@ class MemoryHistory:
     ) -> Points:
         return downsample(self._points(run, field), start, end, max_points)
 
+    def series_many(
+        self,
+        run: str,
+        fields: Sequence[str],
+        start: int | None,
+        end: int | None,
+        max_points: int,
+    ) -> Mapping[str, Points]:
+        return {f: self.series(run, f, start, end, max_points) for f in dict.fromkeys(fields)}
+
     def window(self, run: str, field: str, last_n: int) -> Points:
         p = self._points(run, field)
         return Points(p.steps[-last_n:], p.values[-last_n:], 1, len(p))

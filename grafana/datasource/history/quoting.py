@@ -7,6 +7,8 @@ refused outright: nothing the datasource queries legitimately contains them.
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["UnsafeName", "quote_ident", "quote_string"]
 
 
@@ -14,8 +16,11 @@ class UnsafeName(ValueError):
     """A name that cannot be put into InfluxQL safely (it contains a control character)."""
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def _check(text: str, what: str) -> None:
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+    if _CONTROL.search(text):
         raise UnsafeName(f"{what} {text!r} contains a control character")
 
 
