@@ -199,8 +199,9 @@ class InfluxHistory:
         end: int | None,
         max_points: int,
     ) -> Mapping[str, Points]:
-        """`series` of each field over one range, in two requests whatever the number of fields:
-        the fields' edges first (which decide how each is read), then every field's buckets."""
+        """`series` of each field over one range, in at most two requests whatever the number of
+        fields: the fields' edges first (which decide how each is read), then every field's
+        buckets; a short range in one (`_short_series`)."""
         names = list(dict.fromkeys(fields))
         where = self._run_filter(run)
         sources = {f: self._from(f) for f in names}
