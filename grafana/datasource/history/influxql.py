@@ -238,11 +238,10 @@ class InfluxHistory:
                 int(_first_value(last_all, "time")),
             )
             data = (int(_first_value(first_in, "time")), int(_first_value(last_in, "time")))
-            reads.append(
-                self._series_read(
-                    sources[f], where, f, (lo, hi), (start, end), max_points, data, marker, span
-                )
+            statements, read = self._series_read(
+                sources[f], where, f, (lo, hi), (start, end), max_points, data, marker, span
             )
+            reads.append((f, statements, read))
         results = self.http.query([q for _, statements, _ in reads for q in statements])
         at = 0
         for f, statements, read in reads:
@@ -274,7 +273,7 @@ class InfluxHistory:
             for f, (steps, values) in self._columns(rows, names).items():
                 if not steps.size:
                     out[f] = empty_points()
-                elif max(steps) - min(steps) + 1 <= max_points:
+                elif int(steps.max()) - int(steps.min()) + 1 <= max_points:
                     merged = _merge_duplicates(steps, values)
                     out[f] = Points(merged.steps, merged.values, 1, len(steps))
                 else:
@@ -292,7 +291,7 @@ class InfluxHistory:
         data: tuple[int, int],
         marker: RollupMarker,
         span: RollupSpan,
-    ) -> tuple[str, list[str], Callable[[list[list[ResultSeries]]], Points]]:
+    ) -> tuple[list[str], Callable[[list[list[ResultSeries]]], Points]]:
         """How one field's series over [lo, hi] is read, given where its points in the range
         start and end (`data`): its statements and what makes its points of their results."""
         col = quote_ident(field)
@@ -306,7 +305,7 @@ class InfluxHistory:
                 return Points(merged.steps, merged.values, 1, len(steps))
 
             scope = f"FROM {source} WHERE {where} AND {self._time(lo, hi)}"
-            return field, [f"SELECT {col} {scope}"], every_point
+            return [f"SELECT {col} {scope}"], every_point
         first = data_first if start is None else lo
         last = data_last if end is None else hi
         plan = bucket_plan(first, last, max_points)
@@ -319,7 +318,7 @@ class InfluxHistory:
             statements = rollup_statements(
                 source, where, field, lo, None if end is None else hi, plan
             )
-            return field, statements, lambda results: rollup_points(results, plan, max_points)
+            return statements, lambda results: rollup_points(results, plan, max_points)
         size = plan.size
 
         def raw_buckets(results: list[list[ResultSeries]]) -> Points:
@@ -344,7 +343,7 @@ class InfluxHistory:
             f"FROM {source} WHERE {where} AND {col} = {col} AND {self._time(first, last)} "
             f"GROUP BY time({size}s, {plan.origin % size}s) fill(none)",
         ]
-        return field, statements, raw_buckets
+        return statements, raw_buckets
 
     @staticmethod
     def _column(rows: list[ResultSeries], field: str) -> tuple[IntArray, FloatArray]:
