@@ -31,6 +31,7 @@ __all__ = [
     "Latest",
     "Points",
     "RunInfo",
+    "bucket_means",
     "bucket_plan",
     "bucket_size",
     "empty_points",
@@ -167,6 +168,22 @@ def bucket_plan(first: int, last: int, max_points: int) -> BucketPlan:
     origin = first - first % level
     size = bucket_size(origin, last, max_points)
     return BucketPlan(origin, -(-size // level) * level, level)
+
+
+def bucket_means(steps: IntArray, values: FloatArray, plan: BucketPlan) -> Points:
+    """Sorted raw points in the buckets of `plan`, as the databases bucket them: each bucket's
+    mean of its finite values at the last step in it (points of several ranks at one step all
+    count); `total` is the number of points."""
+    keys = (steps - plan.origin) // plan.size
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    finite = np.isfinite(values)
+    sums = np.bincount(inverse, weights=np.where(finite, values, 0.0), minlength=uniq.size)
+    counts = np.bincount(inverse, weights=finite.astype(np.float64), minlength=uniq.size)
+    last_step = np.zeros(uniq.size, dtype=np.int64)
+    np.maximum.at(last_step, inverse, steps)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    return Points(last_step, means.astype(np.float64), plan.size, int(steps.size))
 
 
 @dataclass(frozen=True)

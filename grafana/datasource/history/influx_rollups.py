@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 BOUND_BLOCKS = 16
-"""Newest 4096-step blocks read to bound the cards' windows (`window_bounds`)."""
+"""Newest 4096-step blocks read to bound the cards' windows (`read_window_bounds`)."""
 
 
 def marker_statement(where: str) -> str:

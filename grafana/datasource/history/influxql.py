@@ -24,7 +24,6 @@ from exporter.running_stats import ROLLUP_LEVELS
 
 from .base import (
     UNREGISTERED,
-    BucketPlan,
     Event,
     FieldStats,
     FloatArray,
@@ -33,6 +32,7 @@ from .base import (
     Latest,
     Points,
     RunInfo,
+    bucket_means,
     bucket_plan,
     empty_points,
     points_from,
@@ -96,17 +96,10 @@ def _merge_duplicates(steps: IntArray, values: FloatArray) -> Points:
     return Points(uniq.astype(np.int64), means.astype(np.float64), 1, int(p.steps.size))
 
 
-def _bucketed(steps: IntArray, values: FloatArray, plan: BucketPlan) -> Points:
-    """InfluxDB's `GROUP BY time(size, offset)` of raw points: each bucket's mean at the last step
-    in it (points of several ranks at one step all count)."""
-    p = points_from(steps, values)
-    keys = (p.steps - plan.origin) // plan.size
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    sums = np.bincount(inverse, weights=p.values, minlength=uniq.size)
-    counts = np.bincount(inverse, minlength=uniq.size)
-    last = np.zeros(uniq.size, dtype=np.int64)
-    np.maximum.at(last, inverse, p.steps)
-    return Points(last, sums / counts, plan.size, int(p.steps.size))
+def _every_point(steps: IntArray, values: FloatArray) -> Points:
+    """A series read point by point: ranks at one step averaged, every point counted."""
+    merged = _merge_duplicates(steps, values)
+    return Points(merged.steps, merged.values, 1, int(steps.size))
 
 
 def _first_value(series: list[ResultSeries], column: str) -> Any:
@@ -274,10 +267,10 @@ class InfluxHistory:
                 if not steps.size:
                     out[f] = empty_points()
                 elif int(steps.max()) - int(steps.min()) + 1 <= max_points:
-                    merged = _merge_duplicates(steps, values)
-                    out[f] = Points(merged.steps, merged.values, 1, len(steps))
+                    out[f] = _every_point(steps, values)
                 else:
-                    out[f] = _bucketed(steps, values, bucket_plan(lo, hi, max_points))
+                    p = points_from(steps, values)
+                    out[f] = bucket_means(p.steps, p.values, bucket_plan(lo, hi, max_points))
         return out
 
     def _series_read(
@@ -298,14 +291,8 @@ class InfluxHistory:
         (lo, hi), (start, end) = scope_range, asked
         data_first, data_last = data
         if data_last - data_first + 1 <= max_points:
-
-            def every_point(results: list[list[ResultSeries]]) -> Points:
-                steps, values = self._column(results[0], field)
-                merged = _merge_duplicates(steps, values)
-                return Points(merged.steps, merged.values, 1, len(steps))
-
             scope = f"FROM {source} WHERE {where} AND {self._time(lo, hi)}"
-            return [f"SELECT {col} {scope}"], every_point
+            return [f"SELECT {col} {scope}"], lambda r: _every_point(*self._column(r[0], field))
         first = data_first if start is None else lo
         last = data_last if end is None else hi
         plan = bucket_plan(first, last, max_points)

@@ -14,6 +14,7 @@ from .base import (
     Latest,
     Points,
     RunInfo,
+    bucket_means,
     bucket_plan,
     empty_points,
     points_from,
@@ -35,18 +36,7 @@ def downsample(points: Points, start: int | None, end: int | None, max_points: i
         return Points(s, v, 1, int(s.size))
     first = int(s[0]) if start is None else start
     last = int(s[-1]) if end is None else end
-    plan = bucket_plan(first, last, max_points)
-    size = plan.size
-    keys = (s - plan.origin) // size
-    uniq, inverse = np.unique(keys, return_inverse=True)
-    finite = np.isfinite(v)
-    sums = np.bincount(inverse, weights=np.where(finite, v, 0.0), minlength=uniq.size)
-    counts = np.bincount(inverse, weights=finite.astype(np.float64), minlength=uniq.size)
-    last_step = np.zeros(uniq.size, dtype=np.int64)
-    np.maximum.at(last_step, inverse, s)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    return Points(last_step, means.astype(np.float64), size, int(s.size))
+    return bucket_means(s, v, bucket_plan(first, last, max_points))
 
 
 @dataclass(frozen=True)
