@@ -15,7 +15,7 @@ Prints p50/p95 in milliseconds and card/fetch ratios, measured in one run. Goal:
 InfluxDB is measured twice in the same server: the run as raw points POSTed without rollups (what
 an older exporter left: the datasource scans raw points) and the same run imported through
 `rlvitals import`'s writer (`DirectRun`), which keeps step rollups in InfluxDB
-(`exporter.influx_rollups`). "cold" is the first request of each kind on a new datasource (a
+(`exporter.influx.rollups`). "cold" is the first request of each kind on a new datasource (a
 fresh process: nothing folded in memory), "warm" every later one. The writer's cost of keeping
 rollups is measured as an A/B import of --writer-steps steps into two fresh databases (rollups
 on, rollups off) and the same through a training process's outbox and forwarder.
@@ -48,9 +48,9 @@ import numpy as np
 import exporter
 import registry
 from exporter.config import ExporterSettings
-from exporter.direct import DirectRun
-from exporter.influx_rollups import InfluxRollups
-from exporter.outbox import NO_RANK, Outbox
+from exporter.influx.direct import DirectRun
+from exporter.influx.rollups import InfluxRollups
+from exporter.store.outbox import NO_RANK, Outbox
 from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.cards import card_inputs
 from grafana.datasource.history import HistoryStore, open_history
@@ -215,7 +215,7 @@ def _import(
     with ExitStack() as stack:
         stack.enter_context(mock.patch.object(InfluxRollups, "sent", sent))
         if not rollups:  # the same import with the rollups switched off
-            stack.enter_context(mock.patch("exporter.direct.make_rollups", lambda *_: None))
+            stack.enter_context(mock.patch("exporter.influx.direct.make_rollups", lambda *_: None))
         t = time.perf_counter()
         direct = DirectRun(
             run, project=None, registry=reg, settings=settings, framework=None, config=CONFIG

@@ -25,7 +25,7 @@ from pathlib import Path
 from bench_cards import RUN, _load_embedded, _metrics  # the same 1M-step run as the cards bench
 
 import registry
-from exporter.outbox import Outbox
+from exporter.store.outbox import Outbox
 from grafana.datasource import DatasourceConfig, create_app
 
 

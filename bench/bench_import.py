@@ -8,7 +8,7 @@ one event file the way torch's SummaryWriter does (one event per scalar, float32
 random walk), then measures, in one run:
 
   import    what `rlvitals import` does with InfluxDB configured: event file -> sources (steps
-            in columns) -> translation -> /write directly (exporter/direct.py: the log file is
+            in columns) -> translation -> /write directly (exporter/influx/direct.py: the log file is
             the durable copy), until all is sent and the read positions are stored
   tail      what `rlvitals tail` does first with InfluxDB configured: the same catch-up on the
             existing log, then the hand-over to the outbox path for what comes next
@@ -46,11 +46,11 @@ from tensorboard.compat.proto.summary_pb2 import Summary  # noqa: E402
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
 
 import exporter  # noqa: E402
-import exporter.direct  # noqa: E402
+import exporter.influx.direct  # noqa: E402
 import registry  # noqa: E402
-from exporter.ingest import Ingest  # noqa: E402
+from exporter.influx.writers import Writer  # noqa: E402
+from exporter.ingest.feed import Ingest  # noqa: E402
 from exporter.sources import LogSet, Malformed  # noqa: E402
-from exporter.writers import Writer  # noqa: E402
 
 _TAGS = [
     "losses/approx_kl",
@@ -197,16 +197,18 @@ def main() -> int:
             read_s, _, _ = timed(read)
             print(f"read only:  {read_s:.2f} s ({scalars / read_s:,.0f} scalars/s)")
 
-            make_writer = exporter.direct.make_writer
+            make_writer = exporter.influx.direct.make_writer
             ratios: dict[str, list[float]] = {"import": [], "tail": []}
             for r in range(args.rounds):
                 for kind in ratios:
                     bodies: list[bytes] = []
-                    exporter.direct.make_writer = lambda s, b=bodies: _Recording(make_writer(s), b)  # type: ignore[assignment,misc]
+                    exporter.influx.direct.make_writer = lambda s, b=bodies: _Recording(
+                        make_writer(s), b
+                    )  # type: ignore[assignment,misc]
                     db = f"{kind}{r}"
                     create_db(server, db)
                     pipe = timed(lambda db=db, k=kind: run_import(db, True, tail=k == "tail"))
-                    exporter.direct.make_writer = make_writer
+                    exporter.influx.direct.make_writer = make_writer
                     create_db(server, f"floor_{db}")
                     floor = timed(lambda db=db, b=bodies: post(server, f"floor_{db}", b))
                     stored, raw = count(server, db), count(server, f"floor_{db}")

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 import registry
-from exporter.evaluate import Expected, LoadedRun, load_run, verdict
+from rlvitals.evaluate.replay import Expected, LoadedRun, load_run, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "tests" / "fixtures" / "runs"

@@ -1,21 +1,40 @@
 """rlvitals exporter: log RL training metrics by step into a durable outbox and on to InfluxDB.
 
-run = exporter.init("ppo-cartpole-1", project="cartpole", config={"clip_range": 0.2})
-run.log(step, {"train/approx_kl": 0.01, "train/entropy_loss": -0.6})
-run.event(step, "checkpoint", "saved ckpt-1000")
-run.finish()
+    run = exporter.init("ppo-cartpole-1", project="cartpole", config={"clip_range": 0.2})
+    run.log(step, {"train/approx_kl": 0.01, "train/entropy_loss": -0.6})
+    run.event(step, "checkpoint", "saved ckpt-1000")
+    run.finish()
+
+The folders are the stages a sample travels through (docs/architecture.md draws them):
+
+- ways in: `run` (`init`, `Run`: the Python API and its worker thread), `integrations` (SB3, HF /
+  TRL callbacks, the `SummaryWriter` drop-in, the GPU sampler), `sources` (TensorBoard, JSONL,
+  CSV, trainer_state and text logs read as Records) and `ingest` (those logs fed into runs:
+  `rlvitals import` / `tail`);
+- `translate`: names through the registry to canonical ids, transforms, limits, derived metrics;
+- `store`: the durable sqlite outbox, its running statistics and rollups, the run lifecycle;
+- ways out: `influx` (line protocol, writers, the forwarder, InfluxDB rollups, the direct import)
+  and `prometheus` (the `/metrics` endpoint and live alert states);
+- shared by all: `config` (settings), `errors`, `counts` (what a run has counted) and `schema`
+  (the stored schema: measurement, tag and field names, rollup levels, row shapes).
+
+Imports go one way (tests/exporter/test_layout.py checks it): the shared modules import no other
+part of the exporter; `sources`, `translate` and `store` import only them (and `translate` the
+`sources`' record types); `influx` and `prometheus` also the store (`influx` translation, for
+the direct import); `run`, `integrations` and `ingest`, which drive the stages, any of them.
+Nothing here imports `grafana` or the apps in `rlvitals` (the demo, the diagnosis replay).
 """
 
 from .config import POLICIES, ExporterSettings, Policy
+from .counts import LiveState, RunStats
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError, WriteError
-from .forwarder import Forwarder, render_lines
-from .lifecycle import Lifecycle, RunStatus
-from .lineprotocol import format_line
-from .metrics_endpoint import LiveSource, MetricsEndpoint, RuleState, RuleStates
-from .outbox import EventRecord, Outbox, RunRecord
+from .influx.forwarder import Forwarder, render_lines
+from .influx.lineprotocol import format_line
+from .influx.writers import InfluxV1Writer, InfluxV2Writer, Writer, make_writer
+from .prometheus.metrics_endpoint import LiveSource, MetricsEndpoint, RuleState, RuleStates
 from .run import Run, init
-from .stats import LiveState, RunStats
-from .writers import InfluxV1Writer, InfluxV2Writer, Writer, make_writer
+from .store.lifecycle import Lifecycle, RunStatus
+from .store.outbox import EventRecord, Outbox, RunRecord
 
 __all__ = [
     "POLICIES",

@@ -24,18 +24,19 @@ from typing import Any
 import registry as registry_mod
 from registry import FRAMEWORKS, Registry, ResolveError
 
-from . import live_states
 from .config import POLICIES, ExporterSettings, Policy
-from .derive import StepDeriver
+from .counts import LiveState, RunCounters, RunStats
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError
-from .forward_process import ForwarderProcess
-from .forwarder import Forwarder
-from .influx_rollups import make_rollups
-from .metrics_endpoint import MetricsEndpoint
-from .outbox import NO_RANK, EventRow, Outbox, SampleBlock, SampleRow, SourcePosition
-from .stats import LiveState, RunCounters, RunStats
-from .transform_record import FieldTransform
-from .translate import (
+from .influx.forward_process import ForwarderProcess
+from .influx.forwarder import Forwarder
+from .influx.rollups import make_rollups
+from .influx.writers import make_writer
+from .prometheus import live_states
+from .prometheus.metrics_endpoint import MetricsEndpoint
+from .schema import FieldTransform
+from .store.outbox import NO_RANK, EventRow, Outbox, SampleBlock, SampleRow, SourcePosition
+from .translate.derive import StepDeriver
+from .translate.steps import (
     LoggedValue,
     Translator,
     config_rows,
@@ -48,7 +49,6 @@ from .translate import (
     to_number,
     value_problem,
 )
-from .writers import make_writer
 
 __all__ = ["Run", "gather_interval", "init"]
 

@@ -14,11 +14,11 @@ __all__ = ["main"]
 # Modules that expose `register(subparsers)`; each adds its own subcommands and handlers.
 _COMMAND_MODULES: tuple[str, ...] = (
     "rlvitals.commands_registry",
-    "exporter.commands",
-    "exporter.runs_list",
-    "exporter.evaluate_commands",
+    "exporter.ingest.commands",
+    "exporter.store.runs_list",
+    "rlvitals.evaluate.commands",
     "grafana.commands",
-    "exporter.demo.commands",
+    "rlvitals.demo.commands",
     "grafana.report.commands",
 )
 

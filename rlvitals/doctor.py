@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import registry
 from exporter.config import ExporterSettings, redact_url
 from exporter.errors import ExporterError
-from exporter.outbox import Outbox
+from exporter.store.outbox import Outbox
 
 __all__ = ["Finding", "describe_settings", "diagnose"]
 

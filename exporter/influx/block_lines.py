@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from .block_translate import FastGroup, FastSteps, Rows
+from ..translate.blocks import FastGroup, FastSteps, Rows
 from .forwarder import LineRenderer
 from .lineprotocol import escape_field_key
 

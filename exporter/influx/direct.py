@@ -37,20 +37,20 @@ from typing import Any
 
 from registry import Registry
 
+from ..config import ExporterSettings, Policy
+from ..counts import RunCounters, RunStats
+from ..errors import OutboxError, WriteError
+from ..sources.scalar_block import ScalarBlock
+from ..store.outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
+from ..translate.blocks import BlockTranslator, FastSteps
+from ..translate.derive import StepDeriver
+from ..translate.steps import LoggedValue, config_rows
 from .block_lines import BlockRenderer
-from .block_translate import BlockTranslator, FastSteps
-from .config import ExporterSettings, Policy
-from .derive import StepDeriver
-from .errors import OutboxError, WriteError
 from .forwarder import LineRenderer, isolate_refused, keyed_lines
-from .influx_rollups import SentColumns, SentPart, make_rollups, rollups_wanted
 from .lineprotocol import join_lines
-from .outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
 from .rollup_worker import RollupWorker
-from .sources.scalar_block import ScalarBlock
-from .stats import RunCounters, RunStats
+from .rollups import SentColumns, SentPart, make_rollups, rollups_wanted
 from .step_lines import StepRenderer
-from .translate import LoggedValue, config_rows
 from .writers import Writer, make_writer
 
 __all__ = ["DIRECT_BATCH", "DirectRun"]

@@ -1,4 +1,4 @@
-"""Entry point of the forwarder's child process: `python -m exporter.forward_child`.
+"""Entry point of the forwarder's child process: `python -m exporter.influx.forward_child`.
 
 Its own module, imported by nothing, so running it does not import a module the package has
 already imported (runpy warns about that on the child's stderr, the training's terminal).

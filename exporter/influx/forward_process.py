@@ -8,7 +8,7 @@ rendering and sending holds the GIL the training loop needs. The outbox is alrea
 hand-off between the worker and the forwarder, so the forwarder can just as well read it from
 another process: the training process only writes the outbox.
 
-The parent (`ForwarderProcess`, what `Run` uses) starts `python -m exporter.forward_child`
+The parent (`ForwarderProcess`, what `Run` uses) starts `python -m exporter.influx.forward_child`
 and talks to it in JSON lines: the settings on its stdin first (credentials never go on the
 command line), then `flush` and `stop` requests; the child answers with counter changes, flush
 results and its log records, which the parent adds to the run's counts and logs as its own. When
@@ -31,15 +31,15 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from .config import ExporterSettings
+from ..config import ExporterSettings
+from ..counts import RunCounters
 from .forwarder import Forwarder
-from .influx_rollups import make_rollups
-from .stats import RunCounters
+from .rollups import make_rollups
 from .writers import make_writer
 
 __all__ = ["ForwarderProcess", "main"]
 
-_log = logging.getLogger("exporter.forwarder")
+_log = logging.getLogger("exporter.influx.forwarder")
 _COUNTED = ("sent", "write_errors", "server_rejected")
 _REPORT_EVERY = 0.1  # seconds between the child's counter reports, while they change
 _IDLE_POLL = 0.1  # how often the child looks for new rows when it found none
@@ -88,7 +88,7 @@ class ForwarderProcess:
         # the child imports this package the way the parent did, installed or not
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "exporter.forward_child"],
+            [sys.executable, "-m", "exporter.influx.forward_child"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

@@ -16,8 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import OutboxError, WriteError
-from .influx_rollups import InfluxRollups
+from ..counts import RunCounters
+from ..errors import OutboxError, WriteError
+from ..store.outbox import NO_RANK, Outbox, PendingEvent, PendingSample, RejectKey, SampleRow
 from .lineprotocol import (
     FieldValue,
     escape_field_key,
@@ -25,8 +26,7 @@ from .lineprotocol import (
     format_line,
     join_lines,
 )
-from .outbox import NO_RANK, Outbox, PendingEvent, PendingSample, RejectKey, SampleRow
-from .stats import RunCounters
+from .rollups import InfluxRollups
 from .writers import Writer
 
 __all__ = ["Forwarder", "LineRenderer", "isolate_refused", "keyed_lines", "render_lines"]

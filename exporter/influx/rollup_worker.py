@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 
-from .influx_rollups import InfluxRollups, SentPart
+from .rollups import InfluxRollups, SentPart
 
 __all__ = ["RollupWorker"]
 

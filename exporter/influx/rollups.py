@@ -56,7 +56,7 @@ running; 30 metrics in 9 measurements):
 - These Python sums, for `rlvitals import` (`bench/bench_import.py`, quiet machine, against
   POSTing the same bodies): 0.81 of the floor for 200k scalars logged every 128 steps, 0.85 for
   1M, 0.87 for 1M logged at every step, with the rollups on their own thread and connection
-  (`exporter.rollup_worker`). Keeping 64-step blocks of the sparse fields too, on the sender's
+  (`exporter.influx.rollup_worker`). Keeping 64-step blocks of the sparse fields too, on the sender's
   thread, it was 0.44: five rollup fields per raw value, summed and rendered in Python.
 
 Failures never reach the writer: a rollup write or query that fails is logged and its blocks are
@@ -82,10 +82,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from .config import ExporterSettings, redact_url
+from ..config import ExporterSettings, redact_url
+from ..store.outbox import NO_RANK, SampleRow
+from ..store.running_stats import MIN_BLOCK_POINTS, ROLLUP_LEVELS
 from .lineprotocol import escape_field_key, format_line, join_lines
-from .outbox import NO_RANK, SampleRow
-from .running_stats import MIN_BLOCK_POINTS, ROLLUP_LEVELS
 from .writers import Writer
 
 __all__ = [

@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
+from ..store.outbox import SampleRow
 from .forwarder import LineRenderer
 from .lineprotocol import escape_field_key
-from .outbox import SampleRow
 
 __all__ = ["StepRenderer"]
 

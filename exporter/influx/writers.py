@@ -8,8 +8,8 @@ import logging
 import urllib.parse
 from typing import Any, Protocol
 
-from .config import ExporterSettings, redact_url
-from .errors import ConfigError, WriteError
+from ..config import ExporterSettings, redact_url
+from ..errors import ConfigError, WriteError
 
 __all__ = ["InfluxV1Writer", "InfluxV2Writer", "Writer", "make_writer"]
 

@@ -37,16 +37,16 @@ import yaml
 import registry
 from registry import FRAMEWORKS
 
-from . import live_states
-from .config import ExporterSettings
-from .errors import ConfigError, ExporterError, WriteError
-from .ingest import Ingest, RunSummary
-from .lifecycle import Lifecycle
+from ..config import ExporterSettings
+from ..errors import ConfigError, ExporterError, WriteError
+from ..prometheus import live_states
+from ..prometheus.metrics_endpoint import MetricsEndpoint
+from ..sources import FORMATS, LogSet, Malformed, Record, ScalarBlock, compile_pattern
+from ..sources.follow import path_key
+from ..store.lifecycle import Lifecycle
+from ..store.outbox import Outbox, SourcePosition
+from .feed import Ingest, RunSummary
 from .log_context import parse_assignment
-from .metrics_endpoint import MetricsEndpoint
-from .outbox import Outbox, SourcePosition
-from .sources import FORMATS, LogSet, Malformed, Record, ScalarBlock, compile_pattern
-from .sources.follow import path_key
 
 __all__ = ["register"]
 

@@ -17,20 +17,20 @@ from typing import Any, Protocol
 
 from registry import Registry
 
-from .config import ExporterSettings
-from .derive import StepDeriver
-from .direct import DirectRun
-from .errors import ConfigError
-from .lifecycle import Lifecycle
+from ..config import ExporterSettings
+from ..counts import RunStats
+from ..errors import ConfigError
+from ..influx.direct import DirectRun
+from ..prometheus.metrics_endpoint import MetricsEndpoint
+from ..run import Run
+from ..sources import LogFile, Record, ScalarBlock
+from ..sources.follow import path_key
+from ..sources.text_summaries import read_text_summaries
+from ..store.lifecycle import Lifecycle
+from ..store.outbox import SourcePosition
+from ..translate.derive import StepDeriver
+from ..translate.steps import LoggedValue
 from .log_context import context_from_logs
-from .metrics_endpoint import MetricsEndpoint
-from .outbox import SourcePosition
-from .run import Run
-from .sources import LogFile, Record, ScalarBlock
-from .sources.follow import path_key
-from .sources.text_summaries import read_text_summaries
-from .stats import RunStats
-from .translate import LoggedValue
 
 __all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from .integrations.target import StepLogger
+from .target import StepLogger
 
 __all__ = ["GpuReading", "GpuSampler", "read_gpus"]
 

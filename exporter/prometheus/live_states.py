@@ -28,8 +28,8 @@ from registry.diagnosis.bands import EARLY_FALLBACK_POINTS, alert_states
 from registry.diagnosis.rules import RuleContext, evaluate_rule
 from registry.diagnosis.stats import Series
 
+from ..store.outbox import Outbox
 from .metrics_endpoint import MetricsEndpoint, RuleState
-from .outbox import Outbox
 
 __all__ = ["ALERT_GAUGE", "AlertStateCollector", "MetricAlertState", "attach"]
 

@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .stats import LiveState
+from ..counts import LiveState
 
 __all__ = ["LiveSource", "MetricsEndpoint", "RuleState", "RuleStates"]
 

@@ -2,7 +2,7 @@
 
 A `ScalarBlock` stands for the Records of its steps (`records()` gives them, exactly as the
 source would have yielded them one by one) without building a dict per step: the direct import
-translates and renders it a column at a time (`exporter/block_translate.py`). Every step of a
+translates and renders it a column at a time (`exporter/translate/blocks.py`). Every step of a
 block is complete (no later event can add to it) and its events are in file order.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..outbox import SourcePosition
+from ..store.outbox import SourcePosition
 from .record import Record, add_value
 
 __all__ = ["ScalarBlock"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..outbox import SourcePosition
+from ..store.outbox import SourcePosition
 
 __all__ = ["Line", "TextTail", "read_mark"]
 

@@ -39,9 +39,9 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from ..errors import OutboxError
+from ..schema import TRANSFORMS_FIELD, FieldTransform, transforms_from_json
 from . import running_stats
-from .errors import OutboxError
-from .transform_record import TRANSFORMS_FIELD, FieldTransform, transforms_from_json
 
 __all__ = [
     "NO_RANK",

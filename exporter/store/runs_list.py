@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .config import ExporterSettings
-from .errors import ExporterError
+from ..config import ExporterSettings
+from ..errors import ExporterError
 from .lifecycle import Lifecycle
 from .outbox import Outbox
 

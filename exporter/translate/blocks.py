@@ -27,10 +27,10 @@ import numpy.typing as npt
 
 from registry import Resolution
 
+from ..sources.scalar_block import ScalarBlock
+from ..store.outbox import EventRow, SampleRow
 from .derive import NONFINITE_FIELD
-from .outbox import EventRow, SampleRow
-from .sources.scalar_block import ScalarBlock
-from .translate import Translator, name_problem
+from .steps import Translator, name_problem
 
 __all__ = ["BlockTranslator", "FastGroup", "FastSteps", "StepPlan"]
 

@@ -17,11 +17,11 @@ import numpy as np
 
 from registry import AmbiguousName, Registry, Resolution, ResolveError
 
-from .config import Policy
+from ..config import Policy
+from ..counts import RunCounters
+from ..schema import TRANSFORMS_FIELD, FieldTransform
+from ..store.outbox import NO_RANK, SPREAD, EventRow, SampleBlock, SampleRow
 from .derive import StepDeriver
-from .outbox import NO_RANK, SPREAD, EventRow, SampleBlock, SampleRow
-from .stats import RunCounters
-from .transform_record import TRANSFORMS_FIELD, FieldTransform
 
 __all__ = [
     "MAX_STEP",

@@ -1,7 +1,7 @@
 """Generated Grafana files: dashboards, alert rules and datasource provisioning, from the registry.
 
 `rlvitals build` calls `dashboard_files`, `alert_files` and `datasource_files`; each returns
-{relative path: file text}. The live gauges the rules read are served by `exporter.live_states`.
+{relative path: file text}. The live gauges the rules read are served by `exporter.prometheus.live_states`.
 """
 
 from .alerts import alert_files, alert_rule_groups

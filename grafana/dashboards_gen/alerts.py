@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from exporter.lifecycle import Lifecycle
-from exporter.live_states import ALERT_GAUGE
+from exporter.prometheus.live_states import ALERT_GAUGE
+from exporter.store.lifecycle import Lifecycle
 from registry import Alert, Metric, Registry, Rule
 
 from .describe import term_url

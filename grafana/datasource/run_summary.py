@@ -1,6 +1,6 @@
 """One row of the run list: a run's project, framework, lifecycle status, last step and start.
 
-The status is `exporter.lifecycle.Lifecycle`'s, the one definition the exporter's `/metrics` and
+The status is `exporter.store.lifecycle.Lifecycle`'s, the one definition the exporter's `/metrics` and
 the stalled-training alert also use, fed with what the store knows: the outbox's run record
 (`finished`, `last_activity`) or, from InfluxDB, the wall time of the run's newest point.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from exporter.lifecycle import Lifecycle
+from exporter.store.lifecycle import Lifecycle
 
 from .history import HistoryStore
 

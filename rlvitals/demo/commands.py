@@ -50,9 +50,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     import registry
+    from exporter.config import ExporterSettings
+    from exporter.errors import ExporterError
 
-    from ..config import ExporterSettings
-    from ..errors import ExporterError
     from .run_demo import DemoOptions, DemoResult, run_demo
     from .scenarios import SCENARIOS, scenario_named
     from .summary import Pointers, format_summary

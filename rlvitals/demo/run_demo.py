@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from exporter.config import ExporterSettings
+from exporter.run import Run, init
+from exporter.store.outbox import Outbox
 from registry import Registry
 from registry.diagnosis import Card, RuleResult, Series, as_series, build_card, evaluate_rules
 
-from ..config import ExporterSettings
-from ..outbox import Outbox
-from ..run import Run, init
 from .scenarios import SCENARIOS, Scenario, build
 from .simulate import SimConfig, SimEvent, Trajectory
 from .verdict import Detection, detect

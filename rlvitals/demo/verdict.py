@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from exporter.store.outbox import EventRecord
 from registry import Registry
 from registry.diagnosis import RuleContext, Series, basis_scale, early_mean, evaluate_rule
 
-from ..outbox import EventRecord
 from .scenarios import Expectation
 
 __all__ = ["Detection", "detect", "first_alert_step", "first_event_step", "first_rule_step"]

@@ -12,11 +12,11 @@ from typing import Any
 import yaml
 
 import registry
+from exporter.errors import ExporterError
+from exporter.ingest.commands import add_config_arguments, read_config_arguments
 from registry import FRAMEWORKS
 
-from .commands import add_config_arguments, read_config_arguments
-from .errors import ExporterError
-from .evaluate import Expected, RunVerdict, load_run, table, verdict
+from .replay import Expected, RunVerdict, load_run, table, verdict
 
 __all__ = ["register"]
 

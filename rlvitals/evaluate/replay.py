@@ -19,16 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from exporter.ingest.log_context import context_from_logs
+from exporter.sources.tensorboard import TensorBoardSource, is_event_file
+from exporter.sources.text_summaries import read_text_summaries
 from registry import Registry
 from registry.diagnosis import build_card
 from registry.diagnosis.card import Card
 from registry.diagnosis.context import RunContext, run_context
 from registry.diagnosis.stats import Series, as_series
 from registry.errors import AmbiguousName, UnknownName
-
-from .log_context import context_from_logs
-from .sources.tensorboard import TensorBoardSource, is_event_file
-from .sources.text_summaries import read_text_summaries
 
 __all__ = [
     "FAILURE_KINDS",

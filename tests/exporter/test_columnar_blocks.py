@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 import exporter
 import registry
 from exporter import run as run_module
-from exporter import translate
-from exporter.derive import StepDeriver
+from exporter.translate import steps as translate
+from exporter.translate.derive import StepDeriver
 
 
 def _cleanrl_names(reg: registry.Registry) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 
 import exporter
 import registry
-from exporter.outbox import SPREAD
+from exporter.store.outbox import SPREAD
 
 
 def _init(tmp_path: Path, reg: registry.Registry, name: str = "r", **kw: Any) -> exporter.Run:

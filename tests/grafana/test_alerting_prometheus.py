@@ -23,8 +23,8 @@ from prom_server import PromServer, scrape_config
 import exporter
 import registry
 from exporter import ExporterSettings, Lifecycle, MetricsEndpoint
-from exporter.ingest import Ingest
-from exporter.live_states import attach
+from exporter.ingest.feed import Ingest
+from exporter.prometheus.live_states import attach
 from exporter.sources import Record
 from exporter.sources.discover import LogFile
 from grafana.dashboards_gen.alerts import EXPORTER_JOB, Timing, alert_rule_groups

@@ -1,5 +1,5 @@
 """The live dashboard's HTTP side: `/` answers a browser with the run list and Grafana with JSON;
-run status follows `exporter.lifecycle`; every field a run logged, registered or not, is listed
+run status follows `exporter.store.lifecycle`; every field a run logged, registered or not, is listed
 and served (from the embedded store and from a real InfluxDB alike); bad input is a JSON 4xx."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from flask import Flask
 
 import exporter
 import registry
-from exporter.lifecycle import Lifecycle
+from exporter.store.lifecycle import Lifecycle
 from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.history import (
     UNREGISTERED,

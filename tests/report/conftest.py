@@ -8,7 +8,7 @@ import pytest
 
 import exporter
 import registry
-from exporter.demo import DemoOptions, run_demo, scenario_named
+from rlvitals.demo import DemoOptions, run_demo, scenario_named
 
 REPORT_STEPS = 1200
 REPORT_SCENARIOS = ("healthy", "kl_blowup", "nan_loss", "resume")

@@ -136,7 +136,7 @@ def bucket_size(first: int, last: int, max_points: int) -> int:
 
 BUCKET_LEVELS = (64, 4096)
 """Step blocks a bucket of at least that many steps is made of (the embedded store keeps rollups
-of exactly these blocks: `exporter.outbox.ROLLUP_LEVELS`)."""
+of exactly these blocks: `exporter.schema.ROLLUP_LEVELS`)."""
 
 
 @dataclass(frozen=True)

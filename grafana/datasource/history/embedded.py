@@ -1,4 +1,4 @@
-"""The embedded store: the exporter's sqlite outbox (`exporter/outbox.py`), read-only.
+"""The embedded store: the exporter's sqlite outbox (`exporter/store/outbox.py`), read-only.
 
 Every query binds its values as parameters; aggregation happens in SQL (step buckets, rank
 averaging, skip-scans over the `(run, field, step)` index), so a request reads a bounded number of
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exporter.running_stats import ROLLUP_LEVELS
+from exporter.store.running_stats import ROLLUP_LEVELS
 
 from .base import (
     BucketPlan,

@@ -1,4 +1,4 @@
-"""Reading the step rollups the exporter keeps in InfluxDB (`exporter.influx_rollups`).
+"""Reading the step rollups the exporter keeps in InfluxDB (`exporter.influx.rollups`).
 
 A run the exporter has rolled up carries a point in `ROLLUP_MARKER`; for it, whole-run statistics
 are the sums of its 4096-step blocks (a few hundred points at a million steps) and a long series
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from exporter.influx_rollups import ROLLUP_MARKER, rollup_key, rollup_measurement, unkept_key
-from exporter.running_stats import MIN_BLOCK_POINTS, ROLLUP_LEVELS
+from exporter.influx.rollups import ROLLUP_MARKER, rollup_key, rollup_measurement, unkept_key
+from exporter.store.running_stats import MIN_BLOCK_POINTS, ROLLUP_LEVELS
 
 from .base import BucketPlan, FieldStats, Points, points_from
 from .influx_http import InfluxHttp, ResultSeries, first_number

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 import registry
-from exporter.running_stats import ROLLUP_LEVELS
+from exporter.store.running_stats import ROLLUP_LEVELS
 
 from .base import (
     UNREGISTERED,

@@ -19,9 +19,9 @@ import pytest
 
 import exporter
 import registry
-from exporter.forward_process import ForwarderProcess
+from exporter.influx.forward_process import ForwarderProcess
 
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[3]
 
 
 def _steps(influx: Any, run: str) -> list[int]:
@@ -163,7 +163,7 @@ def test_where_no_child_can_start_the_run_forwards_on_a_thread(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    # an interpreter that cannot run `-m exporter.forward_child` (here: one that exits at once)
+    # an interpreter that cannot run `-m exporter.influx.forward_child` (here: one that exits at once)
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\nexit 3\n")
     fake.chmod(0o755)

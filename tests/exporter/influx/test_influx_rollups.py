@@ -15,17 +15,17 @@ from influx_server import InfluxDatabase
 
 import exporter
 import registry
-from exporter import influx_rollups
-from exporter.direct import DirectRun
-from exporter.forwarder import LineRenderer
-from exporter.influx_rollups import ROLLUP_MARKER, make_rollups, rollup_measurement, unkept_key
-from exporter.lineprotocol import join_lines
-from exporter.outbox import NO_RANK, SampleRow
-from exporter.running_stats import ROLLUP_LEVELS
-from exporter.writers import make_writer
+from exporter.influx import rollups as influx_rollups
+from exporter.influx.direct import DirectRun
+from exporter.influx.forwarder import LineRenderer
+from exporter.influx.lineprotocol import join_lines
+from exporter.influx.rollups import ROLLUP_MARKER, make_rollups, rollup_measurement, unkept_key
+from exporter.influx.writers import make_writer
+from exporter.store.outbox import NO_RANK, SampleRow
+from exporter.store.running_stats import ROLLUP_LEVELS
 from rlvitals.cli import main
 
-MINI = str(Path(__file__).parents[1] / "fixtures" / "mini_registry")
+MINI = str(Path(__file__).parents[2] / "fixtures" / "mini_registry")
 Blocks = dict[int, tuple[int, float, float, float, int]]
 
 

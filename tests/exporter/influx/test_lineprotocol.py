@@ -11,7 +11,7 @@ from influxdb_client.client.write.point import Point
 from influxdb_client.domain.write_precision import WritePrecision
 
 import exporter
-from exporter.lineprotocol import format_line
+from exporter.influx.lineprotocol import format_line
 
 # influxdb-client writes tabs and carriage returns in names as `\t` / `\r`, which InfluxDB
 # stores as a backslash and a letter; the exporter writes them raw (stored exactly): see

@@ -14,7 +14,7 @@ import exporter
 import registry
 from rlvitals.cli import main
 
-MINI = str(Path(__file__).parents[1] / "fixtures" / "mini_registry")
+MINI = str(Path(__file__).parents[2] / "fixtures" / "mini_registry")
 
 
 def _write(influx: Any, line: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from exporter.rollup_worker import RollupWorker
+from exporter.influx.rollup_worker import RollupWorker
 
 
 def _part(i: int) -> Any:
@@ -43,7 +43,7 @@ def test_batches_are_rolled_up_in_order_and_a_failure_does_not_end_the_thread(
 ) -> None:
     rollups = _Rollups(fail_on=2)
     worker = RollupWorker(rollups, "t")  # type: ignore[arg-type]
-    with caplog.at_level(logging.ERROR, logger="exporter.rollup_worker"):
+    with caplog.at_level(logging.ERROR, logger="exporter.influx.rollup_worker"):
         for i in range(6):
             worker.sent(_part(i), {"r": None}, exact=True)
         assert worker.wait(10)
@@ -82,7 +82,7 @@ def test_close_says_how_many_batches_were_left_unrolled(
     worker = RollupWorker(rollups, "t", depth=4)  # type: ignore[arg-type]
     for i in range(3):
         worker.sent(_part(i), {}, exact=True)
-    with caplog.at_level(logging.WARNING, logger="exporter.rollup_worker"):
+    with caplog.at_level(logging.WARNING, logger="exporter.influx.rollup_worker"):
         closer = threading.Thread(target=worker.close, args=(0.3,))
         closer.start()
         closer.join(2)

@@ -11,10 +11,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.forwarder import LineRenderer
-from exporter.outbox import SampleRow
-from exporter.step_lines import StepRenderer
-from exporter.writers import make_writer
+from exporter.influx.forwarder import LineRenderer
+from exporter.influx.step_lines import StepRenderer
+from exporter.influx.writers import make_writer
+from exporter.store.outbox import SampleRow
 
 _Point = dict[tuple[str, str], dict[str, bytes]]
 

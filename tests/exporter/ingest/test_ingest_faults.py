@@ -17,7 +17,7 @@ import pytest
 
 import exporter
 
-MINI = str(Path(__file__).parents[1] / "fixtures" / "mini_registry")
+MINI = str(Path(__file__).parents[2] / "fixtures" / "mini_registry")
 
 
 def _env(store: Path) -> dict[str, str]:
@@ -75,7 +75,7 @@ def test_import_blocked_by_a_locked_store_honours_sigterm_exits_non_zero_and_rer
 def test_one_stuck_run_does_not_stall_the_other_runs_a_tail_follows(
     tmp_path: Path, reg: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from exporter.ingest import Ingest
+    from exporter.ingest.feed import Ingest
     from exporter.run import Run
     from exporter.sources import LogFile, Record
 

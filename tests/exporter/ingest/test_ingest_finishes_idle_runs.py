@@ -10,10 +10,10 @@ from pathlib import Path
 
 import registry
 from exporter import ExporterSettings, Lifecycle, MetricsEndpoint
-from exporter.ingest import Ingest
-from exporter.outbox import Outbox
+from exporter.ingest.feed import Ingest
 from exporter.sources import Record
 from exporter.sources.discover import LogFile
+from exporter.store.outbox import Outbox
 
 LIFE = Lifecycle(stall_after_s=5, ended_after_s=60)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from exporter.gpu import GpuSampler
+from exporter.integrations.gpu import GpuSampler
 
 
 class _Recorder:

@@ -37,7 +37,7 @@ def _series(tmp_path: Path, run: str, field: str) -> tuple[list[int], list[float
 def test_importing_the_integrations_does_not_import_their_frameworks() -> None:
     code = (
         "import sys, exporter.integrations.sb3, exporter.integrations.hf, "
-        "exporter.integrations.tensorboard, exporter.gpu\n"
+        "exporter.integrations.tensorboard, exporter.integrations.gpu\n"
         "bad = [m for m in ('stable_baselines3', 'transformers', 'torch', 'pynvml') "
         "if m in sys.modules]\n"
         "print(','.join(bad))"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.outbox import Outbox
+from exporter.store.outbox import Outbox
 from rlvitals.cli import main
 
 RUNS = Path(__file__).resolve().parents[2] / "fixtures" / "runs"

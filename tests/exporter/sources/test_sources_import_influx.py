@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from logmakers import Sb3Csv, cleanrl_stdout, sb3_rows, write_event_file
 
-from exporter.outbox import Outbox
+from exporter.store.outbox import Outbox
 from rlvitals.cli import main
 
 MINI = str(Path(__file__).parents[2] / "fixtures" / "mini_registry")

@@ -23,7 +23,7 @@ from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from exporter.outbox import Outbox
+from exporter.store.outbox import Outbox
 from rlvitals.cli import main
 
 ROOT = Path(__file__).parents[3]
@@ -207,7 +207,7 @@ def test_a_tail_killed_during_its_catch_up_goes_on_and_loses_or_duplicates_nothi
     _use(monkeypatch, imported)
     assert main(["import", str(logs)]) == 0
     # the training's points (the step rollups computed from them are compared with the raw
-    # points they sum in tests/exporter/test_influx_rollups.py)
+    # points they sum in tests/exporter/influx/test_influx_rollups.py)
     killed_points = _raw(_points(influx, tailed["RLVITALS_INFLUX_DATABASE"]))
     whole = _raw(_points(influx, imported["RLVITALS_INFLUX_DATABASE"]))
     # A restarted reader starts the gradient's trailing window afresh (as any restarted `tail`

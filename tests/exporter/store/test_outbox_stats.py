@@ -13,8 +13,8 @@ import pytest
 
 import exporter
 import registry
-from exporter.outbox import _SCHEMA, NO_RANK, Outbox
-from exporter.running_stats import ROLLUP_LEVELS
+from exporter.store.outbox import _SCHEMA, NO_RANK, Outbox
+from exporter.store.running_stats import ROLLUP_LEVELS
 
 Key = tuple[str, str, int, str, str]
 

@@ -10,8 +10,8 @@ import pytest
 
 import exporter
 import registry
-from exporter.lifecycle import Lifecycle
-from exporter.runs_list import list_runs
+from exporter.store.lifecycle import Lifecycle
+from exporter.store.runs_list import list_runs
 from rlvitals.cli import main
 
 

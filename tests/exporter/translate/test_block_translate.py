@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import registry
-from exporter.block_lines import BlockRenderer
-from exporter.block_translate import BlockTranslator, FastSteps
-from exporter.forwarder import LineRenderer
-from exporter.outbox import EventRow, SampleRow
+from exporter.counts import RunCounters
+from exporter.influx.block_lines import BlockRenderer
+from exporter.influx.forwarder import LineRenderer
 from exporter.sources.scalar_block import ScalarBlock
-from exporter.stats import RunCounters
-from exporter.translate import Translator
+from exporter.store.outbox import EventRow, SampleRow
+from exporter.translate.blocks import BlockTranslator, FastSteps
+from exporter.translate.steps import Translator
 
 _NAMES = [
     "losses/approx_kl",

@@ -10,7 +10,7 @@ import pytest
 
 import exporter
 import registry
-from exporter.outbox import Outbox
+from exporter.store.outbox import Outbox
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import registry
-from exporter.stats import RunCounters
-from exporter.translate import Translator, to_number
+from exporter.counts import RunCounters
+from exporter.translate.steps import Translator, to_number
 
 
 def _translator(reg: registry.Registry, framework: str | None = "cleanrl") -> Translator:

@@ -8,7 +8,7 @@ import pytest
 
 import exporter
 import registry
-from exporter.demo import DemoOptions, DemoResult, run_demo
+from rlvitals.demo import DemoOptions, DemoResult, run_demo
 
 DEMO_STEPS = 2000
 

@@ -12,8 +12,8 @@ import pytest
 
 import registry
 from exporter import Outbox
-from exporter.demo import SCENARIOS, DemoResult, SimConfig, build, detect, simulate
 from registry.diagnosis import as_series
+from rlvitals.demo import SCENARIOS, DemoResult, SimConfig, build, detect, simulate
 
 FAILURES = [s for s in SCENARIOS if s.expect is not None]
 

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 import registry
-from exporter.evaluate import MAX_LAG_POINTS, Expected, RunVerdict, load_run, verdict
+from rlvitals.evaluate.replay import MAX_LAG_POINTS, Expected, RunVerdict, load_run, verdict
 
-RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+RUNS = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 EXPECTED: dict[str, Any] = yaml.safe_load((RUNS / "expected.yaml").read_text())["runs"]
 # Disagreements the engine still has with the written verdicts: kept visible, not hidden by
 # editing either side (none left: grpo_mu1_beta_lr was warned for its KL climbing out of zero

@@ -9,7 +9,7 @@ import pytest
 
 from rlvitals.cli import main
 
-RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+RUNS = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 EXPECTED = str(RUNS / "expected.yaml")
 
 

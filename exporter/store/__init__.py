@@ -1,0 +1,18 @@
+"""The durable local store: where every accepted sample is kept before anything else happens to it.
+
+- `outbox`: `Outbox`, one sqlite file (WAL) of samples, events and runs, keyed by step, with
+  unsent rows numbered for the forwarder; it is also the embedded store `serve`, `report` and the
+  datasource read when no InfluxDB is configured.
+- `running_stats`: per-series running statistics and step rollups kept in the same transaction,
+  so readers get whole-run means and long series from a bounded number of rows.
+- `lifecycle`: `Lifecycle`, the one definition of a run's status (live / stalled / finished).
+- `runs_list`: `rlvitals runs`.
+
+May import: `exporter.config`, `.errors`, `.schema`. Never translation, InfluxDB or Prometheus:
+the store holds rows, whoever made them.
+"""
+
+from .lifecycle import Lifecycle, RunStatus
+from .outbox import EventRecord, Outbox, RunRecord, SourcePosition
+
+__all__ = ["EventRecord", "Lifecycle", "Outbox", "RunRecord", "RunStatus", "SourcePosition"]

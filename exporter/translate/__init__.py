@@ -1,0 +1,22 @@
+"""Translation: what training logged (any framework's names) -> the rows the store keeps.
+
+A logged name is resolved through the registry to a canonical id, its declared transform applied
+(SB3's negative entropy negated, ...), its value checked against the bad-input policy and the
+metric's physical limits; non-finite values become counts and `health` events, a step going back
+a `resume` event, unknown names `unregistered` rows. Two paths, one result:
+
+- `steps`: `Translator`, one log call at a time (the Python API's worker, followed logs), and the
+  cheap checks `Run.log` runs on the caller's thread under `strict`.
+- `blocks`: `BlockTranslator`, a log's steps a column at a time with numpy (the direct import);
+  whatever its plan cannot say goes through `Translator` step by step. A test compares the two.
+- `derive`: `StepDeriver`, the metrics the registry declares as derived, computed per step.
+
+May import: `registry`, `exporter.config`, `.counts`, `.errors`, `.schema` (the rows it returns),
+`exporter.sources` (the `ScalarBlock` it reads). Never the store, InfluxDB or Prometheus.
+"""
+
+from .blocks import BlockTranslator, FastSteps
+from .derive import StepDeriver
+from .steps import LoggedValue, Translator
+
+__all__ = ["BlockTranslator", "FastSteps", "LoggedValue", "StepDeriver", "Translator"]
