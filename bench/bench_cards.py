@@ -50,7 +50,8 @@ import registry
 from exporter.config import ExporterSettings
 from exporter.influx.direct import DirectRun
 from exporter.influx.rollups import InfluxRollups
-from exporter.store.outbox import NO_RANK, Outbox
+from exporter.schema import NO_RANK
+from exporter.store.outbox import Outbox
 from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.cards import card_inputs
 from grafana.datasource.history import HistoryStore, open_history

@@ -20,8 +20,9 @@ The folders are the stages a sample travels through (docs/architecture.md draws 
 
 Imports go one way (tests/exporter/test_layout.py checks it): the shared modules import no other
 part of the exporter; `sources`, `translate` and `store` import only them (and `translate` the
-`sources`' record types); `influx` and `prometheus` also the store (`influx` translation, for
-the direct import); `run`, `integrations` and `ingest`, which drive the stages, any of them.
+block type of `sources`); `influx` and `prometheus` also the store (`influx` also translation and
+that block type, for the direct import); `run`, `integrations` and `ingest`, which drive the
+stages, any of them.
 Nothing here imports `grafana` or the apps in `rlvitals` (the demo, the diagnosis replay).
 """
 

@@ -33,8 +33,17 @@ from .influx.rollups import make_rollups
 from .influx.writers import make_writer
 from .prometheus import live_states
 from .prometheus.metrics_endpoint import MetricsEndpoint
-from .schema import FieldTransform
-from .store.outbox import NO_RANK, EventRow, Outbox, SampleBlock, SampleRow, SourcePosition
+from .schema import (
+    NO_RANK,
+    RUN_CONFIG,
+    UNREGISTERED,
+    EventRow,
+    FieldTransform,
+    SampleBlock,
+    SampleRow,
+    SourcePosition,
+)
+from .store.outbox import Outbox
 from .translate.derive import StepDeriver
 from .translate.steps import (
     LoggedValue,
@@ -402,7 +411,7 @@ class Run:
             except ResolveError as exc:
                 raise InvalidSample(
                     f"run {self.name!r}: {name!r} at step {istep}: {exc} (policy strict; "
-                    "with RLVITALS_POLICY=warn it would be stored under 'unregistered')",
+                    f"with RLVITALS_POLICY=warn it would be stored under '{UNREGISTERED}')",
                     step=step,
                     name=name,
                     value=raw,
@@ -763,8 +772,8 @@ class _Part:
         cut = b.steps[mid]
         out: list[_Part] = []
         for lo, hi, rows in (
-            (0, mid, [r for r in self.rows if r[2] < cut or r[3] == "run_config"]),
-            (mid, n, [r for r in self.rows if r[2] >= cut and r[3] != "run_config"]),
+            (0, mid, [r for r in self.rows if r[2] < cut or r[3] == RUN_CONFIG]),
+            (mid, n, [r for r in self.rows if r[2] >= cut and r[3] != RUN_CONFIG]),
         ):
             block = SampleBlock(
                 b.run, b.rank, b.steps[lo:hi], b.wall_times[lo:hi], b.columns, b.values[lo:hi]

@@ -1,22 +1,214 @@
-"""Which transform each stored field went through, recorded per run so a value can be shown with
-what was done to it ("train/value_loss × 0.5", "train/entropy_loss negated").
+"""The stored schema: every name the outbox and InfluxDB keep data under, declared once.
 
-The record is one JSON text in the run's `run_config` point at step 0 (field `transforms_json`),
-so it travels with the run to InfluxDB like the rest of its configuration:
-`{field: [{"name", "kind", "factor", "framework"}, ...]}`, one entry per logged name.
+Writers (`translate`, `store`, `influx`) and readers (the datasource's history stores, the
+generated dashboards' queries) import these names; no other module spells a measurement or a
+rollup name (tests/exporter/test_layout.py checks it).
+
+Points. A sample is a point keyed by training step: InfluxDB's timestamp is the step (precision
+`s`: step N at N seconds after the epoch), so re-logging a step overwrites it and every metric of
+one step lines up on the x axis. Its tags are `TAGS` (`run`, `project`, `rank` where given, `gpu`
+for per-device metrics; events add `KIND`), its fields the canonical metric ids plus `STEP_FIELD`
+and `WALL_TIME_FIELD`. Steps and values are never tags. The outbox keys the same points by
+(run, rank, step, measurement, gpu, field) and stores `NO_RANK` for a run logged without a rank.
+
+Measurements:
+- one per registry group (`registry.Metric.group`), holding that group's metrics;
+- `RUN_CONFIG`: the run's hyperparameters at step 0, `CONFIG_FIELD` (all of them, JSON), every
+  numeric one as a field of its own, and `TRANSFORMS_FIELD` (see `FieldTransform`);
+- `SPREAD`: `<field>/count`, `<field>/min` and `<field>/max` at a step that logged several values
+  of one name (the field itself holds their mean);
+- `UNREGISTERED`: names the registry does not know, stored as logged (policy `warn`);
+- `EVENTS`: one point per (run, rank, step, kind), fields `TEXT_FIELD`, step, wall time and the
+  event's own fields;
+- in InfluxDB only, `rollup_measurement(level)` per level of `ROLLUP_LEVELS` and `ROLLUP_MARKER`
+  (the outbox keeps its rollups in tables of its own: `store.running_stats`).
+
+Rollups. Blocks of `ROLLUP_LEVELS` steps (block = step // level) hold, per field, `ROLLUP_STATS`
+of the block's finite values under `rollup_key(stat, field)`; a level is kept for a series only
+where its blocks hold `MIN_BLOCK_POINTS` values on average (`unkept_key` marks the others in the
+run's `ROLLUP_MARKER` point, whose `MARKER_VERSION_FIELD` says its rollups are complete).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TRANSFORMS_FIELD", "FieldTransform", "transforms_from_json"]
+import numpy as np
+import numpy.typing as npt
 
+__all__ = [
+    "CONFIG_FIELD",
+    "EVENTS",
+    "KIND",
+    "MARKER_VERSION_FIELD",
+    "MAX_STEP",
+    "MIN_BLOCK_POINTS",
+    "NOT_METRICS",
+    "NO_RANK",
+    "ROLLUP_LEVELS",
+    "ROLLUP_MARKER",
+    "ROLLUP_STATS",
+    "RUN_CONFIG",
+    "SPREAD",
+    "STEP_FIELD",
+    "TAGS",
+    "TEXT_FIELD",
+    "TRANSFORMS_FIELD",
+    "UNREGISTERED",
+    "WALL_TIME_FIELD",
+    "EventRow",
+    "FieldTransform",
+    "SampleBlock",
+    "SampleRow",
+    "SourcePosition",
+    "is_rollup_measurement",
+    "rollup_key",
+    "rollup_measurement",
+    "transforms_from_json",
+    "unkept_key",
+    "unkept_level",
+]
+
+# Measurements.
+RUN_CONFIG = "run_config"
+"""The run's hyperparameters, one point at step 0."""
+SPREAD = "spread"
+"""`<field>/count`, `<field>/min` and `<field>/max` for a step that logged several values of one
+name (one per finishing episode); the field itself holds their mean."""
+UNREGISTERED = "unregistered"
+"""Names the registry does not know, stored as logged."""
+EVENTS = "events"
+"""Step-keyed events (checkpoint, resume, health, ...), tag `KIND`."""
+ROLLUP_MARKER = "rlvitals_rollups"
+"""InfluxDB: one point per run (`MARKER_VERSION_FIELD`) once its rollups cover every point it has."""
+_ROLLUP_PREFIX = "rlvitals_rollup_"
+NOT_METRICS = frozenset({RUN_CONFIG, SPREAD, UNREGISTERED})
+"""Sample measurements that hold no registry metric."""
+
+# Tags and fields.
+TAGS = ("run", "project", "rank", "gpu")
+"""Every tag a sample point may carry; `run` always, the others where given."""
+KIND = "kind"
+"""The event points' extra tag: the event's kind."""
+STEP_FIELD = "step"
+WALL_TIME_FIELD = "wall_time"
+"""Integer field `step` and float field `wall_time` on every point, beside its metrics."""
+TEXT_FIELD = "text"
+"""An event's text."""
+CONFIG_FIELD = "config_json"
+"""The `RUN_CONFIG` point's field holding the whole configuration as JSON."""
 TRANSFORMS_FIELD = "transforms_json"
-"""Field of the `run_config` point (step 0) recording which transform each stored field went
+"""Field of the `RUN_CONFIG` point (step 0) recording which transform each stored field went
 through (JSON, see `FieldTransform`), so a value can be shown with what was done to it."""
+MARKER_VERSION_FIELD = "version"
+"""The `ROLLUP_MARKER` point's field: the rollups' version, present once they are complete."""
+
+NO_RANK = -1
+"""Rank stored for samples logged without a rank (sqlite keys cannot hold NULL uniquely)."""
+MAX_STEP = 2**63 - 1
+"""The highest step: InfluxDB timestamps, sqlite integers and numpy int64 all stop here."""
+
+# Rollups.
+ROLLUP_LEVELS = (64, 4096)
+"""Steps per rollup block, finest first; each a multiple of the one before."""
+MIN_BLOCK_POINTS = 8
+"""Values a level's blocks must hold on average for a series to keep (and a reader to use) it:
+below that, reading the raw points costs about as much as reading the blocks."""
+ROLLUP_STATS = ("n", "sum", "min", "max", "last")
+"""Per field and block: count, sum, lowest and highest finite value, last step."""
+_UNKEPT = "unkept"
+
+
+def rollup_measurement(level: int) -> str:
+    """The InfluxDB measurement holding the blocks of `level` steps."""
+    return f"{_ROLLUP_PREFIX}{level}"
+
+
+def is_rollup_measurement(name: str) -> bool:
+    """Whether `name` is a rollup measurement or the rollup marker (not a raw point's)."""
+    return name == ROLLUP_MARKER or name.startswith(_ROLLUP_PREFIX)
+
+
+def rollup_key(stat: str, field_name: str) -> str:
+    """The rollup field holding `stat` of `field_name`."""
+    return f"{stat}:{field_name}"
+
+
+def unkept_key(level: int, field_name: str) -> str:
+    """The marker field saying `field_name`'s blocks of `level` steps are not kept (its value:
+    the step from which they are not)."""
+    return f"{_UNKEPT}{level}:{field_name}"
+
+
+def unkept_level(key: str) -> tuple[int, str]:
+    """(level, field) of a marker field `unkept_key(level, field)`; (0, "") for another."""
+    stat, sep, name = key.partition(":")
+    if sep and stat.startswith(_UNKEPT) and stat[len(_UNKEPT) :].isdigit():
+        return int(stat[len(_UNKEPT) :]), name
+    return 0, ""
+
+
+# Rows: what translation hands the store.
+SampleRow = tuple[str, int, int, str, str, str, float | str, float]
+"""(run, rank, step, measurement, gpu, field, value, wall_time); value is float or str."""
+EventRow = tuple[str, int, int, str, str, str, float]
+"""(run, rank, step, kind, text, fields_json, wall_time)."""
+
+
+@dataclass(frozen=True)
+class SampleBlock:
+    """Samples of consecutive log calls that logged the same names, as columns: the value of
+    column j at step i is `values[i, j]`. What `SampleRow`s (run, rank, steps[i], *columns[j],
+    values[i, j], wall_times[i]) in row-major order would be, without an object per sample.
+    Every value is finite (the translator leaves anything else to the row path)."""
+
+    run: str
+    rank: int
+    steps: Sequence[int]
+    wall_times: Sequence[float]
+    columns: Sequence[tuple[str, str, str]]  # (measurement, gpu, field)
+    values: npt.NDArray[np.float64]  # shape (len(steps), len(columns))
+
+    @property
+    def size(self) -> int:
+        return len(self.steps) * len(self.columns)
+
+    def rows(self) -> list[SampleRow]:
+        """The same samples as rows (for a store that cannot take the block whole)."""
+        values = self.values.tolist()
+        return [
+            (self.run, self.rank, step, measurement, gpu, field, row[j], wall)
+            for step, wall, row in zip(self.steps, self.wall_times, values, strict=True)
+            for j, (measurement, gpu, field) in enumerate(self.columns)
+        ]
+
+
+@dataclass(frozen=True)
+class SourcePosition:
+    """How far a log source has read one file, and what identifies that file (stored beside the
+    samples read up to there, so a reader goes on from it).
+
+    `offset` is the byte offset after the last record read, `lines` the lines (or records) read,
+    `head` the file's first line (text) or first bytes (TensorBoard) and `mark` the bytes just
+    before `offset`: a file is the same one when its device, inode, `head` and `mark` all match.
+    """
+
+    path: str
+    dev: int
+    ino: int
+    offset: int
+    lines: int
+    head: bytes
+    mark: bytes
+
+
+# The transforms record: which transform each stored field went through, one JSON text in the
+# run's `RUN_CONFIG` point at step 0 (`TRANSFORMS_FIELD`), so it travels with the run to InfluxDB
+# like the rest of its configuration: `{field: [{"name", "kind", "factor", "framework"}, ...]}`,
+# one entry per logged name.
 
 
 @dataclass(frozen=True)

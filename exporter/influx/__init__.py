@@ -14,7 +14,8 @@ Names of measurements, tags, fields and rollup levels come from `exporter.schema
 datasource's InfluxQL readers (`grafana.datasource.history`) read too.
 
 May import: `exporter.config`, `.counts`, `.errors`, `.schema`, `exporter.store` (the rows it
-sends), `exporter.translate` (the direct import translates on the reader's thread).
+sends), `exporter.translate` and `exporter.sources`' `ScalarBlock` (the direct import translates
+a log's blocks on the reader's thread).
 """
 
 from .forwarder import Forwarder, render_lines

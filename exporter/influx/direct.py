@@ -40,8 +40,9 @@ from registry import Registry
 from ..config import ExporterSettings, Policy
 from ..counts import RunCounters, RunStats
 from ..errors import OutboxError, WriteError
+from ..schema import NO_RANK, EventRow, SampleRow, SourcePosition
 from ..sources.scalar_block import ScalarBlock
-from ..store.outbox import NO_RANK, EventRow, Outbox, PendingEvent, SampleRow, SourcePosition
+from ..store.outbox import Outbox, PendingEvent
 from ..translate.blocks import BlockTranslator, FastSteps
 from ..translate.derive import StepDeriver
 from ..translate.steps import LoggedValue, config_rows

@@ -18,7 +18,8 @@ from typing import Any
 
 from ..counts import RunCounters
 from ..errors import OutboxError, WriteError
-from ..store.outbox import NO_RANK, Outbox, PendingEvent, PendingSample, RejectKey, SampleRow
+from ..schema import EVENTS, NO_RANK, SampleRow
+from ..store.outbox import Outbox, PendingEvent, PendingSample, RejectKey
 from .lineprotocol import (
     FieldValue,
     escape_field_key,
@@ -141,7 +142,7 @@ class LineRenderer:
             ev_fields: dict[str, FieldValue] = dict(e.fields)
             ev_fields.update(text=e.text, step=e.step, wall_time=float(e.wall_time))
             line = format_line(
-                "events", _tags(e.run, e.project, e.rank, kind=e.kind), ev_fields, e.step
+                EVENTS, _tags(e.run, e.project, e.rank, kind=e.kind), ev_fields, e.step
             )
             if line is not None:
                 append(line)

@@ -83,57 +83,46 @@ import numpy as np
 import numpy.typing as npt
 
 from ..config import ExporterSettings, redact_url
-from ..store.outbox import NO_RANK, SampleRow
-from ..store.running_stats import MIN_BLOCK_POINTS, ROLLUP_LEVELS
+from ..schema import (
+    EVENTS,
+    MARKER_VERSION_FIELD,
+    MIN_BLOCK_POINTS,
+    NO_RANK,
+    ROLLUP_LEVELS,
+    ROLLUP_MARKER,
+    ROLLUP_STATS,
+    RUN_CONFIG,
+    SampleRow,
+    is_rollup_measurement,
+    rollup_key,
+    rollup_measurement,
+    unkept_key,
+    unkept_level,
+)
 from .lineprotocol import escape_field_key, format_line, join_lines
 from .writers import Writer
 
 __all__ = [
-    "ROLLUP_MARKER",
-    "ROLLUP_STATS",
     "ROLLUP_VERSION",
     "InfluxRollups",
     "RollupQueryError",
     "SentColumns",
     "SentPart",
     "make_rollups",
-    "rollup_key",
-    "rollup_measurement",
     "rollups_wanted",
-    "unkept_key",
 ]
 
 _log = logging.getLogger(__name__)
 
-ROLLUP_STATS = ("n", "sum", "min", "max", "last")
-ROLLUP_MARKER = "rlvitals_rollups"
-"""One point per run (field `version`) once its rollups cover every point it has."""
 ROLLUP_VERSION = 1
 _CACHE_LIMIT = 10_000
-_SKIP = frozenset({"run_config", "events", ROLLUP_MARKER})
+_SKIP = frozenset({RUN_CONFIG, EVENTS, ROLLUP_MARKER})
 _BACKFILL_STEPS = 16 * ROLLUP_LEVELS[-1]  # steps per backfill statement
 _STATEMENTS_PER_REQUEST = 200
-_ROLLUP_PREFIX = "rlvitals_rollup_"
 _FINE, _COARSE = ROLLUP_LEVELS
-_UNKEPT = "unkept"
 _JUDGE_BLOCKS = 8
 """Blocks of a level a field must span, as seen by one writer, before it judges the field too
 sparse for that level (at 64 steps: 512 steps, a few values even at a stride of 128)."""
-
-
-def rollup_measurement(level: int) -> str:
-    return f"{_ROLLUP_PREFIX}{level}"
-
-
-def rollup_key(stat: str, field_name: str) -> str:
-    """The rollup field holding `stat` of `field_name`."""
-    return f"{stat}:{field_name}"
-
-
-def unkept_key(level: int, field_name: str) -> str:
-    """The marker field saying `field_name`'s blocks of `level` steps are not kept (its value:
-    the step from which they are not)."""
-    return f"{_UNKEPT}{level}:{field_name}"
 
 
 class RollupQueryError(Exception):
@@ -535,7 +524,9 @@ class InfluxRollups:
                     continue
                 lines += self._fold(key, state, by_level, lasts[key], projects.get(key[1]), dirty)
             # complete once this request is in
-            lines += [_marker_line(run, {"version": ROLLUP_VERSION}) for run in sorted(fresh)]
+            lines += [
+                _marker_line(run, {MARKER_VERSION_FIELD: ROLLUP_VERSION}) for run in sorted(fresh)
+            ]
             if lines:
                 self._writer.write(join_lines(lines))
             self._unsent_marks.clear()
@@ -714,16 +705,16 @@ class InfluxRollups:
             [f"SELECT * FROM {self._rp}{_ident(ROLLUP_MARKER)} WHERE {where}"]
         )
         for key, value in _first_row(marker).items():
-            level, name = _unkept_level(key)
+            level, name = unkept_level(key)
             if level in ROLLUP_LEVELS and value is not None:
                 self._unkept.setdefault((run, name), set()).add(level)
         self._covered.add(run)
-        if _first(marker, "version") is not None:
+        if _first(marker, MARKER_VERSION_FIELD) is not None:
             return "covered"
         if batch is not None and self._holds_only(run, batch):
             return "fresh"
         self._backfill(run)
-        self._writer.write(join_lines([_marker_line(run, {"version": ROLLUP_VERSION})]))
+        self._writer.write(join_lines([_marker_line(run, {MARKER_VERSION_FIELD: ROLLUP_VERSION})]))
         return "backfilled"
 
     def _holds_only(self, run: str, batch: _Batch) -> bool:
@@ -751,7 +742,7 @@ class InfluxRollups:
         held: dict[str, int] = {}
         for s in counted:
             name = str(s.get("name"))
-            if name in _SKIP or name.startswith(_ROLLUP_PREFIX):
+            if name in _SKIP or is_rollup_measurement(name):
                 continue
             value = _first([s], "count")
             held[name] = int(value) if isinstance(value, int | float) else 0
@@ -764,7 +755,7 @@ class InfluxRollups:
             str(row[0])
             for s in names
             for row in _values(s)
-            if row and str(row[0]) not in _SKIP and not str(row[0]).startswith(_ROLLUP_PREFIX)
+            if row and str(row[0]) not in _SKIP and not is_rollup_measurement(str(row[0]))
         ]
         if not measurements:
             return
@@ -981,15 +972,6 @@ def _first_row(result: list[dict[str, object]]) -> dict[str, object]:
             for row in _values(s):
                 return dict(zip(map(str, columns), row, strict=False))
     return {}
-
-
-def _unkept_level(key: str) -> tuple[int, str]:
-    """(level, field) of a marker field `unkept_key(level, field)`; (0, "") for another."""
-    stat, sep, name = key.partition(":")
-    prefix = _UNKEPT
-    if sep and stat.startswith(prefix) and stat[len(prefix) :].isdigit():
-        return int(stat[len(prefix) :]), name
-    return 0, ""
 
 
 def _first(result: list[dict[str, object]], column: str) -> object:

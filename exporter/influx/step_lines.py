@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ..store.outbox import SampleRow
+from ..schema import SampleRow
 from .forwarder import LineRenderer
 from .lineprotocol import escape_field_key
 

@@ -41,10 +41,11 @@ from ..config import ExporterSettings
 from ..errors import ConfigError, ExporterError, WriteError
 from ..prometheus import live_states
 from ..prometheus.metrics_endpoint import MetricsEndpoint
+from ..schema import SourcePosition
 from ..sources import FORMATS, LogSet, Malformed, Record, ScalarBlock, compile_pattern
 from ..sources.follow import path_key
 from ..store.lifecycle import Lifecycle
-from ..store.outbox import Outbox, SourcePosition
+from ..store.outbox import Outbox
 from .feed import Ingest, RunSummary
 from .log_context import parse_assignment
 

@@ -23,11 +23,11 @@ from ..errors import ConfigError
 from ..influx.direct import DirectRun
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..run import Run
+from ..schema import SourcePosition
 from ..sources import LogFile, Record, ScalarBlock
 from ..sources.follow import path_key
 from ..sources.text_summaries import read_text_summaries
 from ..store.lifecycle import Lifecycle
-from ..store.outbox import SourcePosition
 from ..translate.derive import StepDeriver
 from ..translate.steps import LoggedValue
 from .log_context import context_from_logs

@@ -1,5 +1,14 @@
-"""Log sources for the sidecar: TensorBoard event files, JSON Lines, SB3 progress.csv and text
-logs read with a regex, found by searching directories and followed as they grow."""
+"""Log sources: TensorBoard event files, JSON Lines, SB3 progress.csv / progress.json, HF
+`trainer_state.json` and text logs read with a regex, found by searching directories and followed
+as they grow (rotation, truncation, new event files), each yielding `Record`s (one step's values
+under the log's own names) or, for TensorBoard, `ScalarBlock`s (steps as columns).
+
+`discover` finds and identifies files, `follow` keeps a set of them open across passes, `tail`
+reads text files line by line with their read positions; one module per format.
+
+May import: `exporter.errors` and `exporter.schema` (the read positions the store keeps) only:
+a source knows the file, not what the names mean (`translate`) or where rows go (`store`).
+"""
 
 from .discover import FORMATS, Format, LogFile, Source, detect_format, discover, open_source
 from .errors import BadPattern, SourceError, UnreadableLog

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-from ..store.outbox import SourcePosition
+from ..schema import SourcePosition
 from .errors import UnreadableLog
 from .jsonl import JsonlParser
 from .linefile import LineFileSource

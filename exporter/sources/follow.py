@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-from ..store.outbox import SourcePosition
+from ..schema import SourcePosition
 from .discover import Format, LogFile, Source, discover, open_source
 from .linefile import LineFileSource
 from .record import Malformed, Record

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import suppress
 from pathlib import Path
 
-from ..store.outbox import SourcePosition
+from ..schema import SourcePosition
 from .lines import BadLine, LineParser
 from .record import Malformed, Record
 from .tail import TextTail

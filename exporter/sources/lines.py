@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
-from ..translate.steps import MAX_STEP
+from ..schema import MAX_STEP
 from .record import Record
 
 __all__ = ["BadLine", "LineParser", "as_step", "as_value"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..store.outbox import SourcePosition
+from ..schema import SourcePosition
 from .record import Record, add_value
 
 __all__ = ["ScalarBlock"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..store.outbox import SourcePosition
+from ..schema import SourcePosition
 
 __all__ = ["Line", "TextTail", "read_mark"]
 

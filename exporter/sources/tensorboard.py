@@ -24,7 +24,7 @@ import numpy as np
 from tensorboard.compat.proto import event_pb2
 from tensorboard.util import tensor_util
 
-from ..store.outbox import SourcePosition
+from ..schema import SourcePosition
 from .record import Malformed, Record, add_value
 from .scalar_block import ScalarBlock
 from .scalar_events import ScalarColumns, decode_scalar_events

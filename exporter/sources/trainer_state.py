@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..store.outbox import SourcePosition
+from ..schema import SourcePosition
 from .record import Malformed, Record
 
 __all__ = ["STATE_FILE", "TrainerStateSource", "run_folder"]

@@ -12,7 +12,8 @@ May import: `exporter.config`, `.errors`, `.schema`. Never translation, InfluxDB
 the store holds rows, whoever made them.
 """
 
+from ..schema import SourcePosition
 from .lifecycle import Lifecycle, RunStatus
-from .outbox import EventRecord, Outbox, RunRecord, SourcePosition
+from .outbox import EventRecord, Outbox, RunRecord
 
 __all__ = ["EventRecord", "Lifecycle", "Outbox", "RunRecord", "RunStatus", "SourcePosition"]

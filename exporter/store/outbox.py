@@ -40,23 +40,29 @@ import numpy.typing as npt
 import orjson
 
 from ..errors import OutboxError
-from ..schema import TRANSFORMS_FIELD, FieldTransform, transforms_from_json
+from ..schema import (
+    NO_RANK,
+    NOT_METRICS,
+    RUN_CONFIG,
+    SPREAD,
+    TRANSFORMS_FIELD,
+    EventRow,
+    FieldTransform,
+    SampleBlock,
+    SampleRow,
+    SourcePosition,
+    transforms_from_json,
+)
 from . import running_stats
 
 __all__ = [
-    "NO_RANK",
-    "SPREAD",
     "EventRecord",
-    "EventRow",
     "Outbox",
     "PendingEvent",
     "PendingSample",
     "RejectKey",
     "RunRecord",
-    "SampleBlock",
-    "SampleRow",
     "SeriesStats",
-    "SourcePosition",
     "StoredField",
 ]
 
@@ -66,17 +72,8 @@ ROW_BYTES = 256
 """Disk bytes a stored row costs at most, about (row, key, rollups, write-ahead log; ~130 once
 checkpointed): what the disk budget check counts a batch as."""
 
-NO_RANK = -1
-"""Rank stored for samples logged without a rank (sqlite keys cannot hold NULL uniquely)."""
-
-SPREAD = "spread"
-"""Measurement holding `<field>/count`, `<field>/min` and `<field>/max` for a step that logged
-several values of one name (one per finishing episode); the field itself holds their mean."""
-
-# (run, rank, step, measurement, gpu, field, value, wall_time); value is float or str.
-SampleRow = tuple[str, int, int, str, str, str, float | str, float]
-# (run, rank, step, kind, text, fields_json, wall_time)
-EventRow = tuple[str, int, int, str, str, str, float]
+_NOT_METRICS = "NOT IN (" + ", ".join(f"'{m}'" for m in sorted(NOT_METRICS)) + ")"
+"""SQL: a measurement holding registry metrics (not the run config, spread or unregistered)."""
 # What a line InfluxDB refused came from: ("sample", run, rank, step, measurement, gpu) for a
 # point, ("event", run, rank, step, kind, "") for an event.
 RejectKey = tuple[str, str, int, int, str, str]
@@ -252,7 +249,7 @@ _NUMERIC = "typeof(value) IN ('real', 'integer')"
 
 # Highest step of a run and rank: per field (a skip-scan over the key's (run, field) prefix), the
 # last step of that field, so a long run is not scanned row by row.
-_MAX_STEP = """
+_MAX_STEP = f"""
 WITH RECURSIVE f(name) AS (
     SELECT min(field) FROM samples WHERE run = :run
     UNION ALL
@@ -260,56 +257,10 @@ WITH RECURSIVE f(name) AS (
     FROM f WHERE f.name IS NOT NULL
 )
 SELECT max((SELECT step FROM samples
-            WHERE run = :run AND field = f.name AND rank = :rank AND measurement != 'run_config'
+            WHERE run = :run AND field = f.name AND rank = :rank AND measurement != '{RUN_CONFIG}'
             ORDER BY step DESC LIMIT 1))
 FROM f WHERE f.name IS NOT NULL
 """
-
-
-@dataclass(frozen=True)
-class SourcePosition:
-    """How far a log source has read one file, and what identifies that file.
-
-    `offset` is the byte offset after the last record read, `lines` the lines (or records) read,
-    `head` the file's first line (text) or first bytes (TensorBoard) and `mark` the bytes just
-    before `offset`: a file is the same one when its device, inode, `head` and `mark` all match.
-    """
-
-    path: str
-    dev: int
-    ino: int
-    offset: int
-    lines: int
-    head: bytes
-    mark: bytes
-
-
-@dataclass(frozen=True)
-class SampleBlock:
-    """Samples of consecutive log calls that logged the same names, as columns: the value of
-    column j at step i is `values[i, j]`. What `SampleRow`s (run, rank, steps[i], *columns[j],
-    values[i, j], wall_times[i]) in row-major order would be, without an object per sample.
-    Every value is finite (the translator leaves anything else to the row path)."""
-
-    run: str
-    rank: int
-    steps: Sequence[int]
-    wall_times: Sequence[float]
-    columns: Sequence[tuple[str, str, str]]  # (measurement, gpu, field)
-    values: npt.NDArray[np.float64]  # shape (len(steps), len(columns))
-
-    @property
-    def size(self) -> int:
-        return len(self.steps) * len(self.columns)
-
-    def rows(self) -> list[SampleRow]:
-        """The same samples as rows (for a store that cannot take the block whole)."""
-        values = self.values.tolist()
-        return [
-            (self.run, self.rank, step, measurement, gpu, field, row[j], wall)
-            for step, wall, row in zip(self.steps, self.wall_times, values, strict=True)
-            for j, (measurement, gpu, field) in enumerate(self.columns)
-        ]
 
 
 @dataclass(frozen=True)
@@ -1054,7 +1005,7 @@ class Outbox:
         """Field names stored for a run: registry fields, or those of one `measurement`
         (`unregistered` lists the names the registry does not know, exactly as logged)."""
         sql = "SELECT DISTINCT field FROM samples WHERE run = ? AND measurement "
-        sql += "= ?" if measurement else f"NOT IN ('run_config', 'unregistered', '{SPREAD}')"
+        sql += "= ?" if measurement else _NOT_METRICS
         args: tuple[str, ...] = (run, measurement) if measurement else (run,)
         with self._lock:
             return sorted(r[0] for r in self._db.execute(sql, args).fetchall())
@@ -1097,7 +1048,7 @@ class Outbox:
         with self._lock:
             rows = self._db.execute(
                 "SELECT value FROM samples WHERE run = ? AND field = ? "
-                "AND measurement = 'run_config' AND typeof(value) = 'text'",
+                f"AND measurement = '{RUN_CONFIG}' AND typeof(value) = 'text'",
                 (run, TRANSFORMS_FIELD),
             ).fetchall()
         found: dict[str, tuple[FieldTransform, ...]] = {}
@@ -1120,12 +1071,12 @@ class Outbox:
         """(steps, values) of one field, ascending by step, `start <= step <= end`.
 
         Rows of several ranks or GPUs at one step are averaged. Hyperparameters (`run_config`)
-        are left out unless `measurement="run_config"` is asked for.
+        are left out unless `measurement=RUN_CONFIG` is asked for.
         """
         sql = f"SELECT step, avg(value) FROM samples WHERE run = ? AND field = ? AND {_NUMERIC}"
         args: list[Any] = [run, field]
         if measurement is None:
-            sql += " AND measurement != 'run_config'"
+            sql += f" AND measurement != '{RUN_CONFIG}'"
         else:
             sql += " AND measurement = ?"
             args.append(measurement)
@@ -1194,10 +1145,10 @@ class Outbox:
             rows = self._db.execute(
                 f"""SELECT s.field, s.step, avg(s.value) FROM samples s
                     JOIN (SELECT field, max(step) AS step FROM samples
-                          WHERE run = ? AND measurement NOT IN ('run_config', 'unregistered', 'spread')
+                          WHERE run = ? AND measurement {_NOT_METRICS}
                             AND {_NUMERIC}
                           GROUP BY field) m ON m.field = s.field AND m.step = s.step
-                    WHERE s.run = ? AND s.measurement NOT IN ('run_config', 'unregistered', 'spread')
+                    WHERE s.run = ? AND s.measurement {_NOT_METRICS}
                       AND typeof(s.value) IN ('real', 'integer')
                     GROUP BY s.field""",
                 (run, run),

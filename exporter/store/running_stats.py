@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..schema import MIN_BLOCK_POINTS, ROLLUP_LEVELS, RUN_CONFIG
+
 __all__ = [
-    "MIN_BLOCK_POINTS",
-    "ROLLUP_LEVELS",
     "STATS_VERSION",
     "block_partials",
     "catch_up",
@@ -51,12 +51,6 @@ __all__ = [
     "installed",
     "prepare",
 ]
-
-ROLLUP_LEVELS = (64, 4096)
-"""Step blocks kept in `sample_rollups.level`, finest first; each a multiple of the one before."""
-MIN_BLOCK_POINTS = 8
-"""Values a level's blocks must hold on average for a series to keep (and a reader to use) it:
-below that, reading the raw points costs about as much as reading the blocks."""
 
 STATS_VERSION = 1
 """`PRAGMA user_version` of a file with these tables; a lower one gets them when opened."""
@@ -115,7 +109,7 @@ def _counted(row: str) -> str:
     """SQL: the row counts (a finite number, not the run_config point); `row` is "NEW.", "OLD."
     or "" (a plain `samples` row). sqlite stores NaN as NULL."""
     return (
-        f"{row}measurement != 'run_config' AND typeof({row}value) IN ('real', 'integer') "
+        f"{row}measurement != '{RUN_CONFIG}' AND typeof({row}value) IN ('real', 'integer') "
         f"AND abs({row}value) <= 1.7976931348623157e308"
     )
 
@@ -406,7 +400,7 @@ def block_partials(
     highs = np.maximum.reduceat(values, starts, axis=0).tolist()
     out: list[list[Any]] = []
     for j, (measurement, gpu, field) in enumerate(columns):
-        if measurement == "run_config":
+        if measurement == RUN_CONFIG:
             continue
         for g, block in enumerate(ids):
             out.append(

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..config import ExporterSettings
 from ..errors import ExporterError
+from ..schema import RUN_CONFIG
 from .lifecycle import Lifecycle
 from .outbox import Outbox
 
@@ -66,7 +67,7 @@ def _last_step(outbox: Outbox, run: str) -> int | None:
     if step is not None:
         return step
     # logged with ranks: the furthest any rank got
-    steps = [s.last_step for s in outbox.stats(run) if s.measurement != "run_config"]
+    steps = [s.last_step for s in outbox.stats(run) if s.measurement != RUN_CONFIG]
     return max(steps) if steps else None
 
 

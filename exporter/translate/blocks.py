@@ -27,8 +27,8 @@ import numpy.typing as npt
 
 from registry import Resolution
 
+from ..schema import UNREGISTERED, EventRow, SampleRow
 from ..sources.scalar_block import ScalarBlock
-from ..store.outbox import EventRow, SampleRow
 from .derive import NONFINITE_FIELD
 from .steps import Translator, name_problem
 
@@ -294,9 +294,9 @@ class BlockTranslator(Translator):
                 if self._policy == "drop" or name_problem("metric name", name) is not None:
                     return None, True
                 warnings.append(
-                    (f"name:{name}", f"{target} Stored under measurement 'unregistered'.")
+                    (f"name:{name}", f"{target} Stored under measurement '{UNREGISTERED}'.")
                 )
-                rows.append((col, "unregistered", "", name, None))
+                rows.append((col, UNREGISTERED, "", name, None))
                 low.append(-np.inf)
                 high.append(np.inf)
                 unregistered += 1

@@ -19,12 +19,22 @@ from registry import AmbiguousName, Registry, Resolution, ResolveError
 
 from ..config import Policy
 from ..counts import RunCounters
-from ..schema import TRANSFORMS_FIELD, FieldTransform
-from ..store.outbox import NO_RANK, SPREAD, EventRow, SampleBlock, SampleRow
+from ..schema import (
+    CONFIG_FIELD,
+    MAX_STEP,
+    NO_RANK,
+    RUN_CONFIG,
+    SPREAD,
+    TRANSFORMS_FIELD,
+    UNREGISTERED,
+    EventRow,
+    FieldTransform,
+    SampleBlock,
+    SampleRow,
+)
 from .derive import StepDeriver
 
 __all__ = [
-    "MAX_STEP",
     "RESERVED_EVENT_FIELDS",
     "LoggedValue",
     "Translator",
@@ -60,9 +70,6 @@ count, min and max under measurement `SPREAD` as `<field>/count`, `<field>/min`,
 RESERVED_EVENT_FIELDS = frozenset(
     {"text", "step", "wall_time", "run", "project", "kind", "rank", "from_step"}
 )
-
-MAX_STEP = 2**63 - 1
-"""The highest step: InfluxDB timestamps, sqlite integers and numpy int64 all stop here."""
 
 
 def text_problem(what: str, text: str) -> str | None:
@@ -246,9 +253,9 @@ def config_rows(
     """The `run_config` point at step 0: `config_json` plus every numeric hyperparameter."""
     rank_key = NO_RANK if rank is None else rank
     text = json.dumps(dict(config), sort_keys=True, default=str)
-    rows: list[SampleRow] = [(run, rank_key, 0, "run_config", "", "config_json", text, wall_time)]
+    rows: list[SampleRow] = [(run, rank_key, 0, RUN_CONFIG, "", CONFIG_FIELD, text, wall_time)]
     rows += [
-        (run, rank_key, 0, "run_config", "", name, value, wall_time)
+        (run, rank_key, 0, RUN_CONFIG, "", name, value, wall_time)
         for name, value in sorted(_flatten(config).items())
     ]
     return rows
@@ -325,7 +332,7 @@ class Translator:
         for (field, _), t in sorted(self._transforms.items()):
             record.setdefault(field, []).append(t.as_json())
         text = json.dumps(record, sort_keys=True)
-        return [(self._run, self._rank, 0, "run_config", "", TRANSFORMS_FIELD, text, wall_time)]
+        return [(self._run, self._rank, 0, RUN_CONFIG, "", TRANSFORMS_FIELD, text, wall_time)]
 
     def _note_transform(self, field: str, name: str, res: Resolution) -> None:
         if (field, name) not in self._transforms:
@@ -378,7 +385,7 @@ class Translator:
         if problem is not None:
             self._warn(f"value:{name!r}", f"{problem} (at step {step}); rejected")
             return True
-        self._warn(f"name:{name}", f"{message} Stored under measurement 'unregistered'.")
+        self._warn(f"name:{name}", f"{message} Stored under measurement '{UNREGISTERED}'.")
         return False
 
     def _resolve(self, name: str, framework: str | None) -> Resolution:
@@ -462,7 +469,7 @@ class Translator:
                     value = summary[0]
                     spreads[(f"unregistered:{field}", "")] = (field, "", *summary[1:])
                 if isfinite(value):
-                    rows.append((run, rank, istep, "unregistered", "", field, value, wall_time))
+                    rows.append((run, rank, istep, UNREGISTERED, "", field, value, wall_time))
                     unregistered += 1
                 else:
                     nonfinite.append(f"{field}={value!r} (unregistered {name!r})")
@@ -625,7 +632,7 @@ class Translator:
                     rejected += 1
                     continue
                 chosen.append(j)
-                stored_as.append(("unregistered", "", name))
+                stored_as.append((UNREGISTERED, "", name))
                 unregistered += 1
                 continue
             field, group, gpu, transform, _, _, res, precedence, key = target

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from exporter.schema import EVENTS
 from registry import Metric
 
 from .sources import INFINITY, INFLUX, PROMETHEUS
 
 __all__ = [
-    "EVENTS_MEASUREMENT",
     "POINTS_PER_SERIES",
     "Series",
     "bucket_query",
@@ -36,7 +36,6 @@ __all__ = [
 ]
 
 POINTS_PER_SERIES = 1000
-EVENTS_MEASUREMENT = "events"
 
 _RUN = '"run" =~ /^${run:regex}$/'
 _STEPS = "time >= ${step_from}s"
@@ -101,7 +100,7 @@ def metric_query(series: Series) -> str:
 def events_query() -> str:
     """The run's events in the step range, newest first (a table beside the curves)."""
     return (
-        f'SELECT "step", "kind", "text" FROM {_ident(EVENTS_MEASUREMENT)} WHERE {_RUN} AND {_STEPS} '
+        f'SELECT "step", "kind", "text" FROM {_ident(EVENTS)} WHERE {_RUN} AND {_STEPS} '
         'GROUP BY "run" ORDER BY time DESC LIMIT 500'
     )
 

@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import registry
+from exporter.schema import UNREGISTERED
 
-from .history import UNREGISTERED, metric_of_field
+from .history import metric_of_field
 
 __all__ = ["CORE", "REGISTERED", "UNREGISTERED_GROUP", "FieldEntry", "ordered_fields"]
 

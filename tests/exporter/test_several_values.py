@@ -12,7 +12,7 @@ import pytest
 
 import exporter
 import registry
-from exporter.store.outbox import SPREAD
+from exporter.schema import SPREAD
 
 
 def _init(tmp_path: Path, reg: registry.Registry, name: str = "r", **kw: Any) -> exporter.Run:

@@ -20,7 +20,6 @@ import registry
 from exporter.store.lifecycle import Lifecycle
 from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.history import (
-    UNREGISTERED,
     EmbeddedHistory,
     HistoryStore,
     InfluxHistory,
@@ -183,7 +182,7 @@ def test_every_logged_field_is_listed_core_then_registered_then_unknown_by_name(
         assert kl["group"] == "core" and "train/approx_kl" in kl["aliases"]
         assert 'class="tip"' in kl["tooltip"]
         custom = next(r for r in rows if r["field"] == CUSTOM[0])
-        assert custom["measurement"] == UNREGISTERED and custom["tooltip"] is None
+        assert custom["measurement"] == "unregistered" and custom["tooltip"] is None
 
 
 def test_unregistered_series_are_served_with_wall_times(

@@ -19,7 +19,7 @@ from influx_server import InfluxDatabase, InfluxServer
 
 import registry
 from exporter.influx.direct import DirectRun
-from exporter.influx.rollups import ROLLUP_MARKER, rollup_measurement, unkept_key
+from exporter.schema import ROLLUP_MARKER, rollup_measurement, unkept_key
 from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.history import InfluxHistory, InfluxHttp, Points, bucket_plan
 from grafana.datasource.history.influx_http import ResultSeries, first_number

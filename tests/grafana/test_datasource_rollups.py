@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exporter.store.outbox import NO_RANK, Outbox
-from exporter.store.running_stats import ROLLUP_LEVELS
+from exporter.schema import NO_RANK, ROLLUP_LEVELS
+from exporter.store.outbox import Outbox
 from grafana.datasource.history import (
     BUCKET_LEVELS,
     EmbeddedHistory,

@@ -2,7 +2,6 @@
 
 from .base import (
     BUCKET_LEVELS,
-    UNREGISTERED,
     BucketPlan,
     Event,
     FieldStats,
@@ -28,7 +27,6 @@ from .quoting import UnsafeName, quote_ident, quote_string
 __all__ = [
     "BUCKET_LEVELS",
     "FAMILY_MEMBER",
-    "UNREGISTERED",
     "BucketPlan",
     "EmbeddedHistory",
     "Event",

@@ -21,7 +21,6 @@ import numpy.typing as npt
 
 __all__ = [
     "BUCKET_LEVELS",
-    "UNREGISTERED",
     "BucketPlan",
     "Event",
     "FieldStats",
@@ -122,10 +121,6 @@ class RunInfo:
     created: float | None = None
     finished: float | None = None
     last_activity: float | None = None
-
-
-UNREGISTERED = "unregistered"
-"""The measurement the exporter stores names the registry does not know under."""
 
 
 def bucket_size(first: int, last: int, max_points: int) -> int:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exporter.store.running_stats import ROLLUP_LEVELS
+from exporter.schema import ROLLUP_LEVELS, RUN_CONFIG, UNREGISTERED
 
 from .base import (
     BucketPlan,
@@ -41,10 +41,11 @@ __all__ = ["EmbeddedHistory"]
 
 # Rows the datasource reads as metric history: numeric values outside the hyperparameter point.
 _SERIES_WHERE = (
-    "run = ? AND field = ? AND measurement != 'run_config' AND typeof(value) IN ('real', 'integer')"
+    f"run = ? AND field = ? AND measurement != '{RUN_CONFIG}' "
+    "AND typeof(value) IN ('real', 'integer')"
 )
 _NAMED_WHERE = (
-    "run = :run AND field = :field AND measurement != 'run_config' "
+    f"run = :run AND field = :field AND measurement != '{RUN_CONFIG}' "
     "AND typeof(value) IN ('real', 'integer')"
 )
 _FIRST = (
@@ -105,7 +106,7 @@ SELECT name FROM f WHERE name IS NOT NULL
 """
 _LAST_STEP = (
     f"SELECT step, wall_time FROM samples WHERE {_SERIES_WHERE} "
-    "AND measurement != 'unregistered' ORDER BY step DESC LIMIT 1"
+    f"AND measurement != '{UNREGISTERED}' ORDER BY step DESC LIMIT 1"
 )
 _MAX_STEP = 2**62
 _MEASUREMENT = f"SELECT measurement FROM samples WHERE {_SERIES_WHERE} LIMIT 1"

@@ -17,8 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from exporter.influx.rollups import ROLLUP_MARKER, rollup_key, rollup_measurement, unkept_key
-from exporter.store.running_stats import MIN_BLOCK_POINTS, ROLLUP_LEVELS
+from exporter.schema import (
+    MIN_BLOCK_POINTS,
+    ROLLUP_LEVELS,
+    ROLLUP_MARKER,
+    rollup_key,
+    rollup_measurement,
+    unkept_key,
+)
 
 from .base import BucketPlan, FieldStats, Points, points_from
 from .influx_http import InfluxHttp, ResultSeries, first_number

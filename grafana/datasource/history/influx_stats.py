@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from exporter.schema import EVENTS, TEXT_FIELD
+
 from .base import FieldStats
 from .influx_http import InfluxHttp, first_number
 from .quoting import quote_ident, quote_string
@@ -44,7 +46,9 @@ class IncrementalStats:
         measurement: Callable[[str], str],
     ) -> Mapping[str, FieldStats]:
         kind = f"{quote_ident('kind')} = {quote_string('resume')}"
-        head = [f'SELECT count("text") FROM "events" WHERE {where} AND {kind}']
+        head = [
+            f"SELECT count({quote_ident(TEXT_FIELD)}) FROM {quote_ident(EVENTS)} WHERE {where} AND {kind}"
+        ]
         head += [
             f"SELECT last({quote_ident(f)}) FROM {measurement(f)} WHERE {where}" for f in fields
         ]

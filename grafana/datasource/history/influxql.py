@@ -20,10 +20,9 @@ from typing import Any
 import numpy as np
 
 import registry
-from exporter.store.running_stats import ROLLUP_LEVELS
+from exporter.schema import CONFIG_FIELD, EVENTS, ROLLUP_LEVELS, RUN_CONFIG, UNREGISTERED
 
 from .base import (
-    UNREGISTERED,
     Event,
     FieldStats,
     FloatArray,
@@ -57,8 +56,6 @@ from .recent import Recent
 
 __all__ = ["InfluxHistory", "UnknownField", "UnknownRun", "measurement_of"]
 
-_EVENTS = "events"
-_RUN_CONFIG = "run_config"
 _MAX_STEP = 2**62 // 10**9  # InfluxDB timestamps are int64 nanoseconds
 _NUMBERS = (int, float)
 _WINDOW_REQUESTS = 9  # the newest rows of each measurement: heavy, so one request each at once
@@ -163,7 +160,9 @@ class InfluxHistory:
     def run_config(self, run: str) -> Mapping[str, Any]:
         where = self._run_filter(run)
         (result,) = self.http.query(
-            [f'SELECT last("config_json") FROM {quote_ident(_RUN_CONFIG)} WHERE {where}']
+            [
+                f"SELECT last({quote_ident(CONFIG_FIELD)}) FROM {quote_ident(RUN_CONFIG)} WHERE {where}"
+            ]
         )
         raw = _first_value(result, "last")
         try:
@@ -443,7 +442,7 @@ class InfluxHistory:
         where = self._run_filter(run)
         (result,) = self.http.query(
             [
-                f"SELECT * FROM {quote_ident(_EVENTS)} WHERE {where} ORDER BY time ASC LIMIT {int(limit)}"
+                f"SELECT * FROM {quote_ident(EVENTS)} WHERE {where} ORDER BY time ASC LIMIT {int(limit)}"
             ]
         )
         events: list[Event] = []

@@ -19,10 +19,16 @@ from exporter.influx import rollups as influx_rollups
 from exporter.influx.direct import DirectRun
 from exporter.influx.forwarder import LineRenderer
 from exporter.influx.lineprotocol import join_lines
-from exporter.influx.rollups import ROLLUP_MARKER, make_rollups, rollup_measurement, unkept_key
+from exporter.influx.rollups import make_rollups
 from exporter.influx.writers import make_writer
-from exporter.store.outbox import NO_RANK, SampleRow
-from exporter.store.running_stats import ROLLUP_LEVELS
+from exporter.schema import (
+    NO_RANK,
+    ROLLUP_LEVELS,
+    ROLLUP_MARKER,
+    SampleRow,
+    rollup_measurement,
+    unkept_key,
+)
 from rlvitals.cli import main
 
 MINI = str(Path(__file__).parents[2] / "fixtures" / "mini_registry")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from exporter.influx.forwarder import LineRenderer
 from exporter.influx.step_lines import StepRenderer
 from exporter.influx.writers import make_writer
-from exporter.store.outbox import SampleRow
+from exporter.schema import SampleRow
 
 _Point = dict[tuple[str, str], dict[str, bytes]]
 

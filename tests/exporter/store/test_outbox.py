@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from exporter import Outbox
-from exporter.store.outbox import NO_RANK
+from exporter.schema import NO_RANK
 
 
 def _row(step: int, value: float, field: str = "policy_kl", run: str = "r") -> tuple:  # type: ignore[type-arg]

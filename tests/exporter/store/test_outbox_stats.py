@@ -13,8 +13,8 @@ import pytest
 
 import exporter
 import registry
-from exporter.store.outbox import _SCHEMA, NO_RANK, Outbox
-from exporter.store.running_stats import ROLLUP_LEVELS
+from exporter.schema import NO_RANK, ROLLUP_LEVELS
+from exporter.store.outbox import _SCHEMA, Outbox
 
 Key = tuple[str, str, int, str, str]
 

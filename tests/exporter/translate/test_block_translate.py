@@ -17,8 +17,8 @@ import registry
 from exporter.counts import RunCounters
 from exporter.influx.block_lines import BlockRenderer
 from exporter.influx.forwarder import LineRenderer
+from exporter.schema import EventRow, SampleRow
 from exporter.sources.scalar_block import ScalarBlock
-from exporter.store.outbox import EventRow, SampleRow
 from exporter.translate.blocks import BlockTranslator, FastSteps
 from exporter.translate.steps import Translator
 
