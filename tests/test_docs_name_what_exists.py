@@ -1,0 +1,51 @@
+"""Every file and Python name the README and docs/ point a reader to exists (a moved module
+leaves no stale path behind). The README's "Changes" section is left out: it names the old
+paths on purpose."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_TOP = "exporter|grafana|registry|rlvitals|tests|bench|calibration|examples|docs|provisioning"
+_PATH = re.compile(rf"(?:`|\]\()((?:{_TOP})/[\w./-]*?)(?:`|\))")
+_DOTTED = re.compile(r"`((?:exporter|grafana|registry|rlvitals)(?:\.\w+)+)`")
+_DOCS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+
+
+def _text(doc: str) -> str:
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    if doc == "README.md":
+        text = re.sub(r"^## Changes\n.*?(?=^## )", "", text, flags=re.S | re.M)
+    return text
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(obj, name):
+                return False
+            obj = getattr(obj, name)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("doc", _DOCS)
+def test_paths_in_the_docs_exist(doc: str) -> None:
+    missing = sorted({p for p in _PATH.findall(_text(doc)) if not (ROOT / p).exists()})
+    assert not missing, f"{doc} names files that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("doc", _DOCS)
+def test_python_names_in_the_docs_import(doc: str) -> None:
+    missing = sorted({d for d in _DOTTED.findall(_text(doc)) if not _resolves(d)})
+    assert not missing, f"{doc} names modules or attributes that do not exist: {missing}"
