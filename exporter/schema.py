@@ -6,9 +6,9 @@ rollup name (tests/exporter/test_layout.py checks it).
 
 Points. A sample is a point keyed by training step: InfluxDB's timestamp is the step (precision
 `s`: step N at N seconds after the epoch), so re-logging a step overwrites it and every metric of
-one step lines up on the x axis. Its tags are `TAGS` (`run`, `project`, `rank` where given, `gpu`
-for per-device metrics; events add `KIND`), its fields the canonical metric ids plus `STEP_FIELD`
-and `WALL_TIME_FIELD`. Steps and values are never tags. The outbox keys the same points by
+one step lines up on the x axis. Its tags are `run`, `project`, `rank` where given and `gpu` for
+per-device metrics (events add `kind`), its fields the canonical metric ids plus `POINT_FIELDS`
+(`STEP_FIELD`, `WALL_TIME_FIELD`). Steps and values are never tags. The outbox keys the same points by
 (run, rank, step, measurement, gpu, field) and stores `NO_RANK` for a run logged without a rank.
 
 Measurements:
@@ -42,19 +42,18 @@ import numpy.typing as npt
 __all__ = [
     "CONFIG_FIELD",
     "EVENTS",
-    "KIND",
     "MARKER_VERSION_FIELD",
     "MAX_STEP",
     "MIN_BLOCK_POINTS",
     "NOT_METRICS",
     "NO_RANK",
+    "POINT_FIELDS",
     "ROLLUP_LEVELS",
     "ROLLUP_MARKER",
     "ROLLUP_STATS",
     "RUN_CONFIG",
     "SPREAD",
     "STEP_FIELD",
-    "TAGS",
     "TEXT_FIELD",
     "TRANSFORMS_FIELD",
     "UNREGISTERED",
@@ -88,14 +87,12 @@ _ROLLUP_PREFIX = "rlvitals_rollup_"
 NOT_METRICS = frozenset({RUN_CONFIG, SPREAD, UNREGISTERED})
 """Sample measurements that hold no registry metric."""
 
-# Tags and fields.
-TAGS = ("run", "project", "rank", "gpu")
-"""Every tag a sample point may carry; `run` always, the others where given."""
-KIND = "kind"
-"""The event points' extra tag: the event's kind."""
+# Fields.
 STEP_FIELD = "step"
 WALL_TIME_FIELD = "wall_time"
-"""Integer field `step` and float field `wall_time` on every point, beside its metrics."""
+POINT_FIELDS = frozenset({STEP_FIELD, WALL_TIME_FIELD})
+"""Integer field `step` and float field `wall_time` on every point, beside its metrics: a logged
+name that is one of them cannot share the point's line with them."""
 TEXT_FIELD = "text"
 """An event's text."""
 CONFIG_FIELD = "config_json"

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from ..schema import POINT_FIELDS
 from ..translate.blocks import FastGroup, FastSteps, Rows
 from .forwarder import LineRenderer
 from .lineprotocol import escape_field_key
@@ -22,7 +23,6 @@ from .lineprotocol import escape_field_key
 __all__ = ["BlockRenderer"]
 
 _CACHE_LIMIT = 4096
-_RESERVED = frozenset({"step", "wall_time"})
 _Key = tuple[Rows, tuple[str, str] | None]  # a group's rows and constant
 _TAIL = -1  # in a template's argument order: the step's `,step=..i,wall_time=.. step` tail
 
@@ -80,7 +80,7 @@ class BlockRenderer:
         points: dict[tuple[str, str], dict[str, int | None]] = {}
         for j, (measurement, gpu, name) in enumerate(rows):
             fields = points.setdefault((measurement, gpu), {})
-            if name in fields or name in _RESERVED:
+            if name in fields or name in POINT_FIELDS:
                 return self._keep(key, None)
             fields[name] = j
         if constant is not None:

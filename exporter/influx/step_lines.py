@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ..schema import SampleRow
+from ..schema import POINT_FIELDS, SampleRow
 from .forwarder import LineRenderer
 from .lineprotocol import escape_field_key
 
@@ -29,7 +29,6 @@ __all__ = ["StepRenderer"]
 
 _CACHE_LIMIT = 4096
 _Shape = tuple[tuple[str, str, str], ...]  # (measurement, gpu, field) of each row
-_RESERVED = frozenset({"step", "wall_time"})
 
 
 class _Plan:
@@ -108,7 +107,7 @@ class StepRenderer:
         plan: _Plan | None = None
         for (measurement, gpu), members in points.items():
             fields = {shape[i][2]: i for i in members}
-            if len(fields) < len(members) or not _RESERVED.isdisjoint(fields):
+            if len(fields) < len(members) or not POINT_FIELDS.isdisjoint(fields):
                 break
             prefix = self._renderer.prefix(measurement, run, self._project, rank, gpu)
             names = sorted(fields)

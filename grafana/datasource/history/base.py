@@ -233,7 +233,8 @@ class HistoryStore(Protocol):
 
     def logged_fields(self, run: str) -> Mapping[str, str]:
         """Every metric field the run logged (not its hyperparameters), with the measurement it is
-        stored under: a registry group, or `UNREGISTERED` for a name the registry does not know."""
+        stored under: a registry group, or `exporter.schema.UNREGISTERED` for a name the
+        registry does not know."""
         ...
 
     def clock(self, run: str, field: str, samples: int) -> Points:
