@@ -154,6 +154,14 @@ class ExporterSettings:
     training process's GIL is not shared with it, or a thread (where no process can start)."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.store, str | os.PathLike) and not isinstance(self.store, Path):
+            # a str or os.PathLike is what a user means by a folder: take it as one
+            object.__setattr__(self, "store", Path(self.store))
+        if not isinstance(self.store, Path):
+            raise ConfigError(
+                f"store={self.store!r} ({type(self.store).__name__}) is not a folder path; pass "
+                "a str or pathlib.Path (RLVITALS_STORE)"
+            )
         if self.policy not in POLICIES:
             raise ConfigError(
                 f"RLVITALS_POLICY={self.policy!r} is not a policy; use one of {', '.join(POLICIES)}"

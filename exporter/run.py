@@ -34,6 +34,7 @@ from .influx.writers import make_writer
 from .prometheus import live_states
 from .prometheus.metrics_endpoint import MetricsEndpoint
 from .schema import (
+    INFLUX_MAX_STEP,
     NO_RANK,
     RUN_CONFIG,
     UNREGISTERED,
@@ -54,6 +55,7 @@ from .translate.steps import (
     limits_problem,
     name_problem,
     several,
+    short_repr,
     step_problem,
     to_number,
     value_problem,
@@ -241,6 +243,7 @@ class Run:
     def event(self, step: int, kind: str, text: str = "", **fields: Any) -> None:
         """Record an event (checkpoint, warmup_end, grad_clip, obs_norm_update, config_change...)."""
         if self._strict:
+            self._check_step(step)
             problem = event_problem(step, kind, text)
             if problem is None:
                 problem = next(
@@ -389,9 +392,35 @@ class Run:
     # -- internals -----------------------------------------------------------------------------
 
     def _check(self, step: object, values: object, framework: str | None) -> None:
+        """Strict: raise InvalidSample for anything the store would refuse or alter. Whatever
+        else a bad input makes the checks raise (a mapping whose items() fails, a value too
+        deep to inspect) is an InvalidSample too: the caller handles one exception type."""
+        try:
+            self._check_step(step)
+            self._check_values(step, values, framework)
+        except InvalidSample:
+            raise
+        except Exception as exc:
+            raise InvalidSample(
+                f"run {self.name!r}: log() at step {short_repr(step)} could not be checked "
+                f"({type(exc).__name__}: {short_repr(str(exc))}); log a mapping of metric name "
+                "to number",
+                step=step,
+            ) from None
+
+    def _check_step(self, step: object) -> None:
         problem = step_problem(step)
+        if problem is None and self.settings.influx_url is not None:
+            if int(step) > INFLUX_MAX_STEP:  # type: ignore[call-overload]
+                problem = (
+                    f"step {step} is beyond {INFLUX_MAX_STEP:,}, the largest step InfluxDB can "
+                    "store (steps are its timestamps, in seconds, held as int64 nanoseconds); "
+                    "log the training step, not a sample count or a time in nanoseconds"
+                )
         if problem is not None:
             raise InvalidSample(f"run {self.name!r}: {problem}", step=step)
+
+    def _check_values(self, step: object, values: object, framework: str | None) -> None:
         if not isinstance(values, Mapping):
             raise InvalidSample(
                 f"run {self.name!r}: log() values at step {step} must be a mapping of name to "

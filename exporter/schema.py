@@ -43,6 +43,7 @@ __all__ = [
     "CONFIG_FIELD",
     "EVENTS",
     "MARKER_VERSION_FIELD",
+    "INFLUX_MAX_STEP",
     "MAX_STEP",
     "MIN_BLOCK_POINTS",
     "NOT_METRICS",
@@ -106,7 +107,11 @@ MARKER_VERSION_FIELD = "version"
 NO_RANK = -1
 """Rank stored for samples logged without a rank (sqlite keys cannot hold NULL uniquely)."""
 MAX_STEP = 2**63 - 1
-"""The highest step: InfluxDB timestamps, sqlite integers and numpy int64 all stop here."""
+"""The highest step the outbox stores: sqlite integers and numpy int64 stop here."""
+INFLUX_MAX_STEP = (2**63 - 2) // 10**9
+"""The highest step InfluxDB can store: a step is written as a timestamp in seconds
+(precision=s) and the server keeps it as int64 nanoseconds, of which it refuses the top value
+(influxdata/influxdb models/time.go: MaxNanoTime = math.MaxInt64 - 1), so 9,223,372,036."""
 
 # Rollups.
 ROLLUP_LEVELS = (64, 4096)

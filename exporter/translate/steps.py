@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import operator
+import reprlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ __all__ = [
     "limits_problem",
     "name_problem",
     "several",
+    "short_repr",
     "step_problem",
     "text_problem",
     "to_number",
@@ -110,16 +112,35 @@ def name_problem(what: str, name: str) -> str | None:
     return None
 
 
+def _bounded_repr() -> reprlib.Repr:
+    shown = reprlib.Repr()  # attributes, not keywords: Python 3.11's Repr takes none
+    shown.maxlevel, shown.maxstring, shown.maxother = 2, 60, 60
+    shown.maxlist = shown.maxtuple = shown.maxdict = shown.maxset = 4
+    return shown
+
+
+_REPR = _bounded_repr()
+
+
+def short_repr(value: object) -> str:
+    """`repr` cut to a line: a message must name a bad value without recursing into a deeply
+    nested one (RecursionError) or printing a huge one; reprlib bounds depth and length."""
+    try:
+        return _REPR.repr(value)
+    except Exception as exc:  # a __repr__ that raises still gets a message
+        return f"<{type(value).__name__} whose repr raised {type(exc).__name__}>"
+
+
 def step_problem(step: object) -> str | None:
     """Why `step` cannot be a training step, or None."""
     if isinstance(step, bool):
-        return f"step {step!r} is a bool; pass the integer training step"
+        return f"step {step} is a bool; pass the integer training step"
     try:
         value = operator.index(step)  # type: ignore[arg-type]
     except TypeError:
         return (
-            f"step {step!r} ({type(step).__name__}) is not an integer; pass the integer training "
-            "step (e.g. int(global_step))"
+            f"step {short_repr(step)} ({type(step).__name__}) is not an integer; pass the integer "
+            "training step (e.g. int(global_step))"
         )
     if value < 0:
         return f"step {value} is negative; training steps count up from 0"
@@ -145,7 +166,7 @@ def to_number(value: object) -> float | None:
 
 def value_problem(name: object, value: object, step: int) -> str | None:
     if not isinstance(name, str) or not name:
-        return f"metric name {name!r} at step {step} is not a non-empty string"
+        return f"metric name {short_repr(name)} at step {step} is not a non-empty string"
     problem = text_problem("metric name", name)
     if problem is not None:
         return f"{problem} (at step {step})"
@@ -161,7 +182,8 @@ def value_problem(name: object, value: object, step: int) -> str | None:
         return None
     if to_number(value) is None:
         return (
-            f"value {value!r} ({type(value).__name__}) of {name!r} at step {step} is not a number; "
+            f"value {short_repr(value)} ({type(value).__name__}) of {name!r} at step {step} is not "
+            "a number; "
             "log floats, ints, numpy scalars or 0-d tensors"
         )
     return None
@@ -182,11 +204,11 @@ def limits_problem(
 
 def event_field_problem(key: object, value: object) -> str | None:
     if not isinstance(key, str) or not key:
-        return f"event field name {key!r} is not a non-empty string"
+        return f"event field name {short_repr(key)} is not a non-empty string"
     if key in RESERVED_EVENT_FIELDS:
         return f"event field {key!r} is reserved; use another name"
     if not isinstance(value, str | int | float | bool):
-        return f"event field {key}={value!r} must be a str, int, float or bool"
+        return f"event field {key}={short_repr(value)} must be a str, int, float or bool"
     if isinstance(value, int) and not isinstance(value, bool):
         try:
             float(value)  # event numbers are stored as floats
@@ -204,7 +226,7 @@ def event_problem(step: object, kind: object, text: object) -> str | None:
     """Why an event's step, kind or text cannot be stored, or None (fields: `event_field_problem`)."""
     problem = step_problem(step)
     if problem is None and (not isinstance(kind, str) or not kind.strip()):
-        problem = f"event kind {kind!r} must be a non-empty string"
+        problem = f"event kind {short_repr(kind)} must be a non-empty string"
     if problem is None:
         assert isinstance(kind, str)
         problem = name_problem("event kind", kind.strip())

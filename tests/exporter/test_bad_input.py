@@ -146,3 +146,72 @@ def test_odd_value_types_that_are_numbers_are_accepted(
         run.log(np.int64(2), {"losses/clipfrac": np.float32(0.5), "losses/value_loss": 3})
         assert run.flush()
         assert run.stats.accepted == 2
+
+
+def _deep_dict(depth: int) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    cur = top
+    for _ in range(depth):
+        cur["a"] = {}
+        cur = cur["a"]
+    return top
+
+
+@pytest.mark.parametrize("where", ["as a value", "as the mapping"])
+def test_strict_raises_invalid_sample_for_a_10000_deep_dict(
+    tmp_path: Path, reg: registry.Registry, where: str
+) -> None:
+    deep = _deep_dict(10_000)
+    values = {"losses/clipfrac": deep} if where == "as a value" else deep
+    with _local(tmp_path, reg, "strict") as run:
+        with pytest.raises(exporter.InvalidSample) as info:
+            run.log(3, values)
+        assert "is not a number" in str(info.value)
+        assert len(str(info.value)) < 400  # names the value without printing 10,000 levels
+        run.log(4, {"losses/clipfrac": 0.2})
+        assert run.flush()
+
+
+class _Hostile(dict):  # type: ignore[type-arg]
+    def items(self) -> Any:
+        raise RuntimeError("items() exploded")
+
+
+def test_strict_raises_invalid_sample_when_the_mapping_itself_fails(
+    tmp_path: Path, reg: registry.Registry
+) -> None:
+    with _local(tmp_path, reg, "strict") as run:
+        with pytest.raises(exporter.InvalidSample, match=r"RuntimeError: 'items\(\) exploded'"):
+            run.log(3, _Hostile(x=1))
+
+
+def test_strict_refuses_steps_influxdb_cannot_store_exactly_where_the_server_does(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    """The limit is InfluxDB's, measured on the real server: the last step it accepts (at the
+    exporter's precision, seconds) is logged, the next one and 10**12 are refused."""
+    edge = exporter.schema.INFLUX_MAX_STEP
+    influx.write(f"probe v=1 {edge}")  # the server takes the edge...
+    with pytest.raises(Exception, match="400"):  # ...and refuses one more
+        influx.write(f"probe v=1 {edge + 1}")
+    settings = influx.settings(tmp_path)
+    with exporter.init("big", registry=reg, settings=settings, policy="strict") as run:
+        for step in (edge + 1, 10**12, 2**63 - 1):
+            with pytest.raises(exporter.InvalidSample, match="largest step InfluxDB can store"):
+                run.log(step, {"losses/clipfrac": 0.1})
+            with pytest.raises(exporter.InvalidSample, match="largest step InfluxDB can store"):
+                run.event(step, "checkpoint")
+        run.log(edge, {"losses/clipfrac": 0.1})
+        assert run.flush()
+    group = reg.metric("clip_fraction").group
+    rows = influx.query(f'SELECT "clip_fraction" FROM "{group}"')
+    assert [(r["time"], r["clip_fraction"]) for r in rows] == [(edge, 0.1)]
+
+
+def test_without_influxdb_strict_stores_steps_up_to_64_bits(
+    tmp_path: Path, reg: registry.Registry
+) -> None:
+    with _local(tmp_path, reg, "strict") as run:
+        run.log(10**12, {"losses/clipfrac": 0.1})
+        assert run.flush()
+        assert run.stats.accepted == 1

@@ -68,3 +68,20 @@ def test_bad_settings_raise_config_error_naming_the_variable(
 ) -> None:
     with pytest.raises(ConfigError, match=needle):
         ExporterSettings.from_env(env)
+
+
+def test_store_given_as_a_string_is_taken_as_a_folder(tmp_path: Path) -> None:
+    settings = ExporterSettings(store=str(tmp_path / "a"))  # type: ignore[arg-type]
+    assert settings.store == tmp_path / "a"
+    assert settings.outbox_path == tmp_path / "a" / "outbox.sqlite"
+    import exporter
+
+    with exporter.init("r", settings=settings) as run:  # was a TypeError at init
+        run.log(1, {"train/loss": 0.5})
+        assert run.flush()
+    assert settings.outbox_path.is_file()
+
+
+def test_store_of_another_type_is_a_config_error_naming_it() -> None:
+    with pytest.raises(ConfigError, match=r"store=3 \(int\) is not a folder path"):
+        ExporterSettings(store=3)  # type: ignore[arg-type]
