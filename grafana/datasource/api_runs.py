@@ -1,11 +1,13 @@
-"""`GET /api/health` and `GET /api/runs` (each run's project, framework, lifecycle status
-(live / stalled / finished), last step and wall time, start)."""
+"""`GET /api/health` (status for anyone, detail for a caller with the token) and `GET /api/runs`
+(each run's project, framework, lifecycle status (live / stalled / finished), last step and wall
+time, start)."""
 
 from __future__ import annotations
 
+import logging
 import time
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response, jsonify, request
 
 from rlvitals import __version__
 
@@ -16,10 +18,25 @@ from .services import services
 __all__ = ["blueprint"]
 
 blueprint = Blueprint("api_runs", __name__)
+_log = logging.getLogger(__name__)
+_UNAVAILABLE = "history store unavailable"
+"""The reason a degraded health gives everyone: no address, URL, path or exception text."""
 
 
 @blueprint.get("/api/health")
 def health() -> Response:
+    """`status` "ok" or "degraded" (503: a health check reads the code), the version, and when
+    degraded a short `reason`; to a caller trusted with it, the detail too: the store's kind, its
+    run count or error, the registry's size, whether a token is required.
+
+    Health is open, with no token, for compose and load-balancer checks. With a token configured,
+    a caller without it gets no detail: the store's error text names where InfluxDB lives (URL,
+    host, port, database) and what failed, which is for the operator, not for whoever can reach
+    the port. With no token configured, every route, run data included, answers anyone who
+    reaches the server (by default only loopback: `serve` binds 127.0.0.1 and the Host
+    allowlist refuses DNS-rebinding pages), so hiding the detail there would protect nothing the
+    other routes do not already show, and it is what one needs to fix a degraded store.
+    """
     svc = services()
     store: dict[str, object] = {"kind": svc.store.kind, "ok": True}
     try:
@@ -27,16 +44,21 @@ def health() -> Response:
     except HistoryError as exc:
         store["ok"] = False
         store["error"] = str(exc)
-    body = jsonify(
-        {
-            "status": "ok" if store["ok"] else "degraded",
-            "version": __version__,
-            "store": store,
-            "metrics": len(svc.registry.metrics),
-            "terms": len(svc.registry.terms),
-            "auth": svc.config.token is not None,
-        }
-    )
+        _log.warning("health: history store unavailable: %s", exc)
+    out: dict[str, object] = {
+        "status": "ok" if store["ok"] else "degraded",
+        "version": __version__,
+    }
+    if not store["ok"]:
+        out["reason"] = _UNAVAILABLE
+    if svc.config.accepts_token(request.headers.get("Authorization")):
+        out.update(
+            store=store,
+            metrics=len(svc.registry.metrics),
+            terms=len(svc.registry.terms),
+            auth=svc.config.token is not None,
+        )
+    body = jsonify(out)
     # a health check (compose, a load balancer) reads the status code: the store being down is
     # not healthy, whatever the body says
     if not store["ok"]:

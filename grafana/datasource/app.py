@@ -1,8 +1,8 @@
-"""The Flask app factory: blueprints, JSON errors, optional bearer-token auth, body-size limit."""
+"""The Flask app factory: blueprints, JSON errors, the Host allowlist, optional bearer-token
+auth, JSON-only request bodies, body-size limit."""
 
 from __future__ import annotations
 
-import hmac
 import logging
 
 from flask import Flask, Response, jsonify, request
@@ -22,7 +22,7 @@ from . import (
     report_page,
     simpod,
 )
-from .config import DatasourceConfig
+from .config import ANY_HOST, HOSTS_SETTING, DatasourceConfig
 from .errors import ApiError
 from .history import (
     HistoryStore,
@@ -53,12 +53,36 @@ def _error(status: int, message: str) -> tuple[Response, int]:
     return jsonify({"error": message}), status
 
 
-def _check_auth() -> tuple[Response, int] | None:
-    token = services().config.token
-    if token is None or _is_open(request.path):
+# Why not Flask's own `TRUSTED_HOSTS` (Flask 3.1.3, Werkzeug 3.1.8/3.1.9, read in site-packages):
+# - flask/app.py:446-450 checks it in `create_url_adapter`, which flask/ctx.py:322-325 calls when
+#   the request context is made, keeping the `SecurityError` (a BadRequest) as the routing
+#   exception; that is raised only in `dispatch_request` (flask/app.py:890-891), after
+#   `preprocess_request` has run the before_request functions (flask/app.py:915-917). The token
+#   check would answer a foreign Host first, with a 401 about the token, and the 400 that does
+#   come says only "Host '...' is not trusted.", not which setting allows it.
+# - werkzeug/sansio/utils.py `host_is_trusted` changes within 3.1.x (Werkzeug is not pinned):
+#   3.1.8 (line 53, 69) cuts names at the first ':' so a trusted '[::1]' trusts every bracketed
+#   IPv6 host, and 3.1.9 (line 72) still cuts the trusted entry, so '[::1]' matches nothing; an
+#   empty list trusts everything (3.1.8 line 55), which is not how '*' should read.
+# So the check is ours, the first before_request function, answering every route alike: the
+# static files, the redirects (`/terms` -> `/terms/`, built from the Host) and the 404s included.
+def _check_host() -> tuple[Response, int] | None:
+    sent = request.headers.get("Host")
+    if services().config.allows_host(sent):
         return None
-    sent = request.headers.get("Authorization", "")
-    if hmac.compare_digest(sent.encode("utf-8", "replace"), f"Bearer {token}".encode()):
+    what = f"Host {sent[:100]!r}" if sent else "a request with no or an empty Host header"
+    return _error(
+        400,
+        f"{what} is not an allowed host of this server (a defence against DNS rebinding); if "
+        f"clients really reach it by that name, add the name to {HOSTS_SETTING} "
+        "(comma-separated) or pass `rlvitals serve --allow-host NAME`; "
+        f"{HOSTS_SETTING}={ANY_HOST} answers any host, for a reverse proxy that checks Host",
+    )
+
+
+def _check_auth() -> tuple[Response, int] | None:
+    config = services().config
+    if _is_open(request.path) or config.accepts_token(request.headers.get("Authorization")):
         return None
     response, status = _error(
         401,
@@ -66,6 +90,35 @@ def _check_auth() -> tuple[Response, int] | None:
     )
     response.headers["WWW-Authenticate"] = 'Bearer realm="rlvitals"'
     return response, status
+
+
+_BODYLESS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+# A browser sends a cross-site POST without asking first (no CORS preflight) only when its
+# Content-Type is text/plain, application/x-www-form-urlencoded or multipart/form-data (or
+# missing), so any web page could fire `/query`s at a local server that parsed those as JSON.
+# Requiring application/json makes such a POST need a preflight, which this server never grants
+# (it sends no CORS headers). Grafana's simpod JSON datasource sends it on every POST:
+# simPod/GrafanaJsonDatasource 0.6.5 (commit 5624c44) sets the header in src/DataSource.ts:53
+# (`this.headers = { 'Content-Type': 'application/json' }`) and src/doFetch.ts:6 puts it on each
+# request, the POSTs to /query, /metric-payload-options, /metrics, /tag-keys, /tag-values
+# (src/DataSource.ts:73-76, 145-152, 165-171, 199-201, 209-211) and /variable
+# (src/MetricFindQuery.ts:26-32). The Infinity panels of our dashboards only GET
+# (grafana/dashboards_gen/queries.py `_infinity`). A route that does not take the method keeps
+# its 404 / 405 (it reads no body).
+def _check_json_body() -> tuple[Response, int] | None:
+    if request.method in _BODYLESS or request.routing_exception is not None:
+        return None
+    if request.mimetype == "application/json":  # parameters (`; charset=utf-8`) stripped
+        return None
+    sent = request.headers.get("Content-Type")
+    what = f"Content-Type {sent[:100]!r}" if sent else "no Content-Type"
+    return _error(
+        415,
+        f"{request.method} {request.path[:200]} sent {what}; this server reads only JSON "
+        "bodies: send 'Content-Type: application/json'",
+    )
 
 
 def _register_errors(app: Flask) -> None:
@@ -115,14 +168,24 @@ def create_app(
     history: HistoryStore | None = None,
 ) -> Flask:
     """The datasource app. The registry defaults to the built-in one and the history store to
-    what `config` names (InfluxDB when a URL is set, else the embedded outbox)."""
+    what `config` names (InfluxDB when a URL is set, else the embedded outbox).
+
+    Every request passes, in order: the Host allowlist (`config.allows_host`, 400), the bearer
+    token when one is set (401; not on the public paths), and for a method with a body the
+    JSON Content-Type (415); each answers `{"error": message}`."""
     reg = registry if registry is not None else registry_pkg.load()
     store = history if history is not None else open_history(config, reg)
-    app = Flask("rlvitals.datasource")
+    # static_folder=None: Flask's default `/static/<path>` would serve `./static` of whatever
+    # directory `serve` was started in (the import name is no module, so its root is the cwd);
+    # the dashboard's own files are served by dashboard_page under /live/static/
+    app = Flask("rlvitals.datasource", static_folder=None)
     app.json = SafeJSONProvider(app)
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
     attach(app, Services(config=config, registry=reg, store=store))
+    # in this order: a foreign Host learns nothing, not even whether a token is needed
+    app.before_request(_check_host)
     app.before_request(_check_auth)
+    app.before_request(_check_json_body)
     for module in (
         api_runs,
         api_cards,

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import hmac
+import ipaddress
+import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,11 +15,28 @@ from typing import Literal
 from exporter.config import influx_token_from, influx_url_problem
 from exporter.errors import ConfigError as _ExporterConfigError
 
-__all__ = ["ConfigError", "DatasourceConfig", "InfluxApi"]
+__all__ = [
+    "ANY_HOST",
+    "HOSTS_SETTING",
+    "LOOPBACK_HOSTS",
+    "ConfigError",
+    "DatasourceConfig",
+    "InfluxApi",
+]
 
 InfluxApi = Literal["v1", "v2"]
 _SECRETS = ("influx_password", "influx_token", "token")
 MAX_POINTS_LIMIT = 100_000
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+"""Host names always answered. A DNS-rebinding page runs under the attacker's own name, which its
+requests carry in `Host`; a page under a loopback name is already on this machine."""
+ANY_HOST = "*"
+"""In `allowed_hosts`: answer any `Host` (for a reverse proxy in front that checks it itself)."""
+HOSTS_SETTING = "RLVITALS_DATASOURCE_HOSTS"
+_HOSTS_WHERE = f"{HOSTS_SETTING} (or `rlvitals serve --allow-host`)"
+# DNS labels plus `_`, which Docker's embedded DNS accepts in service and container names
+_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
 
 
 class ConfigError(ValueError):
@@ -53,7 +74,11 @@ class DatasourceConfig:
 
     With `influx_url` unset the exporter's outbox under `store` is read (the embedded store).
     `token`, when set, must be sent by every client as `Authorization: Bearer <token>` (except
-    on `/api/health`). Secrets never appear in `repr`.
+    on `/api/health` and the public term pages). Secrets never appear in `repr`.
+
+    `allowed_hosts` are the names, besides `LOOPBACK_HOSTS`, that a request's `Host` header may
+    carry (ports are not compared); `ANY_HOST` among them turns the check off. They are kept in
+    a canonical form: lower case, no trailing dot, IPv6 without brackets.
     """
 
     store: Path = Path("./rlvitals-data")
@@ -72,8 +97,13 @@ class DatasourceConfig:
     max_points: int = 10_000
     card_window: int = 2000
     max_events: int = 10_000
+    allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if isinstance(self.allowed_hosts, str):  # would be read letter by letter
+            raise ConfigError("allowed_hosts takes a tuple of host names, not one string")
+        # frozen: the canonical names replace the given ones once, here
+        object.__setattr__(self, "allowed_hosts", tuple(_allowed(n) for n in self.allowed_hosts))
         if self.influx_api not in ("v1", "v2"):
             raise ConfigError(f"RLVITALS_INFLUX_API={self.influx_api!r} must be v1 or v2")
         problem = None if self.influx_url is None else influx_url_problem(self.influx_url)
@@ -122,11 +152,29 @@ class DatasourceConfig:
             max_points=_int(environ, "RLVITALS_DATASOURCE_MAX_POINTS", d.max_points),
             card_window=_int(environ, "RLVITALS_DATASOURCE_CARD_WINDOW", d.card_window),
             max_events=_int(environ, "RLVITALS_DATASOURCE_MAX_EVENTS", d.max_events),
+            allowed_hosts=_names(environ, HOSTS_SETTING),
         )
 
     def replace(self, **changes: object) -> DatasourceConfig:
         """A copy with some settings changed (flags override the environment this way)."""
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def allows_host(self, header: str | None) -> bool:
+        """Whether a request whose `Host` header is `header` is addressed to this server: its
+        name (without the port) is loopback or one of `allowed_hosts`. A missing or malformed
+        header is refused, as HTTP/1.1 requires (RFC 9112, section 3.2)."""
+        if ANY_HOST in self.allowed_hosts:
+            return True
+        name = None if header is None else _host_of_header(header)
+        return name is not None and (name in LOOPBACK_HOSTS or name in self.allowed_hosts)
+
+    def accepts_token(self, authorization: str | None) -> bool:
+        """Whether an `Authorization` header value carries the bearer token; True when no token
+        is configured. Constant-time, so the comparison does not leak how much of it matched."""
+        if self.token is None:
+            return True
+        sent = (authorization or "").encode("utf-8", "replace")
+        return hmac.compare_digest(sent, f"Bearer {self.token}".encode())
 
     @property
     def uses_influx(self) -> bool:
@@ -152,3 +200,73 @@ def _token(environ: Mapping[str, str]) -> str | None:
         return influx_token_from(environ)
     except _ExporterConfigError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def _names(environ: Mapping[str, str], key: str) -> tuple[str, ...]:
+    raw = environ.get(key, "").strip()
+    return tuple(part.strip() for part in raw.split(",")) if raw else ()
+
+
+def _canonical(name: str) -> str | None:
+    """A host name or address in the form `Host` headers are compared in, or None."""
+    name = name.strip().lower()
+    bracketed = name.startswith("[") and name.endswith("]")
+    if bracketed or ":" in name:
+        try:
+            return str(ipaddress.IPv6Address(name[1:-1] if bracketed else name))
+        except ValueError:
+            return None
+    name = name.removesuffix(".")
+    return name if _NAME.fullmatch(name) else None
+
+
+def _allowed(raw: str) -> str:
+    """One `allowed_hosts` entry, canonical; ConfigError saying how to write it otherwise."""
+    name = raw.strip()
+    if name == ANY_HOST:
+        return name
+    if not name:
+        raise ConfigError(
+            f"{_HOSTS_WHERE} has an empty host name (two commas in a row, or one at the end?); "
+            "list names separated by commas, e.g. datasource,grafana.example.org"
+        )
+    canonical = _canonical(name)
+    if canonical is not None:
+        return canonical
+    if "/" in name or "://" in name:
+        bare = urllib.parse.urlsplit(name if "://" in name else f"//{name}").hostname
+        hint = f", e.g. {bare!r}" if bare else ""
+        raise ConfigError(
+            f"{_HOSTS_WHERE}: {name!r} is a URL, not a host name; give only the name clients "
+            f"put in the Host header, without scheme, port or path{hint}"
+        )
+    host, _, port = name.rpartition(":")
+    if port.isascii() and port.isdigit() and _canonical(host) is not None:
+        raise ConfigError(
+            f"{_HOSTS_WHERE}: {name!r} has a port; the port is not compared (any port of an "
+            f"allowed name is answered), so give the name alone: {host!r}"
+        )
+    raise ConfigError(
+        f"{_HOSTS_WHERE}: {name!r} is not a host name; use letters, digits, '-', '_' and '.', "
+        f"an IPv4 or IPv6 address, or {ANY_HOST!r} alone to answer any Host (only behind a "
+        "reverse proxy that checks Host itself)"
+    )
+
+
+def _host_of_header(header: str) -> str | None:
+    """The canonical name in a `Host` header (`name`, `name:port`, `[v6]`, `[v6]:port`), or
+    None when the header is not of that shape."""
+    value = header.strip()
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        host, rest = value[: end + 1], value[end + 1 :]
+        if rest and not rest.startswith(":"):
+            return None
+        port = rest[1:]
+    else:
+        host, _, port = value.partition(":")
+    if port and not (port.isascii() and port.isdigit()):
+        return None
+    return _canonical(host) if host else None

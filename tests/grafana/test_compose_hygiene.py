@@ -1,10 +1,13 @@
 """The compose bundle gives each service the least InfluxDB privilege, keeps `.env` out of git,
-sets Grafana's secret key, and the datasource bounds the work of one request."""
+sets Grafana's secret key, the datasource bounds the work of one request, and it answers the
+Host names Grafana and the healthcheck reach it by (and no others)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,9 @@ import yaml
 from flask import Flask
 
 import exporter
+from grafana.dashboards_gen.sources import PUBLIC_API_URL
 from grafana.datasource import DatasourceConfig
+from grafana.datasource.config import HOSTS_SETTING
 
 ROOT = Path(__file__).parents[2]
 
@@ -91,3 +96,45 @@ def test_one_query_request_is_bounded_in_targets(app: Flask) -> None:
     r = app.test_client().post("/query", json={"targets": targets})
     assert r.status_code == 400
     assert "at most 16" in r.get_json()["error"]
+
+
+def _served_hosts(services: dict[str, Any]) -> dict[str, DatasourceConfig]:
+    """Each service that runs `rlvitals serve`, with the Host allowlist its environment sets."""
+    out = {}
+    for name, service in services.items():
+        command = service.get("command") or []
+        if command[:1] == ["serve"]:
+            env = service.get("environment", {})
+            flags = [v for k, v in itertools.pairwise(command) if k == "--allow-host"]
+            config = DatasourceConfig.from_env({HOSTS_SETTING: str(env.get(HOSTS_SETTING, ""))})
+            out[name] = config.replace(allowed_hosts=(*config.allowed_hosts, *flags))
+    return out
+
+
+def test_every_url_the_stack_uses_for_the_datasource_names_an_allowed_host(
+    services: dict[str, Any],
+) -> None:
+    served = _served_hosts(services)
+    assert served, "no service runs `rlvitals serve`"
+    provisioned = yaml.safe_load(
+        (ROOT / "provisioning" / "datasources" / "rlvitals.yaml").read_text()
+    )
+    urls = [
+        urllib.parse.urlsplit(ds["url"])
+        for ds in provisioned["datasources"]
+        if urllib.parse.urlsplit(ds["url"]).hostname in served
+    ]
+    assert urls, "no provisioned Grafana datasource points at a service running `rlvitals serve`"
+    for url in urls:
+        assert served[str(url.hostname)].allows_host(url.netloc), (
+            f"Grafana reaches {url.geturl()}, but the {url.hostname} service does not answer "
+            f"Host {url.netloc}: add it to {HOSTS_SETTING} in docker-compose.yml"
+        )
+    for name, config in served.items():
+        probe = " ".join(services[name]["healthcheck"]["test"])
+        for url in re.findall(r"https?://[^'\"\s]+", probe):
+            netloc = urllib.parse.urlsplit(url).netloc
+            assert config.allows_host(netloc), f"{name}'s healthcheck sends Host {netloc}"
+        # what a person's browser opens (term pages, runbook links): the port published on loopback
+        assert config.allows_host(urllib.parse.urlsplit(PUBLIC_API_URL).netloc), name
+        assert not config.allows_host("attacker-rebind.example"), f"{name} answers any Host"
