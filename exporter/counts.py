@@ -19,8 +19,8 @@ class RunStats:
     (never written); unregistered: unknown names stored under `unregistered` (`warn`);
     dropped: lost because the queue was full, the run was finished or the store could not take
     them, by reason in `dropped_by_reason` (queue_full, finished, translate_error, store_error,
-    worker_error); refused_disk: refused
-    because the outbox reached its disk budget or could not be written; write_errors: failed
+    worker_error, store_lost: stored in an outbox file that was then deleted or replaced);
+    refused_disk: refused because the outbox reached its disk budget or the disk is full; write_errors: failed
     InfluxDB writes (retried unless the server refused the data); sent: rows written to InfluxDB;
     server_rejected: rows whose line InfluxDB refused (HTTP 400), kept in the outbox's `rejected`
     table with the server's message while the rest of their batch was written.

@@ -154,15 +154,14 @@ class Run:
         self._created = time.time()
         # An unusable store (a corrupt file, a read-only disk) must not stop the training:
         # the worker keeps trying it, and until it opens nothing is stored (flush says False).
-        self._outbox: Outbox | None = None
-        try:
-            self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
-        except OutboxError as exc:
-            _log.error("rlvitals run %r: %s; samples wait in memory until it opens", name, exc)
+        # This connection is closed once the run is set up: only the worker holds the file
+        # open, so when the file is deleted or replaced the worker can let go of it entirely
+        # (SQLite pairs the file at a path with the write-ahead log at that path).
+        outbox = self._open_outbox(quiet=False)
         self.requested_name = name
-        if self._outbox is not None:
+        if outbox is not None:
             try:
-                name = self._outbox.claim_run(name, resume=resume, created=self._created)
+                name = outbox.claim_run(name, resume=resume, created=self._created)
             except OutboxError as exc:
                 _log.error("rlvitals run %r: cannot claim the name: %s", name, exc)
             self.name = name
@@ -180,15 +179,19 @@ class Run:
             rank=rank,
             policy=policy,
             framework=framework,
-            last_step=_safe_last_step(self._outbox, name, rank),
+            last_step=_safe_last_step(outbox, name, rank),
             config=self._config,
-            transforms=_safe_transforms(self._outbox, name),
+            transforms=_safe_transforms(outbox, name),
             defer_counts=True,
             deriver=deriver,
         )
+        if outbox is not None:
+            outbox.close()
         self._reported: set[str] = set()
         self._in_progress: list[_Item] = []
         self._run_recorded = False
+        self._stored_here = 0  # samples stored through the worker's current outbox connection
+        self._store_gone = False  # the worker found its outbox deleted or replaced
         self._worker_lock = threading.Lock()
         self._forwarder = _start_forwarder(settings, self._counters)
         self._worker = threading.Thread(target=self._work, name=f"rlvitals-{name}", daemon=True)
@@ -322,13 +325,14 @@ class Run:
                     f"finish() timed out with {lost} sample(s) not yet stored (the store was "
                     "busy or failing)",
                 )
-        if self._outbox is not None:
+        outbox = self._open_outbox(quiet=True)
+        if outbox is not None:
             try:
-                self._outbox.mark_finished(self.name, time.time())
+                outbox.mark_finished(self.name, time.time())
             except OutboxError as exc:
                 _log.error("rlvitals run %r: %s", self.name, exc)
         if not flushed:
-            backlog = self._safe_backlog()
+            backlog = _safe_backlog(outbox)
             _log.warning(
                 "rlvitals run %r finished before everything was sent (%d row(s) wait in %s; the "
                 "next run on this store forwards them)",
@@ -336,8 +340,8 @@ class Run:
                 backlog,
                 self.settings.outbox_path,
             )
-        if self._outbox is not None:
-            self._outbox.close()
+        if outbox is not None:
+            outbox.close()
 
     def __enter__(self) -> Run:
         return self
@@ -379,7 +383,7 @@ class Run:
             steps_per_second=c.steps_per_second(time.time()),
             latest=latest,
             stats=c.snapshot(),
-            backlog=self._safe_backlog() if self._forwarder is not None else 0,
+            backlog=self._backlog() if self._forwarder is not None else 0,
             queue_depth=len(self._queue),
             last_write_age=None if last_write is None else max(0.0, time.time() - last_write),
             last_activity=last_activity,
@@ -410,13 +414,13 @@ class Run:
 
     def _check_step(self, step: object) -> None:
         problem = step_problem(step)
-        if problem is None and self.settings.influx_url is not None:
-            if int(step) > INFLUX_MAX_STEP:  # type: ignore[call-overload]
-                problem = (
-                    f"step {step} is beyond {INFLUX_MAX_STEP:,}, the largest step InfluxDB can "
-                    "store (steps are its timestamps, in seconds, held as int64 nanoseconds); "
-                    "log the training step, not a sample count or a time in nanoseconds"
-                )
+        influx = self.settings.influx_url is not None
+        if problem is None and influx and int(step) > INFLUX_MAX_STEP:  # type: ignore[call-overload]
+            problem = (
+                f"step {step} is beyond {INFLUX_MAX_STEP:,}, the largest step InfluxDB can "
+                "store (steps are its timestamps, in seconds, held as int64 nanoseconds); "
+                "log the training step, not a sample count or a time in nanoseconds"
+            )
         if problem is not None:
             raise InvalidSample(f"run {self.name!r}: {problem}", step=step)
 
@@ -486,11 +490,25 @@ class Run:
         with c.lock:
             return c.dropped + c.refused_disk
 
-    def _safe_backlog(self) -> int:
+    def _backlog(self) -> int:
+        """Rows not yet sent, read through a connection of its own, closed at once: only the
+        worker keeps the file open (see `__init__`)."""
+        outbox = self._open_outbox(quiet=True)
         try:
-            return 0 if self._outbox is None else self._outbox.backlog()
-        except Exception:
-            return 0
+            return _safe_backlog(outbox)
+        finally:
+            if outbox is not None:
+                outbox.close()
+
+    def _open_outbox(self, *, quiet: bool) -> Outbox | None:
+        try:
+            return Outbox(self.settings.outbox_path, budget_bytes=self.settings.disk_budget_bytes)
+        except OutboxError as exc:
+            if not quiet:
+                _log.error(
+                    "rlvitals run %r: %s; samples wait in memory until it opens", self.name, exc
+                )
+            return None
 
     def _at_exit(self) -> None:
         try:
@@ -529,6 +547,8 @@ class Run:
             try:
                 self._work_once()
                 return
+            except _StoreGone:
+                continue  # a new outbox at the same path; the run is recorded in it again
             except BaseException as exc:  # the thread must not die: count, report, go on
                 batch, self._in_progress = self._in_progress, []
                 lost = sum(_size(item) for item in batch if _is_sample(item))
@@ -578,6 +598,12 @@ class Run:
                     time.thread_time() - cpu,
                 )
                 self._in_progress = []
+                if self._store_gone:
+                    self._store_gone = False
+                    self._run_recorded = False
+                    outbox.close()
+                    outbox.set_aside_stale_journal()
+                    raise _StoreGone
         finally:
             outbox.close()
 
@@ -649,8 +675,26 @@ class Run:
         step = at_position if self._sourced else self._translator.last_step
         progress = [] if step is None or step == last_step else [(self.name, self._rank_key, step)]
         self._store(outbox, parts, positions, progress)
+        # before a flush hears back: what went into a deleted or replaced file is lost
+        self._store_gone = self._count_if_gone(outbox)
         for marker in markers:
             marker.set()
+
+    def _count_if_gone(self, outbox: Outbox) -> bool:
+        """Whether the outbox file was deleted or replaced under this connection; if so, what
+        was stored through it is counted lost (`store_lost`): nothing reads that file again."""
+        why = outbox.vanished()
+        if why is None:
+            return False
+        lost, self._stored_here = self._stored_here, 0
+        self._counters.drop("store_lost", lost)
+        self._report(
+            "store_lost",
+            f"the outbox {outbox.path} was {why} while this run wrote to it: the {lost} "
+            "sample(s) stored in it since it was opened are gone from the store (with InfluxDB "
+            "configured, those already sent are there); a new outbox is started at the same path",
+        )
+        return True
 
     def _translate_block(self, items: list[_Item]) -> _Part | None:
         """Log calls with the same names as one block; None when they are not all plain (the
@@ -686,18 +730,17 @@ class Run:
         dropped (counted, reported once) and its neighbours are stored."""
         room = outbox.room() if outbox.budget_bytes is not None else None
         if room is not None and sum(p.stored for p in parts) > room:
-            # the disk budget: store the calls that fit, refuse (and count) the rest
-            fits, used = 0, 0
-            for part in parts:
-                if used + part.stored > room:
-                    break
-                used += part.stored
-                fits += 1
-            refused = sum(p.size for p in parts[fits:])  # samples, as stats count them
+            # the disk budget: store the calls that fit, measure again, go on with the rest;
+            # what does not fit then is refused (and counted), and the store stays full
+            fit, rest = _within(parts, room)
+            if fit:
+                self._store(outbox, fit)
+                self._store(outbox, rest, positions, progress)
+                return
             with self._counters.lock:
-                self._counters.refused_disk += refused
-            outbox.over_budget()
-            parts = parts[:fits]
+                self._counters.refused_disk += sum(p.size for p in rest)
+            outbox.budget_reached()
+            parts = []
         rows: list[SampleRow] = []
         blocks: list[tuple[int, SampleBlock]] = []
         for part in parts:
@@ -730,6 +773,7 @@ class Run:
             with self._counters.lock:
                 self._counters.refused_disk += sum(p.size for p in parts)
             return
+        self._stored_here += sum(p.size for p in parts)
         for part in parts:
             self._translator.count_stored(part.held)
         if not rows and not blocks and not events:
@@ -771,6 +815,28 @@ class Run:
                         exc,
                     )
                 self._stop.wait(1.0)
+
+
+def _within(parts: list[_Part], room: int) -> tuple[list[_Part], list[_Part]]:
+    """The first calls that fit in `room` rows, in order, and the rest; a block of many calls
+    is halved until its first calls fit (an import's block can be thousands of steps)."""
+    kept: list[_Part] = []
+    waiting = list(parts)
+    used = 0
+    while waiting:
+        part = waiting[0]
+        if used + part.stored <= room:
+            kept.append(waiting.pop(0))
+            used += part.stored
+        elif part.block is not None and len(part.block.steps) > 1:
+            waiting[:1] = part.halves()
+        else:
+            break
+    return kept, waiting
+
+
+class _StoreGone(Exception):
+    """The worker's outbox file was deleted or replaced: open the one now at its path."""
 
 
 @dataclass(frozen=True)
@@ -866,6 +932,13 @@ def _start_forwarder(
     )
     thread.start()
     return thread
+
+
+def _safe_backlog(outbox: Outbox | None) -> int:
+    try:
+        return 0 if outbox is None else outbox.backlog()
+    except Exception:
+        return 0
 
 
 def _safe_transforms(outbox: Outbox | None, run: str) -> dict[str, tuple[FieldTransform, ...]]:

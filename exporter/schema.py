@@ -42,8 +42,8 @@ import numpy.typing as npt
 __all__ = [
     "CONFIG_FIELD",
     "EVENTS",
-    "MARKER_VERSION_FIELD",
     "INFLUX_MAX_STEP",
+    "MARKER_VERSION_FIELD",
     "MAX_STEP",
     "MIN_BLOCK_POINTS",
     "NOT_METRICS",

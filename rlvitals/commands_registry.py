@@ -59,6 +59,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "Prometheus port. Exit 0 when everything is fine, 1 listing each problem with its fix.",
     )
     d.add_argument("paths", nargs="*", metavar="PATH", help="user registry files to include")
+    d.add_argument(
+        "--repair",
+        action="store_true",
+        help="salvage a damaged embedded store (RLVITALS_STORE) into a new file, keeping the "
+        "damaged one beside it; stop every process writing the store first",
+    )
     d.set_defaults(handler=_doctor)
 
 
@@ -78,6 +84,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
+    if args.repair:
+        return _repair()
     findings = diagnose(os.environ, tuple(args.paths))
     for finding in findings:
         print(finding)
@@ -103,4 +111,38 @@ def _build(args: argparse.Namespace) -> int:
         return 1
     if not changed:
         print("generated files are up to date")
+    return 0
+
+
+def _repair() -> int:
+    from exporter.config import ExporterSettings
+    from exporter.errors import ExporterError
+    from exporter.store.repair import RepairError, repair_store
+
+    try:
+        path = ExporterSettings.from_env(os.environ).outbox_path
+    except ExporterError as exc:
+        print(f"rlvitals doctor --repair: {exc}", file=sys.stderr)
+        return 2
+    if not path.exists():
+        print(f"{path} does not exist: nothing to repair")
+        return 0
+    try:
+        report = repair_store(path)
+    except RepairError as exc:
+        print(f"rlvitals doctor --repair: {exc}", file=sys.stderr)
+        return 1
+    if not report.repaired:
+        print(f"{path}: {report.problem}; nothing to repair")
+        return 0
+    print(f"{path} was damaged: {report.problem}")
+    whole = ", ".join(report.copied) or "none"
+    print(f"  tables read whole: {whole}")
+    for table, n in report.salvaged.items():
+        print(f"  {table}: {n:,} row(s) salvaged from its readable pages")
+    print(
+        f"  the repaired store holds {report.runs} run(s) and {report.rows.get('samples', 0):,} "
+        "sample row(s); statistics and rollups recomputed"
+    )
+    print(f"  the damaged file is kept as {report.kept}")
     return 0

@@ -270,18 +270,24 @@ class Forwarder:
             self._thread.join(timeout)
         self._writer.close()
 
-    def _loop(self) -> None:
+    def _open(self) -> Outbox | None:
+        """The outbox, retrying until it opens; None when stopped first."""
         reported = False
         while True:
             try:
-                outbox = Outbox(self._path)
-                break
+                return Outbox(self._path)
             except OutboxError as exc:  # keep trying: the store may come back
                 if not reported:
                     reported = True
                     _log.error("rlvitals forwarder cannot open the outbox (retrying): %s", exc)
                 if self._stop.wait(2.0):
-                    return
+                    return None
+
+    def _loop(self) -> None:
+        opened = self._open()
+        if opened is None:
+            return
+        outbox = opened
         backoff = _BACKOFF_START
         try:
             while not self._stop.is_set():
@@ -311,6 +317,15 @@ class Forwarder:
                         "rlvitals: %s reachable again; forwarding", self._writer.describe()
                     )
                 backoff = _BACKOFF_START
+                if sent == 0 and outbox.vanished():
+                    # the store was deleted or replaced: what the old file held is sent (an
+                    # open file outlives its name); the run writes a new one, so read that
+                    outbox.close()
+                    opened = self._open()
+                    if opened is None:
+                        return
+                    outbox = opened
+                    continue
                 if sent == 0:
                     with self._cond:
                         self._empty_passes += 1

@@ -7,6 +7,9 @@
   so readers get whole-run means and long series from a bounded number of rows.
 - `lifecycle`: `Lifecycle`, the one definition of a run's status (live / stalled / finished).
 - `runs_list`: `rlvitals runs`.
+- `repair`: `rlvitals doctor --repair`, a damaged file salvaged into a new one (tables read whole
+  where sqlite can, else row by row from their surviving pages: `salvage`, sqlite's file format
+  read directly), statistics recomputed, the damaged file kept beside it.
 
 May import: `exporter.config`, `.errors`, `.schema`. Never translation, InfluxDB or Prometheus:
 the store holds rows, whoever made them.

@@ -56,6 +56,7 @@ from ..schema import (
 from . import running_stats
 
 __all__ = [
+    "DATA_TABLES",
     "EventRecord",
     "Outbox",
     "PendingEvent",
@@ -64,13 +65,14 @@ __all__ = [
     "RunRecord",
     "SeriesStats",
     "StoredField",
+    "create_data_tables",
 ]
 
 _log = logging.getLogger(__name__)
 
 ROW_BYTES = 256
-"""Disk bytes a stored row costs at most, about (row, key, rollups, write-ahead log; ~130 once
-checkpointed): what the disk budget check counts a batch as."""
+"""Bytes of data a stored row costs at most, about (row, key, rollups; ~130 on average): what the
+disk budget check counts a row as until the file holds enough rows to measure it."""
 
 _NOT_METRICS = "NOT IN (" + ", ".join(f"'{m}'" for m in sorted(NOT_METRICS)) + ")"
 """SQL: a measurement holding registry metrics (not the run config, spread or unregistered)."""
@@ -141,6 +143,17 @@ CREATE TABLE IF NOT EXISTS run_progress (
     PRIMARY KEY (run, rank)
 );
 """
+
+DATA_TABLES = ("runs", "samples", "events", "source_positions", "rejected", "run_progress")
+"""The tables holding what was logged and read; the others (the sequence counter, running
+statistics, rollups) are derived from these."""
+
+
+def create_data_tables(db: sqlite3.Connection) -> None:
+    """The outbox's tables in an empty file (the running statistics come when an `Outbox`
+    opens it): what a salvage fills before the statistics are computed once."""
+    db.executescript(_SCHEMA)
+
 
 _UPSERT_POSITION = """
 INSERT INTO source_positions (path, dev, ino, offset, lines, head, mark, updated)
@@ -356,9 +369,52 @@ class PendingEvent:
 
 
 _BUSY_TIMEOUT_MS = 30_000
+_JOURNAL_LIMIT = 4 * 1024 * 1024
+"""Bytes the write-ahead log is truncated to after a checkpoint (sqlite's journal_size_limit)."""
 """How long a write waits for another process's write lock before giving up."""
 
 _RUN_COLUMNS = "run, project, config, framework, created, finished, last_activity"
+
+
+_JOURNAL_SUFFIXES = ("-wal", "-shm")
+
+
+def _journal_identities(path: Path) -> tuple[tuple[int, int] | None, ...]:
+    """(device, inode) of the write-ahead log and its index, each None when absent."""
+    out: list[tuple[int, int] | None] = []
+    for suffix in _JOURNAL_SUFFIXES:
+        try:
+            out.append(_identity(Path(f"{path}{suffix}")))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    """(device, inode) of the file: what a deleted or replaced store changes."""
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+_BUDGET_SLACK = 0.1
+"""Share of the disk budget that must be free again before a store that filled takes rows."""
+_FULL_MARGIN = 1024 * 1024
+"""Free bytes that must appear after a full-disk failure before the next write is tried."""
+_FULL_RETRY = 5.0
+"""Seconds after which a write is tried at a full disk anyway."""
+
+
+def _free_bytes(folder: Path) -> int | None:
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _is_full(exc: sqlite3.Error) -> bool:
+    """sqlite's "database or disk is full" (SQLITE_FULL; its unix layer maps ENOSPC to it)."""
+    return getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -469,6 +525,9 @@ class Outbox:
         self.budget_bytes = budget_bytes
         self._lock = threading.Lock()
         self._over_budget_logged = False
+        self._budget_hit = False  # rows were refused for the budget (see budget_reached)
+        self._full: tuple[float, int] | None = None  # (monotonic time, free bytes) at a full disk
+        self._full_logged = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
@@ -480,6 +539,9 @@ class Outbox:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA temp_store=MEMORY")
+            # a log grown by one large transaction is cut back after the next checkpoint,
+            # so the files stay near the data the budget counts
+            self._db.execute(f"PRAGMA journal_size_limit={_JOURNAL_LIMIT}")
             if not self._has_schema():
                 self._db.executescript(_SCHEMA)
             self._ensure_lifecycle_columns()
@@ -488,11 +550,56 @@ class Outbox:
             for statement in _BLOCK_TABLES:
                 self._db.execute(statement)
             self._json_writes = _reads_json_exactly(self._db)
+            self._identity = _identity(self.path)
+            self._journal = _journal_identities(self.path)
         except (OSError, sqlite3.Error) as exc:
             raise OutboxError(
                 f"cannot open the outbox at {self.path}: {exc}. Check RLVITALS_STORE points to a "
                 "writable folder on a local disk."
             ) from exc
+
+    def vanished(self) -> str | None:
+        """Why the file this connection writes is no longer the store at `path` ("deleted",
+        "replaced"), or None. A connection keeps writing an unlinked or renamed file without an
+        error, and nothing in it is read again: the caller must count what it stored as lost."""
+        try:
+            now = _identity(self.path)
+        except FileNotFoundError:
+            return "deleted"
+        except OSError:
+            return None  # cannot tell (a permission change): the next write says more
+        return None if now == self._identity else "replaced"
+
+    def set_aside_stale_journal(self) -> list[Path]:
+        """After `close()` on a file that `vanished()`: rename the write-ahead log and its index
+        this connection used, when they are still at the path, to `*.stale-<pid>-<time>`.
+
+        SQLite pairs the file at a path with the `-wal` at that path, and it does not delete
+        the log of a file that was renamed while open (see sqlite.org/howtocorrupt.html, "2.4
+        Unlinking or renaming a database file while in use"); left there, the old file's pages
+        would be read as the new file's. Only the files this connection saw are moved (same
+        inode), so a log another process already started for the new file stays. Nothing is
+        deleted: the old pages are kept beside the store."""
+        moved: list[Path] = []
+        stamp = f"stale-{os.getpid()}-{int(time.time())}"
+        for suffix, seen in zip(_JOURNAL_SUFFIXES, self._journal, strict=True):
+            name = Path(f"{self.path}{suffix}")
+            try:
+                if seen is None or _identity(name) != seen:
+                    continue
+                target = name.with_name(f"{name.name}.{stamp}")
+                os.rename(name, target)
+            except OSError:
+                continue
+            moved.append(target)
+        if moved:
+            _log.warning(
+                "rlvitals outbox %s was replaced or deleted while open: its old write-ahead log "
+                "was moved aside to %s so the file now at the path is read as it is",
+                self.path,
+                ", ".join(str(m) for m in moved),
+            )
+        return moved
 
     def _ensure_lifecycle_columns(self) -> None:
         """Give a `runs` table from before the lifecycle its two columns (NULL: unknown)."""
@@ -553,22 +660,49 @@ class Outbox:
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # sqlite rolls some failures back itself (a full disk): a second ROLLBACK would
+                # raise "no transaction is active" in place of the failure that matters
+                if self._db.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 
     def size_bytes(self) -> int:
+        """Bytes of data the store holds: its pages in use as this connection sees the
+        database (the file's pages plus those still in the write-ahead log, less free pages).
+        What the disk budget counts: the log is a passing copy (at most about 4 MB, SQLite's
+        automatic checkpoint at 1000 pages, then truncated to `_JOURNAL_LIMIT`), and a file's
+        free pages are reused before it grows; the files' own sizes are `file_bytes()`."""
+        with self._lock:
+            ((pages,),) = self._db.execute("PRAGMA page_count").fetchall()
+            ((free,),) = self._db.execute("PRAGMA freelist_count").fetchall()
+            ((page,),) = self._db.execute("PRAGMA page_size").fetchall()
+        return int(pages - free) * int(page)
+
+    def file_bytes(self) -> int:
+        """The store's files on disk: the database and its write-ahead log."""
         total = 0
         for suffix in ("", "-wal"):
             with suppress(FileNotFoundError):
                 total += os.stat(f"{self.path}{suffix}").st_size
         return total
 
+    def budget_reached(self) -> None:
+        """The caller refused rows that did not fit the budget: from now on the store counts as
+        full (`over_budget`) until a tenth of the budget is free again, so what a full store
+        holds is the run up to where it filled, not a scatter of later steps that happened to
+        fit in the last few kilobytes."""
+        self._budget_hit = True
+        self.over_budget()
+
     def over_budget(self) -> bool:
         if self.budget_bytes is None:
             return False
         size = self.size_bytes()
-        if size < self.budget_bytes:
+        limit = self.budget_bytes * (1 - _BUDGET_SLACK) if self._budget_hit else self.budget_bytes
+        if size < limit:
+            self._budget_hit = False
             return False
         if not self._over_budget_logged:
             self._over_budget_logged = True
@@ -582,15 +716,57 @@ class Outbox:
             )
         return True
 
+    def disk_full(self) -> bool:
+        """Whether writes are refused at once because the disk was full at the last one. A
+        write at a full disk costs milliseconds to fail, so until space returns (the free
+        space grew by `_FULL_MARGIN` since, or `_FULL_RETRY` seconds passed: a quota or a
+        network disk whose free space statvfs does not show) they are refused without trying,
+        and the next write after that finds out."""
+        if self._full is None:
+            return False
+        when, free_then = self._full
+        free = _free_bytes(self.path.parent)
+        grew = free is not None and free >= free_then + _FULL_MARGIN
+        if grew or time.monotonic() - when >= _FULL_RETRY:
+            self._full = None
+            return False
+        return True
+
+    def _note_full(self, exc: BaseException) -> None:
+        self._full = (time.monotonic(), _free_bytes(self.path.parent) or 0)
+        if not self._full_logged:
+            self._full_logged = True
+            _log.error(
+                "rlvitals outbox %s: the disk is full (%s): new samples are REFUSED (counted in "
+                "stats.refused_disk) until space is freed; storing resumes by itself then",
+                self.path,
+                exc,
+            )
+
     def room(self, *, quiet: bool = False) -> int:
         """About how many more rows fit in the disk budget (each row costs about `ROW_BYTES`
-        on disk, in the file and its write-ahead log), so a batch never overshoots it."""
+        of data), so a batch never overshoots it."""
         if self.budget_bytes is None:
             return 2**62
-        free = self.budget_bytes - self.size_bytes()
+        if self._budget_hit and self.over_budget():
+            return 0
+        size = self.size_bytes()
+        free = self.budget_bytes - size
         if free <= 0 and not quiet:
             self.over_budget()
-        return max(0, free // ROW_BYTES)
+        return max(0, int(free // self._row_bytes(size)))
+
+    def _row_bytes(self, size: int) -> float:
+        """Bytes a row costs in this file: measured (data over rows numbered, a tenth added
+        for the pages a row's key and statistics add unevenly) once it holds enough rows to
+        say, `ROW_BYTES` before. A measured cost fills the budget in a batch or two; a fixed
+        guess twice the real one would creep towards it, storing scattered steps on the way."""
+        with self._lock:
+            row = self._db.execute("SELECT n FROM sequence WHERE id = 0").fetchone()
+        rows = int(row[0]) if row else 0
+        if rows < 1000:
+            return float(ROW_BYTES)
+        return min(2.0 * ROW_BYTES, max(32.0, 1.1 * size / rows))
 
     def write(
         self,
@@ -618,8 +794,9 @@ class Outbox:
         if not samples and not in_blocks and not events and not positions and not progress:
             return True
         stored = len(samples) + in_blocks
-        if (stored or events) and (
-            self.over_budget() or stored + len(events) > self.room(quiet=True)
+        if self.disk_full() or (
+            (stored or events)
+            and (self.over_budget() or stored + len(events) > self.room(quiet=True))
         ):
             return False
         count = stored + len(events)
@@ -656,6 +833,9 @@ class Outbox:
                             [(wall, run) for run, wall in active.items()],
                         )
         except sqlite3.OperationalError as exc:
+            if _is_full(exc):
+                self._note_full(exc)
+                return False
             busy = _is_busy(exc)
             raise OutboxError(
                 f"cannot write to the outbox at {self.path}: {exc}", retryable=busy
@@ -666,6 +846,11 @@ class Outbox:
             raise OutboxError(
                 f"cannot write to the outbox at {self.path}: {type(exc).__name__}: {exc}"
             ) from exc
+        if self._full_logged:
+            self._full_logged = False
+            _log.warning("rlvitals outbox %s: space is back; samples are stored again", self.path)
+        if None in self._journal:  # the log appears with the first write after a checkpoint
+            self._journal = _journal_identities(self.path)
         return True
 
     def _upsert_samples(

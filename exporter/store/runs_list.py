@@ -34,6 +34,10 @@ class RunRow:
     framework: str | None
     status: str
     last_step: int | None
+    """The step the run was last at (logged), which a resume can make lower than the highest."""
+    stored_step: int | None
+    """The highest step the store holds a value for: below `last_step` when values were
+    refused (the disk budget, a full disk) or lost; None when it holds none."""
     started: float
     finished: float | None
     last_activity: float | None
@@ -54,6 +58,7 @@ def list_runs(
                 policy.status(finished_at=r.finished, last_activity=r.last_activity, now=at)
             ),
             last_step=_last_step(outbox, r.run),
+            stored_step=_stored_step(outbox, r.run),
             started=r.created,
             finished=r.finished,
             last_activity=r.last_activity,
@@ -67,8 +72,22 @@ def _last_step(outbox: Outbox, run: str) -> int | None:
     if step is not None:
         return step
     # logged with ranks: the furthest any rank got
+    return _stored_step(outbox, run)
+
+
+def _stored_step(outbox: Outbox, run: str) -> int | None:
     steps = [s.last_step for s in outbox.stats(run) if s.measurement != RUN_CONFIG]
     return max(steps) if steps else None
+
+
+def _step_cell(row: RunRow) -> str:
+    if row.last_step is None:
+        return "-"
+    if row.stored_step is None:
+        return f"{row.last_step:,} (none stored)"
+    if row.stored_step < row.last_step:
+        return f"{row.last_step:,} (stored to {row.stored_step:,})"
+    return f"{row.last_step:,}"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -121,7 +140,7 @@ def _runs(args: argparse.Namespace) -> int:
             r.project or "-",
             r.framework or "-",
             r.status,
-            "-" if r.last_step is None else f"{r.last_step:,}",
+            _step_cell(r),
             _when(r.started),
         )
         for r in rows

@@ -180,9 +180,11 @@ class _Hostile(dict):  # type: ignore[type-arg]
 def test_strict_raises_invalid_sample_when_the_mapping_itself_fails(
     tmp_path: Path, reg: registry.Registry
 ) -> None:
-    with _local(tmp_path, reg, "strict") as run:
-        with pytest.raises(exporter.InvalidSample, match=r"RuntimeError: 'items\(\) exploded'"):
-            run.log(3, _Hostile(x=1))
+    with (
+        _local(tmp_path, reg, "strict") as run,
+        pytest.raises(exporter.InvalidSample, match=r"RuntimeError: 'items\(\) exploded'"),
+    ):
+        run.log(3, _Hostile(x=1))
 
 
 def test_strict_refuses_steps_influxdb_cannot_store_exactly_where_the_server_does(

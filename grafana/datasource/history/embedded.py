@@ -15,10 +15,12 @@ exporter's file.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -116,37 +118,102 @@ _CLOCK = (
 _RUN_INFO = ("project", "framework", "created", "finished", "last_activity")
 
 
+class _Damage:
+    """The damage a read met in the store file, recorded when it happens, for the file it was
+    met in (device, inode): every later call says so at once (health included) until the file
+    at the path is another one, as `rlvitals doctor --repair` leaves it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: tuple[tuple[int, int], str] | None = None
+
+    def record(self, path: Path, message: str) -> None:
+        with self._lock, suppress(OSError):
+            self._seen = (_identity(path), message)
+
+    def current(self, path: Path) -> str | None:
+        with self._lock:
+            if self._seen is None:
+                return None
+            try:
+                same = _identity(path) == self._seen[0]
+            except OSError:
+                same = False
+            if not same:
+                self._seen = None
+                return None
+            return self._seen[1]
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+def _damaged(exc: sqlite3.Error) -> bool:
+    """sqlite's "database disk image is malformed" / "file is not a database"."""
+    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+# The cheapest reads that walk the right-most path of the big tables: the pages written last,
+# the ones a file truncated at its end loses first.
+_PROBES = (
+    "SELECT run FROM runs ORDER BY created, run",
+    "SELECT * FROM samples ORDER BY rowid DESC LIMIT 1",
+    "SELECT * FROM events ORDER BY rowid DESC LIMIT 1",
+)
+
+
 @dataclass(frozen=True)
 class EmbeddedHistory:
     """History read from `<RLVITALS_STORE>/outbox.sqlite`; a missing file is an empty store."""
 
     path: Path
+    _damage: _Damage = field(default_factory=_Damage, compare=False, repr=False)
 
     @property
     def kind(self) -> str:
         return "embedded"
+
+    def _unusable(self, what: str, exc: sqlite3.Error) -> HistoryUnavailable:
+        if _damaged(exc):
+            message = (
+                f"the embedded store {self.path} is damaged ({exc}): stop the processes "
+                "writing to it and run `rlvitals doctor --repair` (it salvages every readable "
+                "row into a new file and keeps the damaged one beside it)"
+            )
+            self._damage.record(self.path, message)
+            return HistoryUnavailable(message)
+        return HistoryUnavailable(f"cannot {what} the embedded store {self.path}: {exc}")
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection | None]:
         if not self.path.exists():
             yield None
             return
+        seen = self._damage.current(self.path)
+        if seen is not None:
+            raise HistoryUnavailable(seen)
         try:
             db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=10.0)
         except sqlite3.Error as exc:
-            raise HistoryUnavailable(f"cannot open the embedded store {self.path}: {exc}") from exc
+            raise self._unusable("open", exc) from exc
         try:
             yield db
         except sqlite3.Error as exc:
-            raise HistoryUnavailable(f"cannot read the embedded store {self.path}: {exc}") from exc
+            raise self._unusable("read", exc) from exc
         finally:
             db.close()
 
     def runs(self) -> tuple[str, ...]:
+        """The runs, oldest first. Also reads the newest row of each big table, so a health
+        check finds a damaged file before a chart does."""
         with self._db() as db:
             if db is None:
                 return ()
-            rows = db.execute("SELECT run FROM runs ORDER BY created, run").fetchall()
+            rows = db.execute(_PROBES[0]).fetchall()
+            for probe in _PROBES[1:]:
+                db.execute(probe).fetchall()
         return tuple(str(r[0]) for r in rows)
 
     def run_config(self, run: str) -> Mapping[str, Any]:

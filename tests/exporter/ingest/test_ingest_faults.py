@@ -127,9 +127,18 @@ def test_an_import_truncated_by_the_disk_budget_exits_non_zero_and_counts_right(
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr
     assert "RLVITALS_DISK_BUDGET_MB" in done.stderr
-    stored = len(_steps(store, "run1"))
-    assert 0 < stored < 20_000
+    steps = _steps(store, "run1")
+    stored = len(steps)
+    assert steps == list(range(stored))  # the run up to where the budget filled
     assert f"stored {stored:,}," in done.stdout
+    # the budget counts the data, not the write-ahead log an import grows: about 1 MB of it
+    # (it used to keep 3 steps in a 0.09 MB file)
+    size = (store / "outbox.sqlite").stat().st_size
+    assert 0.9 * 2**20 <= size <= 2**20, f"{size / 2**20:.2f} MB"
+    listed = subprocess.run(
+        [sys.executable, "-m", "rlvitals", "runs"], env=env, capture_output=True, text=True
+    )
+    assert f"19,999 (stored to {stored - 1:,})" in listed.stdout  # not "19,999" alone
     refused = int(done.stdout.split("refused (disk budget) ")[1].split()[0].replace(",", ""))
     assert stored + refused == 20_000  # every value read is either stored or counted refused
     assert "Traceback" not in done.stderr
