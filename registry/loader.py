@@ -295,6 +295,7 @@ def _metric(raw: Mapping[str, Any]) -> Metric:
             color=display.get("color"),
             log_scale=bool(display.get("log_scale", False)),
             health_slope=bool(display.get("health_slope", False)),
+            overview=bool(display.get("overview", False)),
         ),
         derived=Derivation(
             method=derived["method"],

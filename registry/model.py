@@ -179,6 +179,8 @@ class Display:
     color: str | None = None
     log_scale: bool = False
     health_slope: bool = False
+    overview: bool = False
+    """Drawn on the overview dashboard; the rest of the metrics are on the detail pages."""
 
 
 @dataclass(frozen=True)

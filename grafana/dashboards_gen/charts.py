@@ -70,7 +70,6 @@ def charts_for(
     merge: bool = True,
     spikes: bool = False,
     slope: bool = False,
-    by_run: bool = False,
 ) -> list[Chart]:
     """Charts for these metrics in registry order: partners (`panel_with`) share a chart."""
     groups = _components(metrics)
@@ -87,5 +86,5 @@ def charts_for(
                 )
                 for m in part
             )
-            charts.append(Chart(series, colour_by_run=by_run))
+            charts.append(Chart(series))
     return charts

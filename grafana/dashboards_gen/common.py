@@ -127,22 +127,41 @@ def _datasource_variables() -> list[builder.Builder[dm.VariableModel]]:
     ]
 
 
-def _bucket_variable(label: str) -> db.QueryVariable:
-    """Steps per drawn point, computed by InfluxDB from the selected runs' last step."""
+class _UnsyncedQueryVariable(db.QueryVariable):
+    """A query variable kept out of the address (`skipUrlSync`, which the SDK's builder does
+    not set)."""
+
+    def build(self) -> dm.VariableModel:
+        model = super().build()
+        model.skip_url_sync = True
+        return model
+
+
+def _bucket_variable(label: str, measurement: str) -> db.QueryVariable:
+    """Steps per drawn point, computed by InfluxDB from the selected runs' last step: one value,
+    derived, so hidden (`hide: 2`) and never in the address (`skipUrlSync`). Scenes applies a
+    URL value before the query runs and keeps a current value that is still an option
+    (@grafana/scenes MultiValueVariable.ts, `MultiValueUrlSyncHandler`), and links carry
+    `$__all_variables`, which leaves out variables with skipUrlSync (AllVariablesMacro.ts): so a
+    bucket chosen for a short run can no longer follow the user to a long one. It is queried
+    again when the runs or `step_from` change (it reads them) and on dashboard load."""
     return (
-        db.QueryVariable("bucket")
+        _UnsyncedQueryVariable("bucket")
         .label(label)
         .datasource(_influx_ref())
-        .query(queries.bucket_query())
-        .definition(queries.bucket_query())
+        .query(queries.bucket_query(measurement))
+        .definition(queries.bucket_query(measurement))
         .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
         .sort(dm.VariableSort.NUMERICAL_DESC)
         .multi(False)
         .include_all(False)
+        .hide(dm.VariableHide.HIDE_VARIABLE)
     )
 
 
-def _variables(lang: str, focus: bool) -> list[builder.Builder[dm.VariableModel]]:
+def _variables(
+    lang: str, focus: bool, steps: str | None
+) -> list[builder.Builder[dm.VariableModel]]:
     w = words(lang)
     out: list[builder.Builder[dm.VariableModel]] = _datasource_variables()
     out.append(_run_variable("run", w.run, True))
@@ -159,8 +178,9 @@ def _variables(lang: str, focus: bool) -> list[builder.Builder[dm.VariableModel]
         .label(w.step_from)
         .default_value("0")
         .current(_option("0", "0", True)),
-        _bucket_variable(w.bucket),
     ]
+    if steps is not None:
+        out.append(_bucket_variable(w.bucket, steps))
     return out
 
 
@@ -213,8 +233,12 @@ def _annotations() -> list[builder.Builder[dm.AnnotationQuery]]:
     return [builtin]
 
 
-def dashboard_shell(key: str, title: str, lang: str, *, focus: bool = True) -> db.Dashboard:
-    """A dashboard with the common uid, tags, variables, tab links and annotations."""
+def dashboard_shell(
+    key: str, title: str, lang: str, *, steps: str | None, focus: bool = True
+) -> db.Dashboard:
+    """A dashboard with the common uid, tags, variables, tab links and annotations. `steps`:
+    the measurement the `bucket` variable reads (`queries.step_measurement`); None for a page
+    without charts."""
     dash = (
         db.Dashboard(title)
         .uid(page_uid(key, lang))
@@ -228,6 +252,6 @@ def dashboard_shell(key: str, title: str, lang: str, *, focus: bool = True) -> d
         .annotations(_annotations())
         .links(_links(key, lang))
     )
-    for var in _variables(lang, focus):
+    for var in _variables(lang, focus, steps):
         dash = dash.with_variable(var)
     return dash

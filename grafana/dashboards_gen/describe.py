@@ -98,5 +98,10 @@ def _metric_block(metric: Metric, lang: str) -> list[str]:
 
 def description(metrics: Sequence[Metric], lang: str) -> str:
     """The panel tooltip (Markdown): one block per metric drawn, then how to read the lines."""
+    w = words(lang)
     blocks = ["\n\n".join(_metric_block(m, lang)) for m in metrics]
-    return "\n\n---\n\n".join(blocks) + "\n\n" + words(lang).raw_vs_smoothed
+    styles = ", ".join(
+        f"{w.line_styles[i % len(w.line_styles)]} {m.title.get(lang)}"
+        for i, m in enumerate(metrics)
+    )
+    return "\n\n---\n\n".join(blocks) + "\n\n" + w.raw_vs_smoothed.format(styles=styles)

@@ -12,6 +12,7 @@ from .charts import charts_for
 from .common import Grid, dashboard_shell
 from .i18n import words
 from .panels import card_panel, chart_panel
+from .queries import step_measurement
 
 __all__ = ["DETAIL_GROUPS", "compare_dashboard", "detail_dashboard"]
 
@@ -26,7 +27,7 @@ DETAIL_GROUPS: Mapping[str, tuple[str, ...]] = {
 
 def detail_dashboard(reg: Registry, key: str, lang: str) -> db.Dashboard:
     w = words(lang)
-    dash = dashboard_shell(key, getattr(w, key), lang)
+    dash = dashboard_shell(key, getattr(w, key), lang, steps=step_measurement(reg))
     grid = Grid()
     for group in DETAIL_GROUPS[key]:
         # counters (step, NaN count) are the exporter's own live numbers, not stored fields
@@ -43,10 +44,10 @@ def detail_dashboard(reg: Registry, key: str, lang: str) -> db.Dashboard:
 def compare_dashboard(reg: Registry, lang: str) -> db.Dashboard:
     """Core metrics, smoothed only, one colour per run, with the focused run's cards."""
     w = words(lang)
-    dash = dashboard_shell("compare", w.compare, lang)
+    dash = dashboard_shell("compare", w.compare, lang, steps=step_measurement(reg))
     grid = Grid()
     metrics = [m for m in reg.core_metrics() if m.kind != "counter"]
-    for chart in charts_for(metrics, raw=False, merge=False, by_run=True):
+    for chart in charts_for(metrics, raw=False, merge=False):
         panel = chart_panel(chart, lang).id(grid.next_id())
         dash = dash.with_panel(panel.grid_pos(grid.place(12, 8)))
     lead = metrics[0] if metrics else None

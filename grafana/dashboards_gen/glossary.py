@@ -13,5 +13,5 @@ __all__ = ["glossary_dashboard"]
 
 def glossary_dashboard(lang: str) -> db.Dashboard:
     grid = Grid()
-    dash = dashboard_shell("glossary", words(lang).glossary, lang, focus=False)
+    dash = dashboard_shell("glossary", words(lang).glossary, lang, steps=None, focus=False)
     return dash.with_panel(glossary_panel(lang).id(grid.next_id()).grid_pos(grid.place(24, 24)))

@@ -34,6 +34,8 @@ class Words:
     step_from: str
     bucket: str
     card: str
+    cards: str
+    metric: str
     events: str
     step: str
     steps_per_second: str
@@ -47,6 +49,7 @@ class Words:
     what_to_check: str
     term_page: str
     raw_vs_smoothed: str
+    line_styles: tuple[str, str, str]
     slope: str
     spikes: str
     status: str
@@ -80,6 +83,8 @@ _EN = Words(
     step_from="from step",
     bucket="steps per point",
     card="Diagnosis",
+    cards="Diagnosis of the focused run",
+    metric="Metric",
     events="Events (checkpoints, resumes, alerts)",
     step="Current step",
     steps_per_second="Steps per second",
@@ -92,7 +97,12 @@ _EN = Words(
     alerts="Alerts",
     what_to_check="What to check",
     term_page="Term page",
-    raw_vs_smoothed="Thin light line: raw bucket mean; thick dark line: exponential moving average.",
+    line_styles=("solid", "dashed", "dotted"),
+    raw_vs_smoothed=(
+        "Each run has one colour, in every chart of every dashboard. Thin grey line: the raw "
+        "bucket mean; coloured line: its exponential moving average. Metrics in one chart: "
+        "{styles}."
+    ),
     slope="slope per 1k steps",
     spikes="bucket max",
     status="status",
@@ -126,6 +136,8 @@ _ZH = Words(
     step_from="起始步",
     bucket="每点步数",
     card="诊断",
+    cards="聚焦运行的诊断",
+    metric="指标",
     events="事件（检查点、恢复、告警）",
     step="当前步数",
     steps_per_second="每秒步数",
@@ -138,7 +150,11 @@ _ZH = Words(
     alerts="告警",
     what_to_check="检查什么",
     term_page="术语页",
-    raw_vs_smoothed="细浅线：原始桶均值；粗深线：指数移动平均。",
+    line_styles=("实线", "虚线", "点线"),
+    raw_vs_smoothed=(
+        "每个运行一种颜色，在所有看板的所有图中都相同。细灰线：原始桶均值；彩色线：其指数移动平均。"
+        "同一图中的指标：{styles}。"
+    ),
     slope="每千步斜率",
     spikes="桶内最大值",
     status="状态",

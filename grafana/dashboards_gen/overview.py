@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from grafana_foundation_sdk.builders import dashboard as db
 
@@ -11,7 +12,8 @@ from registry import Metric, Registry
 from .charts import charts_for
 from .common import Grid, dashboard_shell
 from .i18n import words
-from .panels import Chart, card_panel, chart_panel, events_panel, stat_panel
+from .panels import Chart, cards_panel, chart_panel, events_panel, stat_panel
+from .queries import step_measurement
 
 __all__ = ["LAYERS", "health_exprs", "overview_dashboard"]
 
@@ -53,32 +55,35 @@ def _health_stats(dash: db.Dashboard, grid: Grid, lang: str) -> db.Dashboard:
     return dash
 
 
-def _chart_with_card(
-    dash: db.Dashboard, grid: Grid, chart: Chart, lang: str, card: bool
-) -> db.Dashboard:
+def _chart(dash: db.Dashboard, grid: Grid, chart: Chart, lang: str, width: int) -> db.Dashboard:
     panel = chart_panel(chart, lang).id(grid.next_id())
-    if not card:
-        return dash.with_panel(panel.grid_pos(grid.place(8, 8)))
-    dash = dash.with_panel(panel.grid_pos(grid.place(16, 8)))
-    lead: Metric = chart.series[0].metric
-    c = card_panel(lead.id, lead.title.get(lang), lang).id(grid.next_id())
-    return dash.with_panel(c.grid_pos(grid.place(8, 8)))
+    return dash.with_panel(panel.grid_pos(grid.place(width, 8)))
 
 
 def overview_charts(reg: Registry) -> dict[str, list[Chart]]:
-    """Core metrics by layer, drawn as charts (counters are live stats instead)."""
-    out: dict[str, list[Chart]] = {}
+    """The overview's charts by layer, health first: the metrics the registry marks
+    `display.overview` (about eight charts: the seeds keep the overview to about eight core
+    metrics and send the rest to sub-pages), each drawn once. Those with `health_slope` are
+    drawn in the Health row with their slope; counters are live stats instead."""
+    chosen = [m for m in reg.metrics if m.display.overview and m.kind != "counter"]
+    out: dict[str, list[Chart]] = {
+        "health": charts_for(
+            [m for m in chosen if m.display.health_slope], spikes=False, slope=True, merge=False
+        )
+    }
     for layer in LAYERS:
         metrics: Sequence[Metric] = [
-            m for m in reg.core_metrics() if m.layer == layer and m.kind != "counter"
+            m for m in chosen if m.layer == layer and not m.display.health_slope
         ]
-        out[layer] = charts_for(metrics, spikes=True)
-    return out
+        out[layer] = out.get(layer, []) + charts_for(metrics, spikes=True, merge=False)
+    return {layer: [replace(c, events=True) for c in charts] for layer, charts in out.items()}
 
 
 def overview_dashboard(reg: Registry, lang: str) -> db.Dashboard:
+    """Health (live stats, KL with its slope, gradient norm, the focused run's diagnosis cards
+    and events), then Trend and Resource charts."""
     w = words(lang)
-    dash = dashboard_shell("overview", w.overview, lang)
+    dash = dashboard_shell("overview", w.overview, lang, steps=step_measurement(reg))
     grid = Grid()
     titles = {"health": w.health, "trend": w.trend, "resource": w.resource}
     charts = overview_charts(reg)
@@ -87,14 +92,13 @@ def overview_dashboard(reg: Registry, lang: str) -> db.Dashboard:
         if layer == "health":
             dash = _health_stats(dash, grid, lang)
             grid.newline()
-            # The KLs' level and slope per 1000 steps: a climbing slope warns before a threshold.
-            flagged = [m for m in reg.metrics if m.display.health_slope]
-            for chart in charts_for(flagged, spikes=False, slope=True):
-                dash = _chart_with_card(dash, grid, chart, lang, card=True)
         for chart in charts[layer]:
-            dash = _chart_with_card(dash, grid, chart, lang, card=layer != "resource")
+            dash = _chart(dash, grid, chart, lang, 12)
         if layer == "health":
+            grid.newline()
+            cards = cards_panel(lang).id(grid.next_id())
+            dash = dash.with_panel(cards.grid_pos(grid.place(12, 10)))
             dash = dash.with_panel(
-                events_panel(lang).id(grid.next_id()).grid_pos(grid.place(24, 6))
+                events_panel(lang).id(grid.next_id()).grid_pos(grid.place(12, 10))
             )
     return dash

@@ -26,17 +26,35 @@ from .units import grafana_unit
 __all__ = [
     "CHART_TRANSFORMATIONS",
     "LEGEND_CALCS",
+    "RAW_COLOUR",
+    "RUN_NAME",
     "Chart",
     "card_panel",
+    "cards_panel",
     "chart_panel",
     "events_panel",
     "glossary_panel",
     "stat_panel",
 ]
 
-_HUES = ("blue", "orange", "green", "purple", "red", "yellow")
 # smoothed line widths by emphasis; raw is always 1 (thinner than any smoothed line)
 _WIDTH = {"primary": 3, "secondary": 2, "thin": 2}
+RAW_COLOUR = "#8E8E8E"
+"""Every raw line's colour: a grey, which Grafana's classic palette (the 64 colours a run's
+colour is picked from: `getClassicPalette`, packages/grafana-data/src/themes/
+createVisualizationColors.ts) does not hold, so no run's smoothed line can be drawn in it; it
+keeps a contrast of 3 or more on both themes' panel backgrounds."""
+RUN_NAME = "${__field.labels.run}"
+"""Every run series' display name: the run alone. Grafana's `palette-classic-by-name` hashes the
+display name (`field.state.displayName`, fieldColor.ts `getColorByStringHash`), so every series
+of a run, in every panel and dashboard, gets that run's one colour."""
+_LINE_STYLES: tuple[dict[str, Any], ...] = (
+    {"fill": "solid"},
+    {"fill": "dash", "dash": [10, 10]},
+    {"fill": "dot", "dash": [0, 10]},
+)
+"""How the metrics of one chart are told apart, all in their run's colour: 1st solid, 2nd dashed,
+3rd dotted (`custom.lineStyle`)."""
 _STATUS_COLORS = {
     "ok": "green",
     "watch": "yellow",
@@ -52,8 +70,8 @@ class Chart:
 
     series: tuple[Series, ...]
     title: str | None = None
-    colour_by_run: bool = False
-    """Run comparison: leave colours to the palette so each run gets its own."""
+    events: bool = False
+    """Also mark the runs' events at their steps (the overview's core charts)."""
 
 
 LEGEND_CALCS: tuple[str, ...] = ("lastNotNull", "mean", "max")
@@ -87,23 +105,29 @@ def _fixed(color: str) -> dict[str, str]:
 
 
 def _series_style(
-    s: Series, hue: str, right: bool, by_run: bool
+    s: Series, position: int, right: bool
 ) -> list[tuple[str, list[dm.DynamicConfigValue]]]:
-    """Overrides for one metric's columns: raw thin and light, smoothed thick in its run's colour.
+    """Overrides for one metric's columns, by kind: raw thin and grey, smoothed in its run's
+    colour (line style by the metric's position in the chart), bucket max as points, slope
+    dashed on the right axis.
 
-    Colours: the smoothed, max and slope series keep the panel's classic palette, which Grafana
-    picks by series index (packages/grafana-data/src/field/fieldColor.ts, FieldColorSchemeMode;
-    index set per field in fieldOverrides.ts `applyFieldOverrides`), so each run gets its own
-    colour. Grafana has no colour mode keyed on a label, so a run's raw line cannot be a lighter
-    tint of that run's colour; raw lines are the metric's lightest named tint, 1 px, behind them.
+    Each override also sets the display name to the run (`RUN_NAME`): after that a field no
+    longer carries its column name, and Grafana's `byRegexp` matcher tests only the display name
+    (packages/grafana-data/src/transformations/matchers/nameMatcher.ts), so each field must be
+    matched, and named, by the one override of its own column. After `partitionByValues` a
+    column's display name is `<column> <run>`; `byRegexp` anchors a pattern given without
+    slashes (`stringToJsRegex`, packages/grafana-data/src/text/string.ts), so the patterns are
+    written `/^<column>( |$)/`.
 
-    After `partitionByValues` a column's display name is `<column> <run>`; Grafana's `byRegexp`
-    matcher anchors a pattern given without slashes (`^...$`, `stringToJsRegex` in
-    packages/grafana-data/src/text/string.ts), so the patterns are written `/^<column>( |$)/`."""
+    Legend: one row per run, the first metric's smoothed line (its last, mean, max); every other
+    series is hidden from the legend (`custom.hideFrom.legend`, read by PlotLegend.tsx), raw also
+    from the tooltip, where its grey would repeat every run's name."""
     m = s.metric
-    color = m.display.color or hue
     width = _WIDTH.get(m.display.emphasis, 2)
-    common: list[dm.DynamicConfigValue] = []
+    # a name family (reward components) draws each member of each run: its series keep their
+    # own names, so each (run, member) pair has a colour; every other series is its run's
+    family = m.pattern is not None
+    common: list[dm.DynamicConfigValue] = [] if family else [_prop("displayName", RUN_NAME)]
     if right:
         common += [
             _prop("custom.axisPlacement", "right"),
@@ -112,38 +136,43 @@ def _series_style(
         ]
     if m.display.log_scale:
         common.append(_prop("custom.scaleDistribution", {"type": "log", "log": 10}))
+    hidden = {"legend": True, "tooltip": False, "viz": False}
     styles = {
         "raw": [
             _prop("custom.lineWidth", 1),
-            _prop("color", _fixed(f"super-light-{color}")),
+            _prop("color", _fixed(RAW_COLOUR)),
+            _prop("custom.hideFrom", {"legend": True, "tooltip": True, "viz": False}),
         ],
         "smoothed": [
             _prop("custom.lineWidth", width),
+            _prop("custom.lineStyle", _LINE_STYLES[position % len(_LINE_STYLES)]),
+            *([] if position == 0 or family else [_prop("custom.hideFrom", hidden)]),
         ],
         "max": [
             _prop("custom.lineWidth", 0),
             _prop("custom.drawStyle", "points"),
             _prop("custom.pointSize", 4),
+            _prop("custom.hideFrom", hidden),
         ],
         "slope": [
             _prop("custom.lineWidth", 1),
-            _prop("custom.lineStyle", {"fill": "dash", "dash": [10, 10]}),
+            _prop("custom.lineStyle", {"fill": "dash", "dash": [4, 6]}),
             _prop("custom.axisPlacement", "right"),
             _prop("unit", "none"),
             _prop("custom.thresholdsStyle", {"mode": "off"}),
+            _prop("custom.hideFrom", hidden),
         ],
     }
     out = []
     for kind in s.kinds():
         extra = [p for p in common if kind != "slope" or p.id_val != "unit"]
-        own = [p for p in styles[kind] if not (by_run and p.id_val == "color")]
         # a name family's columns are named by InfluxQL (`mean_<id>/<name>`), so match those
         pattern = (
             f"/^{_literal(_FAMILY_PREFIX[kind] + m.id)}\\//"
             if m.pattern is not None
             else f"/^{_literal(series_alias(m.id, kind))}( |$)/"
         )
-        out.append((pattern, extra + own))
+        out.append((pattern, extra + styles[kind]))
     return out
 
 
@@ -196,7 +225,10 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         .fill_opacity(0)
         .show_points(cm.VisibilityMode.NEVER)
         .span_nulls(True)
-        .color_scheme(db.FieldColor().mode(dm.FieldColorModeId.PALETTE_CLASSIC))
+        .color_scheme(db.FieldColor().mode(dm.FieldColorModeId.PALETTE_CLASSIC_BY_NAME))
+        # after the join the step field's display name carries a run (`step <run>`); `byName`
+        # also tests a field's own name (nameMatcher.ts), so this finds it
+        .override_by_name("step", [_prop("displayName", "step")])
     )
     band = band_steps(first)
     if band is not None:
@@ -211,11 +243,29 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         ref = chr(ord("A") + i)
         panel = panel.with_target(Target(queries.influx_target(ref, queries.metric_query(s))))
         right = i > 0 and s.metric.display.axis == "right"
-        for pattern, props in _series_style(s, _HUES[i % len(_HUES)], right, chart.colour_by_run):
+        for pattern, props in _series_style(s, i, right):
             panel = panel.override_by_regexp(pattern, props)
+    if chart.events:
+        ref = chr(ord("A") + len(chart.series))
+        panel = panel.with_target(Target(queries.influx_target(ref, queries.event_marks_query())))
+        panel = panel.override_by_regexp(f"/^{queries.EVENT_MARKS}( |$)/", _EVENT_MARK_STYLE)
     for tid, options in CHART_TRANSFORMATIONS:
         panel = panel.with_transformation(dm.DataTransformerConfig(id_val=tid, options=options))
     return panel
+
+
+_EVENT_MARK_STYLE = [
+    _prop("displayName", RUN_NAME),
+    _prop("custom.drawStyle", "points"),
+    _prop("custom.pointSize", 9),
+    _prop("custom.lineWidth", 0),
+    # a hidden axis has a scale of its own (its key includes the placement:
+    # packages/grafana-ui/src/components/uPlot/internal.ts), pinned so every mark sits on top
+    _prop("custom.axisPlacement", "hidden"),
+    _prop("min", 0),
+    _prop("max", 1),
+    _prop("custom.hideFrom", {"legend": True, "tooltip": True, "viz": False}),
+]
 
 
 def _card_columns(lang: str) -> list[dict[str, str]]:
@@ -244,6 +294,41 @@ def card_panel(metric_id: str, title: str, lang: str) -> table.Panel:
         .description(f"[{w.term_page}]({term_url(metric_id, lang)})")
         .datasource(_ref(INFINITY.variable_ref()))
         .with_target(Target(queries.cards_target(metric_id, lang, _card_columns(lang))))
+        .show_header(True)
+        .frame_index(0)
+        .cell_height(cm.TableCellHeight.SM)
+        .align(cm.FieldTextAlignment.AUTO)
+        .inspect(False)
+        .override_by_name(
+            w.status,
+            [
+                _prop("mappings", [mapping.to_json()]),
+                _prop("custom.cellOptions", {"type": "color-background", "mode": "basic"}),
+                _prop("custom.width", 90),
+            ],
+        )
+        .override_by_name(
+            w.reading, [_prop("custom.cellOptions", {"type": "auto", "wrapText": True})]
+        )
+    )
+
+
+def cards_panel(lang: str) -> table.Panel:
+    """Every core metric's diagnosis card for the focused run, one row each, coloured by its
+    status: the overview's one table of readings (the term pages hold the rest)."""
+    w = words(lang)
+    mapping = dm.ValueMap(
+        options={
+            s: dm.ValueMappingResult(color=_STATUS_COLORS.get(s, "text"), index=i)
+            for i, s in enumerate(STATUSES)
+        }
+    )
+    columns = [{"selector": "title", "text": w.metric, "type": "string"}, *_card_columns(lang)]
+    return (
+        table.Panel()
+        .title(w.cards)
+        .datasource(_ref(INFINITY.variable_ref()))
+        .with_target(Target(queries.all_cards_target(lang, columns)))
         .show_header(True)
         .frame_index(0)
         .cell_height(cm.TableCellHeight.SM)

@@ -17,21 +17,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from exporter.schema import EVENTS
-from registry import Metric
+from exporter.translate.derive import NONFINITE_FIELD
+from registry import Metric, Registry
 
 from .sources import INFINITY, INFLUX, PROMETHEUS
 
 __all__ = [
+    "EVENT_MARKS",
     "POINTS_PER_SERIES",
     "Series",
+    "all_cards_target",
     "bucket_query",
     "cards_target",
+    "event_marks_query",
     "events_query",
     "influx_target",
     "metric_query",
     "prom_target",
     "run_matcher",
     "series_alias",
+    "step_measurement",
     "terms_target",
 ]
 
@@ -105,16 +110,38 @@ def events_query() -> str:
     )
 
 
-def bucket_query() -> str:
-    """The `bucket` variable: steps per drawn point for the selected runs from `step_from` on.
+EVENT_MARKS = "events"
+"""The column of a chart's event marks (`event_marks_query`)."""
 
-    One value per measurement (Grafana's InfluxQL variable support takes each frame's first
-    non-time field [public/app/plugins/datasource/influxdb/datasource.ts `toMetricFindValue`]);
-    sorted numerically descending, the largest, the one that fits every run, comes first.
+
+def event_marks_query() -> str:
+    """The runs' events as marks for a chart: 1 at each event's step, per run (the events
+    table says what each one was). The `trend` panel draws no annotations (its
+    `setDataSupport({ annotations: true })` is commented out in
+    public/app/plugins/panel/trend/module.tsx), so events travel the chart's own chain as one
+    more series, drawn as points on a hidden axis."""
+    return (
+        f'SELECT "step", "step" * 0 + 1 AS {_ident(EVENT_MARKS)} FROM {_ident(EVENTS)} '
+        f'WHERE {_RUN} AND {_STEPS} GROUP BY "run"'
+    )
+
+
+def step_measurement(reg: Registry) -> str:
+    """The measurement every logged step writes a point to: the exporter's per-step
+    `nonfinite_count` (0 at a clean step), stored under its registry group."""
+    return reg.metric(NONFINITE_FIELD).group
+
+
+def bucket_query(measurement: str) -> str:
+    """The `bucket` variable: steps per drawn point for the selected runs from `step_from` on,
+    one value. It reads one measurement, the one every logged step writes (`step_measurement`):
+    over `/.*/` InfluxQL answers one row per measurement (a subquery keeps them apart too,
+    checked on InfluxDB 1.6), and `run_config`, logged at step 0, always offered `1`, a value a
+    short run left selected kept for a long one.
     """
     return (
-        f'SELECT ceil((max("step") - ${{step_from}} + 1) / {POINTS_PER_SERIES}) FROM /.*/ '
-        f"WHERE {_RUN} AND {_STEPS}"
+        f'SELECT ceil((max("step") - ${{step_from}} + 1) / {POINTS_PER_SERIES}) '
+        f"FROM {_ident(measurement)} WHERE {_RUN} AND {_STEPS}"
     )
 
 
@@ -172,6 +199,12 @@ def _infinity(
 def cards_target(metric_id: str, lang: str, columns: Sequence[dict[str, str]]) -> dict[str, Any]:
     """Infinity request for the diagnosis card of one metric of the focused run."""
     params = (("run", "${focus}"), ("metric", metric_id), ("lang", lang))
+    return _infinity("A", "/api/cards", params, "cards", columns)
+
+
+def all_cards_target(lang: str, columns: Sequence[dict[str, str]]) -> dict[str, Any]:
+    """Infinity request for every core metric's card of the focused run (one row each)."""
+    params = (("run", "${focus}"), ("lang", lang))
     return _infinity("A", "/api/cards", params, "cards", columns)
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "INFLUX",
     "PROMETHEUS",
     "PUBLIC_API_URL",
+    "PUBLIC_URL_SETTING",
     "DataSource",
 ]
 
@@ -44,6 +45,11 @@ INFINITY = DataSource(
 EXPR = DataSource("__expr__", "__expr__", "Expression")
 DASHBOARD_SOURCES: tuple[DataSource, ...] = (INFLUX, PROMETHEUS, INFINITY)
 
-PUBLIC_API_URL = "http://localhost:8686"
-"""Where a person's browser reaches the rlvitals datasource (compose binds it to 127.0.0.1:8686);
-term-page links in descriptions and alert runbooks start here."""
+PUBLIC_URL_SETTING = "RLVITALS_PUBLIC_URL"
+PUBLIC_API_URL = "${" + PUBLIC_URL_SETTING + "}"
+"""Where a person's browser reaches the rlvitals datasource: every term-page link of the bundle
+(panel descriptions, glossary data links, alert runbooks) starts with this placeholder, filled
+in at deploy time from `RLVITALS_PUBLIC_URL` (compose's default: http://localhost:8686, what
+works on the compose host). Grafana expands it in the alert rules itself (environment variables
+in provisioning files); compose's Grafana entrypoint (provisioning/grafana/entrypoint.sh) fills
+it into the dashboards, where Grafana expands none."""

@@ -98,8 +98,18 @@ class DatasourceConfig:
     card_window: int = 2000
     max_events: int = 10_000
     allowed_hosts: tuple[str, ...] = ()
+    public_url: str | None = None
+    """Where browsers reach this server (`RLVITALS_PUBLIC_URL`, the address the bundle's links
+    start with): its host is answered too, as a reverse proxy in front forwards it."""
 
     def __post_init__(self) -> None:
+        if self.public_url is not None:
+            host = urllib.parse.urlsplit(self.public_url).hostname
+            if not self.public_url.startswith(("http://", "https://")) or not host:
+                raise ConfigError(
+                    f"RLVITALS_PUBLIC_URL={self.public_url!r} must be the address browsers "
+                    "reach rlvitals at, e.g. http://localhost:8686 or https://rl.example.org"
+                )
         if isinstance(self.allowed_hosts, str):  # would be read letter by letter
             raise ConfigError("allowed_hosts takes a tuple of host names, not one string")
         # frozen: the canonical names replace the given ones once, here
@@ -153,6 +163,7 @@ class DatasourceConfig:
             card_window=_int(environ, "RLVITALS_DATASOURCE_CARD_WINDOW", d.card_window),
             max_events=_int(environ, "RLVITALS_DATASOURCE_MAX_EVENTS", d.max_events),
             allowed_hosts=_names(environ, HOSTS_SETTING),
+            public_url=_str(environ, "RLVITALS_PUBLIC_URL"),
         )
 
     def replace(self, **changes: object) -> DatasourceConfig:
@@ -166,7 +177,14 @@ class DatasourceConfig:
         if ANY_HOST in self.allowed_hosts:
             return True
         name = None if header is None else _host_of_header(header)
-        return name is not None and (name in LOOPBACK_HOSTS or name in self.allowed_hosts)
+        public = (
+            None
+            if self.public_url is None
+            else _host_of_header(urllib.parse.urlsplit(self.public_url).netloc)
+        )
+        return name is not None and (
+            name in LOOPBACK_HOSTS or name in self.allowed_hosts or name == public
+        )
 
     def accepts_token(self, authorization: str | None) -> bool:
         """Whether an `Authorization` header value carries the bearer token; True when no token

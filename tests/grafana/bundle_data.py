@@ -4,7 +4,7 @@ learns (reward up, entropy slowly down, everything inside its band) and injected
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,16 +68,18 @@ def log_runs(
     runs: Sequence[str],
     steps: int,
     family_members: Sequence[str] = ("format", "length"),
+    stride: Mapping[str, int] | None = None,
 ) -> None:
-    """Log healthy runs through the real exporter: every stored metric at every step, each name
-    family with a few members, a checkpoint event at step 100."""
+    """Log healthy runs through the real exporter: every stored metric at every step (every
+    `stride[run]`-th step for the runs it names, so runs can have different step sets), each
+    name family with a few members, a checkpoint event at step 100."""
     import exporter
 
     families = [m for m in reg.metrics if m.pattern is not None]
     for i, name in enumerate(runs):
         run = exporter.init(name, registry=reg, settings=settings())
         rng = np.random.default_rng(i)
-        for step in range(steps):
+        for step in range(0, steps, (stride or {}).get(name, 1)):
             values = {m.id: healthy_value(m, step, rng) for m in logged_metrics(reg)}
             for family in families:
                 values.update(

@@ -16,7 +16,6 @@ import yaml
 from flask import Flask
 
 import exporter
-from grafana.dashboards_gen.sources import PUBLIC_API_URL
 from grafana.datasource import DatasourceConfig
 from grafana.datasource.config import HOSTS_SETTING
 
@@ -62,7 +61,9 @@ def test_each_service_mounts_only_its_own_least_privilege_token(
     assert {f"influxdb-token-{n}:/tokens/{n}" for n in grants} <= set(influx_mounts)
     for name in ("exporter", "datasource"):
         assert services[name]["environment"]["RLVITALS_INFLUX_TOKEN_FILE"] == "/run/influx/token"
-    assert "/run/influx/token" in " ".join(services["grafana"]["entrypoint"])
+    entrypoint = services["grafana"]["entrypoint"]
+    script = next(v for v in services["grafana"]["volumes"] if v.endswith(entrypoint[-1] + ":ro"))
+    assert "/run/influx/token" in (ROOT / script.split(":", 1)[0]).read_text()
 
 
 def test_grafana_secret_key_comes_from_env(services: dict[str, Any]) -> None:
@@ -106,7 +107,11 @@ def _served_hosts(services: dict[str, Any]) -> dict[str, DatasourceConfig]:
         if command[:1] == ["serve"]:
             env = service.get("environment", {})
             flags = [v for k, v in itertools.pairwise(command) if k == "--allow-host"]
-            config = DatasourceConfig.from_env({HOSTS_SETTING: str(env.get(HOSTS_SETTING, ""))})
+            public = _env_example()["RLVITALS_PUBLIC_URL"]
+            assert env.get("RLVITALS_PUBLIC_URL", "").startswith("${RLVITALS_PUBLIC_URL"), name
+            config = DatasourceConfig.from_env(
+                {HOSTS_SETTING: str(env.get(HOSTS_SETTING, "")), "RLVITALS_PUBLIC_URL": public}
+            )
             out[name] = config.replace(allowed_hosts=(*config.allowed_hosts, *flags))
     return out
 
@@ -135,6 +140,18 @@ def test_every_url_the_stack_uses_for_the_datasource_names_an_allowed_host(
         for url in re.findall(r"https?://[^'\"\s]+", probe):
             netloc = urllib.parse.urlsplit(url).netloc
             assert config.allows_host(netloc), f"{name}'s healthcheck sends Host {netloc}"
-        # what a person's browser opens (term pages, runbook links): the port published on loopback
-        assert config.allows_host(urllib.parse.urlsplit(PUBLIC_API_URL).netloc), name
+        # what a person's browser opens (term pages, runbook links): RLVITALS_PUBLIC_URL
+        assert config.allows_host(urllib.parse.urlsplit(config.public_url or "").netloc), name
+        assert config.allows_host("rl.example.org") is False
+        proxied = config.replace(public_url="https://rl.example.org")
+        assert proxied.allows_host("rl.example.org"), "a reverse proxy's public name is refused"
         assert not config.allows_host("attacker-rebind.example"), f"{name} answers any Host"
+
+
+def _env_example() -> dict[str, str]:
+    out = {}
+    for line in (ROOT / ".env.example").read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() and not key.startswith("#"):
+            out[key.strip()] = value.split("#", 1)[0].strip()
+    return out

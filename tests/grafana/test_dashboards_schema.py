@@ -19,6 +19,7 @@ from grafana.dashboards_gen import dashboard_files
 from grafana.dashboards_gen.common import PAGES, page_uid
 from grafana.dashboards_gen.details import DETAIL_GROUPS
 from grafana.dashboards_gen.overview import LAYERS
+from grafana.dashboards_gen.queries import bucket_query, event_marks_query, step_measurement
 from grafana.dashboards_gen.sources import DASHBOARD_SOURCES, INFINITY, INFLUX, PROMETHEUS
 from grafana.dashboards_gen.units import UNIT_IDS
 
@@ -116,6 +117,8 @@ def test_metric_charts_plot_against_step_with_registry_units_and_tooltips(
             assert panel["fieldConfig"]["defaults"]["unit"] in units
             assert "/terms/" in panel["description"], f"{path}: {panel['title']} lacks a term link"
             for t in panel["targets"]:
+                if t["query"] == event_marks_query():
+                    continue  # the events as marks: their own steps, not buckets
                 assert 'max("step") AS "step"' in t["query"]
                 assert "$__interval" not in t["query"]
                 assert "exponential_moving_average(" in t["query"] and "$smoothing" in t["query"]
@@ -143,23 +146,30 @@ def test_absolute_healthy_bands_are_drawn_as_threshold_areas(
     assert band is not None and band.high in steps
 
 
-def test_overview_has_the_three_layers_and_every_core_metric(
+def test_overview_is_about_eight_charts_of_the_registrys_overview_metrics_each_once(
     files: dict[str, Any], builtin: registry.Registry
 ) -> None:
-    overview = files["grafana/dashboards/en/overview.json"]
-    rows = [p["title"] for p in overview["panels"] if p["type"] == "row"]
-    assert len(rows) == len(LAYERS)
-    queries = " ".join(t.get("query", "") for p in _panels(overview) for t in p.get("targets", []))
-    for m in builtin.core_metrics():
-        if m.kind != "counter":
-            assert f'"{m.id}"' in queries, m.id
-    charts = [p for p in _panels(overview) if p["type"] == "trend"]
-    cards = [
-        p
-        for p in _panels(overview)
-        if p["type"] == "table" and p["datasource"]["uid"] == INFINITY.variable_ref()["uid"]
-    ]
-    assert len(charts) <= 12 and len(cards) >= len(charts) - 3
+    for lang in ("en", "zh"):
+        overview = files[f"grafana/dashboards/{lang}/overview.json"]
+        rows = [p["title"] for p in overview["panels"] if p["type"] == "row"]
+        assert len(rows) == len(LAYERS)
+        charts = [p for p in _panels(overview) if p["type"] == "trend"]
+        assert len(charts) <= 8
+        for m in builtin.metrics:
+            drawn = [
+                c["title"]
+                for c in charts
+                if any(f'"{m.id} smoothed"' in t["query"] for t in c["targets"])
+            ]
+            expected = 1 if m.display.overview and m.kind != "counter" else 0
+            assert len(drawn) == expected, f"{lang}: {m.id} in {drawn}"
+        cards = [
+            p
+            for p in _panels(overview)
+            if p["type"] == "table" and p["datasource"]["uid"] == INFINITY.variable_ref()["uid"]
+        ]
+        assert len(cards) == 1  # one table of readings, not one per chart
+        assert all(event_marks_query() in [t["query"] for t in c["targets"]] for c in charts)
 
 
 def test_every_registry_group_has_a_detail_page(builtin: registry.Registry) -> None:
@@ -188,12 +198,18 @@ def test_chinese_dashboards_carry_chinese_titles(
     assert builtin.metric("policy_entropy").title.zh in titles
 
 
-def test_variables_run_smoothing_bucket_and_datasources(files: dict[str, Any]) -> None:
+def test_variables_run_smoothing_bucket_and_datasources(
+    files: dict[str, Any], builtin: registry.Registry
+) -> None:
     for dash in files.values():
         variables = {v["name"]: v for v in dash["templating"]["list"]}
-        assert {"run", "smoothing", "step_from", "bucket"} <= set(variables)
+        assert {"run", "smoothing", "step_from"} <= set(variables)
         assert variables["run"]["multi"] is True
-        assert 'max("step")' in variables["bucket"]["query"]
+        if any(p["type"] == "trend" for p in _panels(dash)):
+            bucket = variables["bucket"]
+            # derived: one measurement, so one value; hidden and never in the address
+            assert bucket["query"] == bucket_query(step_measurement(builtin))
+            assert bucket["skipUrlSync"] is True and bucket["hide"] == 2
         for src in DASHBOARD_SOURCES:
             var = variables[src.variable]
             assert var["type"] == "datasource" and var["query"] == src.type

@@ -172,18 +172,35 @@ function configRegistry(fieldConfig) {
   const reg = new g.FieldConfigOptionsRegistry();
   for (const id of ids) {
     const isCustom = id.startsWith('custom.');
+    // the app registers `displayName` with its own processor and template expansion
+    // (public/app/core/components/OptionsUI/registry.tsx getAllStandardFieldConfigs), which
+    // clears the cached name and interpolates ${__field...} (field/overrides/processors.ts)
+    const display = id === 'displayName';
     reg.register({
       id,
       path: isCustom ? id.slice('custom.'.length) : id,
       name: id,
       isCustom,
-      process: (v) => v,
+      process: display ? g.displayNameOverrideProcessor : (v) => v,
+      settings: display ? { expandTemplateVars: true } : undefined,
       shouldApply: () => true,
       override: () => null,
       editor: () => null,
     });
   }
   return reg;
+}
+
+// Scenes' field macros in a display name: ${__field.name}, ${__field.labels.X}
+// (@grafana/scenes packages/scenes/src/variables/macros/dataMacros.ts, FieldMacro).
+function replaceVariables(value, scopedVars) {
+  const ctx = scopedVars && scopedVars.__dataContext && scopedVars.__dataContext.value;
+  const field = ctx && ctx.field;
+  if (!field || typeof value !== 'string') return value;
+  return value.replace(/\$\{__field\.(labels\.)?([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, isLabel, key) => {
+    if (isLabel) return (field.labels || {})[key] ?? '';
+    return key === 'name' ? field.name : whole;
+  });
 }
 
 async function runPanel(p, theme) {
@@ -193,9 +210,13 @@ async function runPanel(p, theme) {
     data: out,
     fieldConfig: p.fieldConfig || { defaults: {}, overrides: [] },
     theme,
-    replaceVariables: (v) => v,
+    replaceVariables,
     fieldConfigRegistry: configRegistry(p.fieldConfig || {}),
   });
+  // the trend panel caches display names before anything reads a colour
+  // (public/app/plugins/panel/timeseries/utils.ts prepareGraphableFields): by-name colours
+  // hash the display name (field/fieldColor.ts)
+  g.cacheFieldDisplayNames(processed);
   return processed.map((frame) => ({
     name: frame.name ?? null,
     fields: frame.fields.map((field) => {
@@ -210,6 +231,8 @@ async function runPanel(p, theme) {
         color: colour,
         lineWidth: (field.config.custom || {}).lineWidth ?? null,
         hidden: (field.config.custom || {}).hideFrom || null,
+        lineStyle: (field.config.custom || {}).lineStyle || null,
+        drawStyle: (field.config.custom || {}).drawStyle || null,
         nonNull: field.values.filter((v) => v !== null && v !== undefined).length,
         ascending: field.type === g.FieldType.number ? g.isLikelyAscendingVector(field.values) : null,
         values: p.withValues ? field.values : undefined,
