@@ -18,6 +18,7 @@ each run of one series has its own colour, and raw is thinner and lighter than s
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -285,3 +286,56 @@ def test_each_detail_page_draws_every_metric_of_its_groups_for_every_run(
         drawn = _drawn(results)
         missing = sorted(m for m in promised if "smoothed" not in drawn.get(m, set()))
         assert not missing, f"{page}: not drawn for every run: {missing}"
+
+
+def test_the_demo_runs_each_get_a_colour_of_their_own_in_grafana(
+    builtin: registry.Registry,
+) -> None:
+    """The demo's eight run names through an overview chart in Grafana's own code: a run's
+    colour is a hash of its name, so two runs can collide; these eight do not, and each keeps
+    its one colour across its raw, smoothed and second-metric series."""
+    from rlvitals.demo import SCENARIOS
+
+    runs = [f"demo-{s.name}" for s in SCENARIOS]
+    overview = json.loads(dashboard_files(builtin, ("en",))["grafana/dashboards/en/overview.json"])
+    panel = next(
+        p for p in overview["panels"] if p.get("type") == "trend" and len(p["targets"]) > 2
+    )
+    frames = []
+    for target in panel["targets"][:2]:
+        query = interpolate(target["query"], _selection())
+        columns = re.findall(r'AS "([^"]+)"', query)  # step first, then the series
+        assert columns[0] == "step", columns
+        body = {
+            "results": [
+                {
+                    "series": [
+                        {
+                            "name": "m",
+                            "tags": {"run": run},
+                            "columns": ["time", *columns],
+                            "values": [[1000 * s, s, *[0.5] * (len(columns) - 1)] for s in (0, 1)],
+                        }
+                        for run in runs
+                    ]
+                }
+            ]
+        }
+        frames += table_frames(body, target["refId"], query)
+    (result,) = run_panels(
+        [
+            {
+                "key": "demo",
+                "frames": frames,
+                "transformations": panel["transformations"],
+                "fieldConfig": panel["fieldConfig"],
+            }
+        ]
+    )
+    colours: dict[str, set[str]] = {}
+    for f in _run_fields(result):
+        if _kind(f["name"])[1] != "raw":
+            colours.setdefault(f["labels"]["run"], set()).add(f["color"])
+    assert set(colours) == set(runs)
+    assert all(len(c) == 1 for c in colours.values()), colours
+    assert len({next(iter(c)) for c in colours.values()}) == len(runs), colours

@@ -11,7 +11,7 @@ import yaml
 
 import registry
 from grafana.dashboards_gen.alerts import alert_rule_groups
-from grafana.dashboards_gen.sources import EXPR, INFINITY, INFLUX, PROMETHEUS
+from grafana.dashboards_gen.sources import EXPR, INFINITY, INFLUX, PROMETHEUS, PUBLIC_API_URL
 from rlvitals.build import build_all
 
 ROOT = Path(__file__).parents[2]
@@ -56,10 +56,12 @@ def test_alert_rules_have_every_required_field() -> None:
         assert _DURATION.match(r["for"])
         assert {"severity", "metric", "layer"} <= set(r["labels"])
         assert {"summary", "description", "runbook_url"} <= set(r["annotations"])
-        assert r["annotations"]["runbook_url"].startswith("http")
-        # Grafana expands $VAR in provisioning files: nothing but escaped dollars may remain
+        # the one variable Grafana is meant to expand here: the public address, which compose
+        # gives Grafana's environment (provisioning/values/values.go expands ${VAR})
+        assert r["annotations"]["runbook_url"].startswith(PUBLIC_API_URL + "/terms/")
         for text in r["annotations"].values():
-            assert not re.search(r"(?<!\$)\$(?!\$)", text.replace("$$", "")), text
+            rest = text.replace(PUBLIC_API_URL, "").replace("$$", "")
+            assert not re.search(r"(?<!\$)\$(?!\$)", rest), text
 
 
 def test_one_rule_per_registry_alert_and_rule_plus_the_pipeline_rules(
@@ -126,7 +128,15 @@ def test_dashboard_providers_point_at_the_generated_folders() -> None:
         lang = p["options"]["path"].rsplit("/", 1)[1]
         assert (ROOT / "grafana" / "dashboards" / lang).is_dir()
         assert p["folder"] and not p["options"].get("foldersFromFilesStructure")
-    assert "./grafana/dashboards:/var/lib/grafana/dashboards/rlvitals" in compose
+    # the dashboards are mounted read-only where compose's Grafana entrypoint copies them from,
+    # into the providers' folder (with the public address filled in)
+    script = (ROOT / "provisioning" / "grafana" / "entrypoint.sh").read_text()
+    source = re.search(r'src="\$\{RLVITALS_DASHBOARDS_SRC:-([^}]+)\}"', script)
+    target = re.search(r'dst="\$\{RLVITALS_DASHBOARDS_DIR:-([^}]+)\}"', script)
+    assert source and target, "entrypoint.sh names no dashboards source or destination"
+    assert f"./grafana/dashboards:{source.group(1)}:ro" in compose
+    assert target.group(1) == "/var/lib/grafana/dashboards/rlvitals"
+    assert "RLVITALS_PUBLIC_URL: ${RLVITALS_PUBLIC_URL:?" in compose
 
 
 def test_alert_rules_and_english_dashboards_share_one_folder() -> None:
