@@ -66,6 +66,7 @@ bind-address = "127.0.0.1:{rpc_port}"
 [http]
   bind-address = "127.0.0.1:{port}"
   log-enabled = false
+  auth-enabled = {auth}
 [logging]
   level = "warn"
 [monitor]
@@ -83,6 +84,8 @@ class InfluxServer:
     port: int = field(default_factory=free_port)
     rpc_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    auth: bool = False
+    """With authentication on (as compose runs it): the first user created is the admin."""
 
     @property
     def url(self) -> str:
@@ -90,7 +93,14 @@ class InfluxServer:
 
     def start(self, timeout: float = 30.0) -> None:
         config = self.root / "influxdb.conf"
-        config.write_text(_CONFIG.format(root=self.root, port=self.port, rpc_port=self.rpc_port))
+        config.write_text(
+            _CONFIG.format(
+                root=self.root,
+                port=self.port,
+                rpc_port=self.rpc_port,
+                auth="true" if self.auth else "false",
+            )
+        )
         self.proc = spawn_until_ready(
             ["influxd", "-config", str(config)],
             self.root / "influxd.log",

@@ -15,7 +15,8 @@ __all__ = ["datasource_files", "datasources"]
 
 
 def datasources() -> dict[str, Any]:
-    """InfluxDB 2.x through InfluxQL (DBRP + token), Prometheus, and the rlvitals API via Infinity.
+    """InfluxDB 1.x through InfluxQL (the read-only user), Prometheus, and the rlvitals API via
+    Infinity.
 
     `${...}` values are filled by Grafana from its environment when it loads the file.
     """
@@ -32,14 +33,14 @@ def datasources() -> dict[str, Any]:
                 "url": "http://influxdb:8086",
                 "isDefault": True,
                 "editable": False,
+                "user": "${INFLUXDB_READ_USER}",
                 "jsonData": {
                     "version": "InfluxQL",
-                    "dbName": "${INFLUXDB_BUCKET}",
+                    "dbName": "${INFLUXDB_DATABASE}",
                     "httpMode": "POST",
-                    "httpHeaderName1": "Authorization",
                     "timeInterval": "1s",
                 },
-                "secureJsonData": {"httpHeaderValue1": "Token ${INFLUXDB_TOKEN}"},
+                "secureJsonData": {"password": "${INFLUXDB_READ_PASSWORD}"},
             },
             {
                 "name": PROMETHEUS.name,

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Grafana's entrypoint in docker-compose.yml: hand Grafana its read-only InfluxDB token, and give
-# the dashboards the address browsers reach the rlvitals datasource at.
+# Grafana's entrypoint in docker-compose.yml: give the dashboards the address browsers reach the
+# rlvitals datasource at, then start Grafana.
 #
 # Every link of the bundle (panel descriptions, the glossary's data links, alert runbooks) is
 # written `${RLVITALS_PUBLIC_URL}/terms/...`. Grafana expands environment variables in its
@@ -9,7 +9,6 @@
 # volume with the address filled in, on every start (a changed address takes effect on restart).
 set -eu
 
-token_file="${RLVITALS_INFLUX_TOKEN_FILE:-/run/influx/token}"
 src="${RLVITALS_DASHBOARDS_SRC:-/etc/rlvitals/dashboards}"
 dst="${RLVITALS_DASHBOARDS_DIR:-/var/lib/grafana/dashboards/rlvitals}"
 url="${RLVITALS_PUBLIC_URL:-}"
@@ -22,9 +21,6 @@ case "$url" in
   *[[:space:]\#\&\|\\\"\']*) echo "rlvitals: RLVITALS_PUBLIC_URL='$url' holds a character a link cannot carry" >&2; exit 2 ;;
 esac
 url="${url%/}"
-
-INFLUXDB_TOKEN="$(cat "$token_file")"
-export INFLUXDB_TOKEN
 
 rm -rf "$dst"
 mkdir -p "$dst"

@@ -44,13 +44,11 @@ def test_every_term_link_starts_with_the_public_address(builtin: registry.Regist
 
 
 def _run_entrypoint(tmp_path: Path, url: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "token").write_text("read-only-token\n")
     ran = tmp_path / "run.sh"
-    ran.write_text('#!/bin/sh\necho "grafana started, token $INFLUXDB_TOKEN"\n')
+    ran.write_text('#!/bin/sh\necho "grafana started: $*"\n')
     ran.chmod(0o755)
     env = {
         **os.environ,
-        "RLVITALS_INFLUX_TOKEN_FILE": str(tmp_path / "token"),
         "RLVITALS_DASHBOARDS_SRC": str(ROOT / "grafana" / "dashboards"),
         "RLVITALS_DASHBOARDS_DIR": str(tmp_path / "dashboards"),
         PUBLIC_URL_SETTING: url,
@@ -68,7 +66,7 @@ def test_the_entrypoint_fills_the_public_address_into_every_dashboard_and_starts
 ) -> None:
     done = _run_entrypoint(tmp_path, "https://rl.example.org/")
     assert done.returncode == 0, done.stderr
-    assert "grafana started, token read-only-token" in done.stdout
+    assert "grafana started" in done.stdout
     copies = sorted((tmp_path / "dashboards").rglob("*.json"))
     assert len(copies) == len(list((ROOT / "grafana" / "dashboards").rglob("*.json")))
     for copy in copies:

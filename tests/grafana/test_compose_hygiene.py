@@ -35,35 +35,40 @@ def test_dot_env_is_ignored_by_git() -> None:
     assert done.returncode == 0
 
 
-def test_only_influxdb_sees_the_admin_token(services: dict[str, Any]) -> None:
+def test_only_influxdb_sees_the_admin_password(services: dict[str, Any]) -> None:
     for name, service in services.items():
         text = yaml.safe_dump(service.get("environment", {}))
-        if name == "influxdb":
-            assert "INFLUXDB_TOKEN" in text
-        else:
-            assert "INFLUXDB_TOKEN}" not in text and "${INFLUXDB_TOKEN" not in text, name
+        assert ("INFLUXDB_ADMIN_PASSWORD" in text) == (name == "influxdb"), name
 
 
-def test_each_service_mounts_only_its_own_least_privilege_token(
+def test_each_service_queries_influxdb_as_its_least_privilege_user(
     services: dict[str, Any],
 ) -> None:
-    script = (ROOT / "provisioning" / "influxdb" / "20-tokens.sh").read_text()
-    grants = dict(re.findall(r"make_token /tokens/(\w+)/token \"[^\"]+\" (--\S+)", script))
-    assert grants == {
-        "exporter": "--write-bucket",
-        "datasource": "--read-bucket",
-        "grafana": "--read-bucket",
-    }
-    for name in grants:
-        mounts = [v for v in services[name]["volumes"] if v.startswith("influxdb-token-")]
-        assert mounts == [f"influxdb-token-{name}:/run/influx:ro"], name
-    influx_mounts = services["influxdb"]["volumes"]
-    assert {f"influxdb-token-{n}:/tokens/{n}" for n in grants} <= set(influx_mounts)
+    """The exporter as the user 10-exporter-user.sh makes (ALL on the database: it writes and
+    rolls up), the datasource and Grafana as the image's read-only user (GRANT READ); what each
+    can do is tried on a real InfluxDB in test_compose_influx_users.py."""
+    influx = services["influxdb"]["environment"]
+    assert influx["INFLUXDB_HTTP_AUTH_ENABLED"] == "true"
+    script = (ROOT / "provisioning" / "influxdb" / "10-exporter-user.sh").read_text()
+    assert 'GRANT ALL ON \\"$INFLUXDB_DB\\" TO \\"$RLVITALS_EXPORTER_USER\\"' in script
+    assert influx["RLVITALS_EXPORTER_USER"].startswith("${INFLUXDB_EXPORTER_USER:?")
+    assert influx["INFLUXDB_READ_USER"].startswith("${INFLUXDB_READ_USER:?")
+    exporter_env = services["exporter"]["environment"]
+    assert exporter_env["RLVITALS_INFLUX_USERNAME"].startswith("${INFLUXDB_EXPORTER_USER:?")
+    assert exporter_env["RLVITALS_INFLUX_PASSWORD"].startswith("${INFLUXDB_EXPORTER_PASSWORD:?")
+    datasource_env = services["datasource"]["environment"]
+    assert datasource_env["RLVITALS_INFLUX_USERNAME"].startswith("${INFLUXDB_READ_USER:?")
+    assert datasource_env["RLVITALS_INFLUX_PASSWORD"].startswith("${INFLUXDB_READ_PASSWORD:?")
+    grafana_env = services["grafana"]["environment"]
+    assert grafana_env["INFLUXDB_READ_USER"].startswith("${INFLUXDB_READ_USER:?")
+    provisioned = yaml.safe_load(
+        (ROOT / "provisioning" / "datasources" / "rlvitals.yaml").read_text()
+    )
+    influxql = next(d for d in provisioned["datasources"] if d["type"] == "influxdb")
+    assert influxql["user"] == "${INFLUXDB_READ_USER}"
+    assert influxql["secureJsonData"] == {"password": "${INFLUXDB_READ_PASSWORD}"}
     for name in ("exporter", "datasource"):
-        assert services[name]["environment"]["RLVITALS_INFLUX_TOKEN_FILE"] == "/run/influx/token"
-    entrypoint = services["grafana"]["entrypoint"]
-    script = next(v for v in services["grafana"]["volumes"] if v.endswith(entrypoint[-1] + ":ro"))
-    assert "/run/influx/token" in (ROOT / script.split(":", 1)[0]).read_text()
+        assert services[name]["environment"]["RLVITALS_INFLUX_API"] == "v1", name
 
 
 def test_grafana_secret_key_comes_from_env(services: dict[str, Any]) -> None:

@@ -109,8 +109,9 @@ def test_datasources_declare_the_uids_the_dashboards_use() -> None:
         assert d["name"] and d["type"] and d["access"] == "proxy" and d["url"].startswith("http")
     influx = by_uid[INFLUX.uid]
     assert influx["jsonData"]["version"] == "InfluxQL" and influx["jsonData"]["dbName"]
-    assert influx["jsonData"]["httpHeaderName1"] == "Authorization"
-    assert influx["secureJsonData"]["httpHeaderValue1"].startswith("Token ${")
+    # InfluxDB 1.x's InfluxQL with a user and password, as Grafana's InfluxDB provisioning
+    # takes them: `user` beside the URL, the password in `secureJsonData`
+    assert influx["user"].startswith("${") and influx["secureJsonData"]["password"].startswith("${")
     infinity = by_uid[INFINITY.uid]
     assert infinity["url"] in infinity["jsonData"]["allowedHosts"]
 
