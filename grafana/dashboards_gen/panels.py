@@ -279,8 +279,8 @@ def _card_columns(lang: str) -> list[dict[str, str]]:
     ]
 
 
-def card_panel(metric_id: str, title: str, lang: str) -> table.Panel:
-    """The diagnosis card of one metric for the focused run, coloured by its status."""
+def _cards_table(title: str, target: dict[str, Any], lang: str) -> table.Panel:
+    """A table of diagnosis cards from the rlvitals API, its status cells coloured by status."""
     w = words(lang)
     mapping = dm.ValueMap(
         options={
@@ -290,10 +290,9 @@ def card_panel(metric_id: str, title: str, lang: str) -> table.Panel:
     )
     return (
         table.Panel()
-        .title(f"{w.card} · {title}")
-        .description(f"[{w.term_page}]({term_url(metric_id, lang)})")
+        .title(title)
         .datasource(_ref(INFINITY.variable_ref()))
-        .with_target(Target(queries.cards_target(metric_id, lang, _card_columns(lang))))
+        .with_target(Target(target))
         .show_header(True)
         .frame_index(0)
         .cell_height(cm.TableCellHeight.SM)
@@ -310,6 +309,15 @@ def card_panel(metric_id: str, title: str, lang: str) -> table.Panel:
         .override_by_name(
             w.reading, [_prop("custom.cellOptions", {"type": "auto", "wrapText": True})]
         )
+    )
+
+
+def card_panel(metric_id: str, title: str, lang: str) -> table.Panel:
+    """The diagnosis card of one metric for the focused run, coloured by its status."""
+    w = words(lang)
+    target = queries.cards_target(metric_id, lang, _card_columns(lang))
+    return _cards_table(f"{w.card} · {title}", target, lang).description(
+        f"[{w.term_page}]({term_url(metric_id, lang)})"
     )
 
 
@@ -317,35 +325,8 @@ def cards_panel(lang: str) -> table.Panel:
     """Every core metric's diagnosis card for the focused run, one row each, coloured by its
     status: the overview's one table of readings (the term pages hold the rest)."""
     w = words(lang)
-    mapping = dm.ValueMap(
-        options={
-            s: dm.ValueMappingResult(color=_STATUS_COLORS.get(s, "text"), index=i)
-            for i, s in enumerate(STATUSES)
-        }
-    )
     columns = [{"selector": "title", "text": w.metric, "type": "string"}, *_card_columns(lang)]
-    return (
-        table.Panel()
-        .title(w.cards)
-        .datasource(_ref(INFINITY.variable_ref()))
-        .with_target(Target(queries.all_cards_target(lang, columns)))
-        .show_header(True)
-        .frame_index(0)
-        .cell_height(cm.TableCellHeight.SM)
-        .align(cm.FieldTextAlignment.AUTO)
-        .inspect(False)
-        .override_by_name(
-            w.status,
-            [
-                _prop("mappings", [mapping.to_json()]),
-                _prop("custom.cellOptions", {"type": "color-background", "mode": "basic"}),
-                _prop("custom.width", 90),
-            ],
-        )
-        .override_by_name(
-            w.reading, [_prop("custom.cellOptions", {"type": "auto", "wrapText": True})]
-        )
-    )
+    return _cards_table(w.cards, queries.all_cards_target(lang, columns), lang)
 
 
 def stat_panel(
