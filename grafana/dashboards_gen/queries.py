@@ -110,7 +110,7 @@ def events_query() -> str:
     )
 
 
-EVENT_MARKS = "events"
+EVENT_MARKS = "event_marks"
 """The column of a chart's event marks (`event_marks_query`)."""
 
 
