@@ -191,6 +191,7 @@ class Run:
         self._in_progress: list[_Item] = []
         self._run_recorded = False
         self._stored_here = 0  # samples stored through the worker's current outbox connection
+        self._worker_outbox: Outbox | None = None  # that connection, for `live`'s backlog
         self._store_gone = False  # the worker found its outbox deleted or replaced
         self._worker_lock = threading.Lock()
         self._forwarder = _start_forwarder(settings, self._counters)
@@ -491,14 +492,10 @@ class Run:
             return c.dropped + c.refused_disk
 
     def _backlog(self) -> int:
-        """Rows not yet sent, read through a connection of its own, closed at once: only the
-        worker keeps the file open (see `__init__`)."""
-        outbox = self._open_outbox(quiet=True)
-        try:
-            return _safe_backlog(outbox)
-        finally:
-            if outbox is not None:
-                outbox.close()
+        """Rows not yet sent, read through the worker's connection (an `Outbox` is
+        thread-safe): the one connection the run keeps open (see `__init__`); 0 while it has
+        none."""
+        return _safe_backlog(self._worker_outbox)
 
     def _open_outbox(self, *, quiet: bool) -> Outbox | None:
         try:
@@ -569,6 +566,7 @@ class Run:
             if self._stop.wait(1.0) and not self._queue:
                 return
             raise
+        self._worker_outbox = outbox
         try:
             if not self._run_recorded:
                 self._run_recorded = True
@@ -605,6 +603,7 @@ class Run:
                     outbox.set_aside_stale_journal()
                     raise _StoreGone
         finally:
+            self._worker_outbox = None
             outbox.close()
 
     def _start_run(self, outbox: Outbox) -> None:

@@ -369,9 +369,16 @@ class PendingEvent:
 
 
 _BUSY_TIMEOUT_MS = 30_000
+"""How long a write waits for another process's write lock before giving up."""
 _JOURNAL_LIMIT = 4 * 1024 * 1024
 """Bytes the write-ahead log is truncated to after a checkpoint (sqlite's journal_size_limit)."""
-"""How long a write waits for another process's write lock before giving up."""
+_MEASURE = (
+    "SELECT (SELECT page_count FROM pragma_page_count()), "
+    "(SELECT freelist_count FROM pragma_freelist_count()), "
+    "(SELECT n FROM sequence WHERE id = 0)"
+)
+"""Pages in use and rows numbered, in one trip to sqlite: what the disk budget is judged on at
+every write (each trip is a GIL hand-off with the training loop)."""
 
 _RUN_COLUMNS = "run, project, config, framework, created, finished, last_activity"
 
@@ -402,6 +409,16 @@ _FULL_MARGIN = 1024 * 1024
 """Free bytes that must appear after a full-disk failure before the next write is tried."""
 _FULL_RETRY = 5.0
 """Seconds after which a write is tried at a full disk anyway."""
+
+
+def _row_bytes(size: int, rows: int) -> float:
+    """Bytes a row costs in a file of `size` bytes of data and `rows` rows numbered: measured
+    (a tenth added for the pages a row's key and statistics add unevenly) once there are enough
+    rows to say, `ROW_BYTES` before. A measured cost fills the budget in a batch or two; a fixed
+    guess twice the real one would creep towards it, storing scattered steps on the way."""
+    if rows < 1000:
+        return float(ROW_BYTES)
+    return min(2.0 * ROW_BYTES, max(32.0, 1.1 * size / rows))
 
 
 def _free_bytes(folder: Path) -> int | None:
@@ -550,6 +567,7 @@ class Outbox:
             for statement in _BLOCK_TABLES:
                 self._db.execute(statement)
             self._json_writes = _reads_json_exactly(self._db)
+            ((self._page_size,),) = self._db.execute("PRAGMA page_size").fetchall()
             self._identity = _identity(self.path)
             self._journal = _journal_identities(self.path)
         except (OSError, sqlite3.Error) as exc:
@@ -668,25 +686,19 @@ class Outbox:
                 raise
             self._db.execute("COMMIT")
 
+    def _measure(self) -> tuple[int, int]:
+        """(bytes of data, rows numbered so far)."""
+        with self._lock:
+            pages, free, rows = self._db.execute(_MEASURE).fetchone()
+        return (int(pages) - int(free)) * int(self._page_size), int(rows or 0)
+
     def size_bytes(self) -> int:
         """Bytes of data the store holds: its pages in use as this connection sees the
         database (the file's pages plus those still in the write-ahead log, less free pages).
         What the disk budget counts: the log is a passing copy (at most about 4 MB, SQLite's
         automatic checkpoint at 1000 pages, then truncated to `_JOURNAL_LIMIT`), and a file's
-        free pages are reused before it grows; the files' own sizes are `file_bytes()`."""
-        with self._lock:
-            ((pages,),) = self._db.execute("PRAGMA page_count").fetchall()
-            ((free,),) = self._db.execute("PRAGMA freelist_count").fetchall()
-            ((page,),) = self._db.execute("PRAGMA page_size").fetchall()
-        return int(pages - free) * int(page)
-
-    def file_bytes(self) -> int:
-        """The store's files on disk: the database and its write-ahead log."""
-        total = 0
-        for suffix in ("", "-wal"):
-            with suppress(FileNotFoundError):
-                total += os.stat(f"{self.path}{suffix}").st_size
-        return total
+        free pages are reused before it grows."""
+        return self._measure()[0]
 
     def budget_reached(self) -> None:
         """The caller refused rows that did not fit the budget: from now on the store counts as
@@ -696,10 +708,13 @@ class Outbox:
         self._budget_hit = True
         self.over_budget()
 
-    def over_budget(self) -> bool:
+    def over_budget(self, size: int | None = None) -> bool:
+        """Whether the store is at its budget (`size`: the data's bytes, when just measured);
+        said once in the log."""
         if self.budget_bytes is None:
             return False
-        size = self.size_bytes()
+        if size is None:
+            size = self.size_bytes()
         limit = self.budget_bytes * (1 - _BUDGET_SLACK) if self._budget_hit else self.budget_bytes
         if size < limit:
             self._budget_hit = False
@@ -745,28 +760,17 @@ class Outbox:
 
     def room(self, *, quiet: bool = False) -> int:
         """About how many more rows fit in the disk budget (each row costs about `ROW_BYTES`
-        of data), so a batch never overshoots it."""
+        of data until the file holds enough rows to measure it), so a batch never overshoots
+        it; 0 at the budget (said once in the log unless `quiet`)."""
         if self.budget_bytes is None:
             return 2**62
-        if self._budget_hit and self.over_budget():
+        size, rows = self._measure()
+        if self._budget_hit and self.over_budget(size):
             return 0
-        size = self.size_bytes()
         free = self.budget_bytes - size
         if free <= 0 and not quiet:
-            self.over_budget()
-        return max(0, int(free // self._row_bytes(size)))
-
-    def _row_bytes(self, size: int) -> float:
-        """Bytes a row costs in this file: measured (data over rows numbered, a tenth added
-        for the pages a row's key and statistics add unevenly) once it holds enough rows to
-        say, `ROW_BYTES` before. A measured cost fills the budget in a batch or two; a fixed
-        guess twice the real one would creep towards it, storing scattered steps on the way."""
-        with self._lock:
-            row = self._db.execute("SELECT n FROM sequence WHERE id = 0").fetchone()
-        rows = int(row[0]) if row else 0
-        if rows < 1000:
-            return float(ROW_BYTES)
-        return min(2.0 * ROW_BYTES, max(32.0, 1.1 * size / rows))
+            self.over_budget(size)
+        return max(0, int(free // _row_bytes(size, rows)))
 
     def write(
         self,
@@ -794,10 +798,7 @@ class Outbox:
         if not samples and not in_blocks and not events and not positions and not progress:
             return True
         stored = len(samples) + in_blocks
-        if self.disk_full() or (
-            (stored or events)
-            and (self.over_budget() or stored + len(events) > self.room(quiet=True))
-        ):
+        if self.disk_full() or ((stored or events) and stored + len(events) > self.room()):
             return False
         count = stored + len(events)
         try:
