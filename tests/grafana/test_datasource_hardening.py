@@ -465,3 +465,25 @@ def test_serve_refuses_a_bad_allow_host_flag_without_traceback(tmp_path: Path) -
     assert r.returncode == 2
     assert "--allow-host" in r.stderr and "'lab-box'" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("value", ["localhost:8686", "ftp://rl.example.org", "http://"])
+def test_a_public_url_that_is_no_address_is_refused_naming_the_setting(value: str) -> None:
+    with pytest.raises(ConfigError, match="RLVITALS_PUBLIC_URL"):
+        DatasourceConfig.from_env({"RLVITALS_PUBLIC_URL": value})
+
+
+def test_serve_refuses_a_bad_public_url_without_traceback(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "rlvitals.cli", "serve"],
+        env={
+            "RLVITALS_STORE": str(tmp_path),
+            "RLVITALS_PUBLIC_URL": "lab-box",
+            "PATH": "/usr/bin:/bin",
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and "RLVITALS_PUBLIC_URL" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -153,3 +153,44 @@ def test_a_sound_store_is_left_alone(tmp_path: Path, reg: registry.Registry) -> 
     report = repair_store(path)
     assert report.repaired is False
     assert path.read_bytes() == before
+
+
+def test_doctor_repair_on_a_store_that_does_not_exist_says_so(tmp_path: Path) -> None:
+    done = _doctor_repair(tmp_path / "nowhere")
+    assert done.returncode == 0 and "nothing to repair" in done.stdout
+    assert not (tmp_path / "nowhere").exists()  # nothing created
+
+
+def test_doctor_repair_with_a_bad_setting_exits_2_naming_it(tmp_path: Path) -> None:
+    env = {**os.environ, "RLVITALS_STORE": str(tmp_path), "RLVITALS_POLICY": "loud"}
+    cmd = [sys.executable, "-m", "rlvitals", "doctor", "--repair"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "RLVITALS_POLICY" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_doctor_repair_refused_by_a_busy_store_exits_1_without_traceback(
+    tmp_path: Path, reg: registry.Registry
+) -> None:
+    path = _make_store(tmp_path / "store", reg)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time; db = sqlite3.connect(sys.argv[1]); "
+            "db.execute('SELECT count(*) FROM runs').fetchall(); print('open', flush=True); "
+            "time.sleep(60)",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        _truncate(path, 0.8)
+        done = _doctor_repair(path.parent)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 1 and "in use by another process" in done.stderr
+    assert "Traceback" not in done.stderr
