@@ -12,11 +12,13 @@ The folders are the stages a sample travels through (docs/architecture.md draws 
   CSV, trainer_state and text logs read as Records) and `ingest` (those logs fed into runs:
   `rlvitals import` / `tail`);
 - `translate`: names through the registry to canonical ids, transforms, limits, derived metrics;
-- `store`: the durable sqlite outbox, its running statistics and rollups, the run lifecycle;
+- `store`: the durable sqlite outbox, its running statistics and rollups, and each run's
+  recorded life (its end, arrivals, writer lease);
 - ways out: `influx` (line protocol, writers, the forwarder, InfluxDB rollups, the direct import)
   and `prometheus` (the `/metrics` endpoint and live alert states);
-- shared by all: `config` (settings), `errors`, `counts` (what a run has counted) and `schema`
-  (the stored schema: measurement, tag and field names, rollup levels, row shapes).
+- shared by all: `config` (settings), `errors`, `counts` (what a run has counted), `schema`
+  (the stored schema: measurement, tag and field names, rollup levels, row shapes),
+  `lifecycle` (the one definition of a run's status) and `lease` (who writes a run).
 
 Imports go one way (tests/exporter/test_layout.py checks it): the shared modules import no other
 part of the exporter; `sources`, `translate` and `store` import only them (and `translate` the
@@ -32,9 +34,9 @@ from .errors import ConfigError, ExporterError, InvalidSample, OutboxError, Writ
 from .influx.forwarder import Forwarder, render_lines
 from .influx.lineprotocol import format_line
 from .influx.writers import InfluxV1Writer, InfluxV2Writer, Writer, make_writer
+from .lifecycle import Lifecycle, RunStatus
 from .prometheus.metrics_endpoint import LiveSource, MetricsEndpoint, RuleState, RuleStates
 from .run import Run, init
-from .store.lifecycle import Lifecycle, RunStatus
 from .store.outbox import EventRecord, Outbox, RunRecord
 
 __all__ = [

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from .errors import ConfigError
+from .lifecycle import Lifecycle
 
 __all__ = [
     "POLICIES",
@@ -152,6 +153,12 @@ class ExporterSettings:
     forwarder: Literal["process", "thread"] = "process"
     """Where a run sends its outbox to InfluxDB (RLVITALS_FORWARDER): a child process, so the
     training process's GIL is not shared with it, or a thread (where no process can start)."""
+    stall_after_s: float = 600.0
+    """Seconds a living writer may store nothing before its run is stalled
+    (RLVITALS_STALL_AFTER_S; see `exporter.Lifecycle`)."""
+    ended_after_s: float = 3600.0
+    """Seconds a followed log may stay quiet before the sidecar records its run ended, and a
+    crash alert stays raised (RLVITALS_ENDED_AFTER_S)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.store, str | os.PathLike) and not isinstance(self.store, Path):
@@ -201,6 +208,10 @@ class ExporterSettings:
             )
         if self.outage_wait < 0:
             raise ConfigError("RLVITALS_OUTAGE_WAIT must not be negative")
+        try:
+            Lifecycle(self.stall_after_s, self.ended_after_s)
+        except ValueError as exc:
+            raise ConfigError(f"RLVITALS_STALL_AFTER_S / RLVITALS_ENDED_AFTER_S: {exc}") from None
         if self.flush_timeout < 0:
             raise ConfigError("RLVITALS_FLUSH_TIMEOUT must not be negative")
 
@@ -235,11 +246,18 @@ class ExporterSettings:
                 Literal["process", "thread"],
                 (_str(env, "RLVITALS_FORWARDER") or default.forwarder).lower(),
             ),
+            stall_after_s=_float(env, "RLVITALS_STALL_AFTER_S", default.stall_after_s),
+            ended_after_s=_float(env, "RLVITALS_ENDED_AFTER_S", default.ended_after_s),
         )
 
     def replace(self, **changes: object) -> ExporterSettings:
         """A copy with some settings changed (flags override the environment this way)."""
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        """The run lifecycle's windows these settings give."""
+        return Lifecycle(self.stall_after_s, self.ended_after_s)
 
     @property
     def outbox_path(self) -> Path:

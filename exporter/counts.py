@@ -6,6 +6,10 @@ import threading
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .lifecycle import Status
 
 __all__ = ["LiveState", "RunCounters", "RunStats"]
 
@@ -60,6 +64,8 @@ class LiveState:
     """Wall time of the latest step logged (the training's clock when the source gives one)."""
     finished: bool = False
     """The run was finished (`Run.finish()`, or the sidecar ended it): see `Lifecycle`."""
+    status: Status | None = None
+    """The run's status as its writer sees it (`Lifecycle`), with the reason."""
 
 
 class RunCounters:

@@ -7,6 +7,7 @@ __all__ = [
     "ExporterError",
     "InvalidSample",
     "OutboxError",
+    "RunHeld",
     "WriteError",
 ]
 
@@ -43,6 +44,20 @@ class OutboxError(ExporterError):
 
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         self.retryable = retryable
+        super().__init__(message)
+
+
+class RunHeld(ExporterError):
+    """Another live process writes the run this one asked to go on with (its writer lease).
+
+    `holder` names it ("pid 123 on host-a"), `kind` what it does (log, import, tail) and
+    `since` when it took the run (Unix seconds).
+    """
+
+    def __init__(self, message: str, *, holder: str, kind: str, since: float) -> None:
+        self.holder = holder
+        self.kind = kind
+        self.since = since
         super().__init__(message)
 
 

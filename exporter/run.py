@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import atexit
 import logging
+import sqlite3
+import sys
 import threading
 import time
 from collections import deque
@@ -26,11 +28,13 @@ from registry import FRAMEWORKS, Registry, ResolveError
 
 from .config import POLICIES, ExporterSettings, Policy
 from .counts import LiveState, RunCounters, RunStats
-from .errors import ConfigError, ExporterError, InvalidSample, OutboxError
+from .errors import ConfigError, ExporterError, InvalidSample, OutboxError, RunHeld
 from .influx.forward_process import ForwarderProcess
 from .influx.forwarder import Forwarder
 from .influx.rollups import make_rollups
 from .influx.writers import make_writer
+from .lease import Lease, this_process
+from .lifecycle import Lifecycle, Recorded, RunStatus, Status
 from .prometheus import live_states
 from .prometheus.metrics_endpoint import MetricsEndpoint
 from .schema import (
@@ -113,9 +117,13 @@ class Run:
         endpoint: MetricsEndpoint | None = None,
         resume: bool = False,
         deriver: StepDeriver | None = None,
+        lease_kind: str = "log",
+        lifecycle: Lifecycle | None = None,
     ) -> None:
         """`deriver`: the derived metrics' state to go on from (a `tail` going on from its
-        catch-up, which computed them until then); a new one by default."""
+        catch-up, which computed them until then); a new one by default. `lease_kind` says what
+        this writer is (`log`: a training process, whose uncaught exception is recorded as the
+        run's crash; `import`; `tail`), `lifecycle` the lease's timing."""
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"run name {name!r} must be a non-empty string")
         for what, text in (("run name", name), ("project", project)):
@@ -152,6 +160,14 @@ class Run:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._created = time.time()
+        self._lifecycle = lifecycle or settings.lifecycle
+        self._holder = this_process()
+        self._lease_kind = lease_kind
+        self._last_log = time.monotonic()  # when log() was last called: this process's view
+        self._end: Status | None = None  # how the run ended, once finish() recorded it
+        self._uncaught: BaseException | None = None
+        self.resumed = False
+        """Whether this run goes on with a stored one (`resume`, or an incomplete import)."""
         # An unusable store (a corrupt file, a read-only disk) must not stop the training:
         # the worker keeps trying it, and until it opens nothing is stored (flush says False).
         # This connection is closed once the run is set up: only the worker holds the file
@@ -159,9 +175,21 @@ class Run:
         # (SQLite pairs the file at a path with the write-ahead log at that path).
         outbox = self._open_outbox(quiet=False)
         self.requested_name = name
+        took_over: Lease | None = None
         if outbox is not None:
             try:
-                name = outbox.claim_run(name, resume=resume, created=self._created)
+                claim = outbox.claim(
+                    name,
+                    resume=resume,
+                    created=self._created,
+                    holder=self._holder,
+                    kind=lease_kind,
+                    lease_ttl_s=self._lifecycle.lease_ttl_s,
+                )
+                name, self.resumed, took_over = claim.name, claim.resumed, claim.took_over
+            except RunHeld:
+                outbox.close()
+                raise
             except OutboxError as exc:
                 _log.error("rlvitals run %r: cannot claim the name: %s", name, exc)
             self.name = name
@@ -187,6 +215,21 @@ class Run:
         )
         if outbox is not None:
             outbox.close()
+        if took_over is not None and lease_kind == "log":
+            # a training process going on with a run whose writer died; a reader going on
+            # from its read positions is not a resume (it re-reads nothing it stored)
+            at = self._translator.last_step or 0
+            self._queue.append(
+                (
+                    "event",
+                    at,
+                    "resume",
+                    f"went on with the run after its writer ({took_over.holder.describe()}, "
+                    f"{took_over.kind}) stopped without recording an end",
+                    {},
+                    time.time(),
+                )
+            )
         self._reported: set[str] = set()
         self._in_progress: list[_Item] = []
         self._run_recorded = False
@@ -209,6 +252,11 @@ class Run:
             live_states.attach(self._endpoint, registry, settings.outbox_path)
             self._endpoint.start()
         atexit.register(self._at_exit)
+        self._previous_hook: Any = None
+        if lease_kind == "log":
+            # an exception nobody caught ends the process: recorded as the run's crash at exit
+            self._previous_hook = sys.excepthook
+            sys.excepthook = self._on_uncaught
 
     # -- caller side ---------------------------------------------------------------------------
 
@@ -240,6 +288,7 @@ class Run:
         if self._closed or len(self._queue) >= self._capacity:
             self._count_dropped(len(copied))
             return
+        self._last_log = time.monotonic()
         self._queue.append(
             ("log", step, copied, time.time() if wall_time is None else wall_time, framework)
         )
@@ -299,8 +348,19 @@ class Run:
             return True
         return self._forwarder.flush(max(0.0, deadline - time.monotonic()))
 
-    def finish(self, timeout: float = 10.0) -> None:
-        """Flush (waiting at most `timeout` seconds), stop the threads and close the outbox."""
+    def mark_finished(self, reason: str) -> None:
+        """Record that training ended (SB3's `learn()` returned, HF's `on_train_end`) without
+        closing the run: logging to it again makes it live again."""
+        if not self._closed:
+            self._queue.append(("state", "finished", reason))
+            self._wake.set()
+
+    def finish(
+        self, timeout: float = 10.0, *, state: str | None = "finished", reason: str | None = None
+    ) -> None:
+        """Flush (waiting at most `timeout` seconds), stop the threads, record how the run ended
+        (`state`: `finished`, `crashed` or `ended`, with `reason`; None records no end and only
+        lets go of the run, as a sidecar that stops watching it) and close the outbox."""
         if self._closed:
             return
         deadline = time.monotonic() + timeout
@@ -326,10 +386,18 @@ class Run:
                     f"finish() timed out with {lost} sample(s) not yet stored (the store was "
                     "busy or failing)",
                 )
+        self._restore_hook()
+        why = reason or ("finish() called" if state == "finished" else f"recorded {state}")
+        if state is not None:
+            shown = RunStatus.INCOMPLETE if state == "importing" else RunStatus(state)
+            self._end = Status(shown, why, time.time())
         outbox = self._open_outbox(quiet=True)
         if outbox is not None:
             try:
-                outbox.mark_finished(self.name, time.time())
+                if state is None:
+                    outbox.release_lease(self.name, self._holder)
+                else:
+                    outbox.record_state(self.name, state, why, holder=self._holder)
             except OutboxError as exc:
                 _log.error("rlvitals run %r: %s", self.name, exc)
         if not flushed:
@@ -353,9 +421,13 @@ class Run:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc_type is not None and self._counters.step is not None:
-            self.event(self._counters.step, "exception", f"{exc_type.__name__}: {exc}"[:500])
-        self.finish(self.settings.flush_timeout)
+        if exc_type is None:
+            self.finish(self.settings.flush_timeout)
+            return
+        what = f"{exc_type.__name__}: {exc}"[:500]
+        if self._counters.step is not None:
+            self.event(self._counters.step, "exception", what)
+        self.finish(self.settings.flush_timeout, state="crashed", reason=what)
 
     @property
     def stats(self) -> RunStats:
@@ -369,6 +441,12 @@ class Run:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def last_step(self) -> int | None:
+        """The step this run was last at (what it logged last, or the stored run it goes on
+        with)."""
+        return self._translator.last_step
 
     def live(self) -> LiveState:
         """Current state for the Prometheus endpoint."""
@@ -389,7 +467,19 @@ class Run:
             last_write_age=None if last_write is None else max(0.0, time.time() - last_write),
             last_activity=last_activity,
             finished=self._closed,
+            status=self.status(),
         )
+
+    def status(self) -> Status:
+        """The run's status as this process sees it: its recorded end once finished, else live
+        or stalled by when `log()` was last called (this process's clock, not the trainer's
+        `wall_time`), through the one `Lifecycle`."""
+        if self._end is not None:
+            return self._end
+        now = time.time()
+        idle = max(0.0, time.monotonic() - self._last_log)
+        own = Lease(self._holder, self._lease_kind, self._created, now)
+        return self._lifecycle.status(Recorded(arrived=now - idle, lease=own), now, alive=_alive)
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}, project={self.project!r}, policy={self.policy!r})"
@@ -507,9 +597,29 @@ class Run:
                 )
             return None
 
+    def _on_uncaught(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._uncaught = exc
+        hook = self._previous_hook or sys.__excepthook__
+        hook(exc_type, exc, tb)
+
+    def _restore_hook(self) -> None:
+        if sys.excepthook == self._on_uncaught:
+            sys.excepthook = self._previous_hook or sys.__excepthook__
+        self._previous_hook = None
+
     def _at_exit(self) -> None:
+        exc = self._uncaught
         try:
-            self.finish(self.settings.flush_timeout)
+            if exc is not None:
+                what = f"uncaught {type(exc).__name__}: {exc}"[:500]
+                if self._counters.step is not None:
+                    self.event(self._counters.step, "exception", what)
+                self.finish(self.settings.flush_timeout, state="crashed", reason=what)
+            else:
+                self.finish(
+                    self.settings.flush_timeout,
+                    reason="the process exited without an exception (finish() was not called)",
+                )
         except Exception as exc:  # interpreter is exiting: report, never raise
             _log.warning("rlvitals run %r: flush at exit failed: %s", self.name, exc)
 
@@ -572,6 +682,7 @@ class Run:
                 self._run_recorded = True
                 self._start_run(outbox)
             interval = self.settings.commit_interval
+            renew_at = time.monotonic() + self._lifecycle.renew_every_s
             while True:
                 # Let a batch gather for up to the commit interval (a flush or finish wakes
                 # the worker at once): a write costs a dozen trips to sqlite, each one a wait
@@ -580,6 +691,7 @@ class Run:
                 small = len(self._queue) < _WORKER_BATCH
                 if small and not self._stop.is_set() and self._wake.wait(interval):
                     self._wake.clear()
+                renew_at = self._renew(outbox, renew_at)
                 batch: list[_Item] = []
                 while self._queue and len(batch) < _WORKER_BATCH:
                     batch.append(self._queue.popleft())
@@ -605,6 +717,21 @@ class Run:
         finally:
             self._worker_outbox = None
             outbox.close()
+
+    def _renew(self, outbox: Outbox, due: float) -> float:
+        """The lease's heartbeat, when due; when the next one is."""
+        now = time.monotonic()
+        if now < due:
+            return due
+        try:
+            if not outbox.renew_lease(self.name, self._holder):
+                self._report(
+                    "lease_lost",
+                    f"another process took over run {self.name!r} (this one looked dead to it)",
+                )
+        except (OutboxError, sqlite3.Error) as exc:
+            self._report("store_error", exc)
+        return now + self._lifecycle.renew_every_s
 
     def _start_run(self, outbox: Outbox) -> None:
         now = time.time()
@@ -646,6 +773,19 @@ class Run:
             if item[0] == "position":
                 positions.append(item[1])
                 at_position = self._translator.last_step
+                continue
+            if item[0] == "state":
+                # what came before is stored first: its arrival must not undo the end
+                step = at_position if self._sourced else self._translator.last_step
+                done = (
+                    [] if step is None or step == last_step else [(self.name, self._rank_key, step)]
+                )
+                self._store(outbox, parts, positions, done)
+                parts, positions, last_step = [], [], step
+                try:
+                    outbox.record_state(self.name, item[1], item[2])
+                except OutboxError as exc:
+                    self._report("store_error", exc)
                 continue
             if item[0] == "sourced":
                 self._translator.restart_from(outbox.last_step(self.name, self.rank, stored=False))
@@ -957,6 +1097,10 @@ def _safe_last_step(outbox: Outbox | None, run: str, rank: int | None) -> int | 
         return outbox.last_step(run, rank)
     except Exception:
         return None
+
+
+def _alive(lease: Lease) -> bool:
+    return True  # a process judging its own run
 
 
 def _is_sample(item: _Item) -> bool:

@@ -33,6 +33,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any
 
 from registry import Registry
@@ -40,6 +41,8 @@ from registry import Registry
 from ..config import ExporterSettings, Policy
 from ..counts import RunCounters, RunStats
 from ..errors import OutboxError, WriteError
+from ..lease import this_process
+from ..lifecycle import Lifecycle
 from ..schema import NO_RANK, EventRow, SampleRow, SourcePosition
 from ..sources.scalar_block import ScalarBlock
 from ..store.outbox import Outbox, PendingEvent
@@ -78,6 +81,8 @@ class DirectRun:
         policy: Policy | None = None,
         resume: bool = False,
         config: Mapping[str, Any] | None = None,
+        lease_kind: str = "import",
+        lifecycle: Lifecycle | None = None,
     ) -> None:
         writer = make_writer(settings)
         if writer is None:
@@ -95,7 +100,19 @@ class DirectRun:
         )
         self._counters = RunCounters()
         self._outbox = Outbox(settings.outbox_path, budget_bytes=settings.disk_budget_bytes)
-        self.name = name = self._outbox.claim_run(name, resume=resume)  # `name-2` if taken
+        self._lifecycle = lifecycle or settings.lifecycle
+        self._holder = this_process()
+        # `name-2` if taken; the writer lease says an import is under way until it ends
+        claim = self._outbox.claim(
+            name,
+            resume=resume,
+            holder=self._holder,
+            kind=lease_kind,
+            lease_ttl_s=self._lifecycle.lease_ttl_s,
+        )
+        self.name = name = claim.name
+        self.resumed = claim.resumed
+        self._renew_at = time.monotonic() + self._lifecycle.renew_every_s
         # the run config (what `import` read from the logs and --config/--set) is kept with the
         # run in the local store, where diagnosis reads it
         self._outbox.upsert_run(
@@ -267,7 +284,16 @@ class DirectRun:
             except OutboxError as exc:
                 _log.error("rlvitals run %r: %s", self.name, exc)
 
-    def finish(self, timeout: float = 10.0) -> None:
+    @property
+    def last_step(self) -> int | None:
+        return self._translator.last_step
+
+    def finish(
+        self, timeout: float = 10.0, *, state: str | None = "finished", reason: str | None = None
+    ) -> None:
+        """Send what is left (at most `timeout` seconds), record how the run ended (`state`,
+        `reason`; None records nothing and lets go of the run, as at a tail's hand-over) and
+        close."""
         if self._closed:
             return
         deadline = time.monotonic() + timeout
@@ -288,6 +314,14 @@ class DirectRun:
         self._writer.close()
         if self._rollup_writer is not None:
             self._rollup_writer.close()
+        try:
+            if state is None:
+                self._outbox.release_lease(self.name, self._holder)
+            else:
+                why = reason or f"recorded {state}"
+                self._outbox.record_state(self.name, state, why, holder=self._holder)
+        except OutboxError as exc:
+            _log.error("rlvitals run %r: %s", self.name, exc)
         self._outbox.close()
         self._closed = True
 
@@ -295,6 +329,10 @@ class DirectRun:
 
     def _hand_over(self) -> None:
         self._save_acked()
+        if time.monotonic() >= self._renew_at:  # the lease's heartbeat
+            self._renew_at = time.monotonic() + self._lifecycle.renew_every_s
+            with suppress(OutboxError, sqlite3.Error):
+                self._outbox.renew_lease(self.name, self._holder)
         if not self._count and not self._events:
             return
         self._next_batch = min(self._batch_size, self._next_batch * 2)

@@ -22,12 +22,13 @@ something read was not stored (disk budget, refused by InfluxDB, the store block
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -39,12 +40,13 @@ from registry import FRAMEWORKS
 
 from ..config import ExporterSettings
 from ..errors import ConfigError, ExporterError, WriteError
+from ..lifecycle import RunStatus
 from ..prometheus import live_states
 from ..prometheus.metrics_endpoint import MetricsEndpoint
+from ..prometheus.store_statuses import store_statuses
 from ..schema import SourcePosition
 from ..sources import FORMATS, LogSet, Malformed, Record, ScalarBlock, compile_pattern
 from ..sources.follow import path_key
-from ..store.lifecycle import Lifecycle
 from ..store.outbox import Outbox
 from .feed import Ingest, RunSummary
 from .log_context import parse_assignment
@@ -54,7 +56,6 @@ __all__ = ["register"]
 _SHOWN_PROBLEMS = 20
 _PROGRESS_EVERY = 1.0  # seconds between progress lines on stderr
 _FINISH_TIMEOUT = 600.0
-_LIFECYCLE = Lifecycle()
 """When `tail --follow` ends a followed run whose logs went quiet (the same policy as the alert)."""
 _GRACE = 5.0  # seconds of waiting left after SIGTERM
 _FLUSH_STEP = 1.0
@@ -242,6 +243,51 @@ def _log_set(
     )
 
 
+def _incomplete_imports(settings: ExporterSettings) -> dict[str, str]:
+    """Runs an earlier import left incomplete (it was killed or failed): name -> who and why."""
+    if not settings.outbox_path.exists():
+        return {}
+    with Outbox(settings.outbox_path) as box:
+        records = box.runs()
+    out = {}
+    for record in records:
+        status = settings.lifecycle.status(record.recorded)
+        if status.status is RunStatus.INCOMPLETE:
+            lease = record.lease
+            out[record.run] = lease.holder.describe() if lease else "it stopped"
+    return out
+
+
+def _positions_of(
+    args: argparse.Namespace, stored: dict[str, SourcePosition], runs: Mapping[str, str]
+) -> dict[str, SourcePosition]:
+    """The stored read positions of the files whose run is in `runs` (found by discovering the
+    files as the import will, without reading them)."""
+    probe = _log_set(args, _Problems(io.StringIO()), {})
+    try:
+        probe.refresh()
+        wanted = {path_key(log.path) for log in probe.files if (args.run or log.run) in runs}
+    finally:
+        probe.close()
+    return {key: position for key, position in stored.items() if key in wanted}
+
+
+def _leave_incomplete(settings: ExporterSettings, ingest: Ingest, why: str) -> None:
+    """Mark the import's runs incomplete after the fact (what was lost is known only once
+    they finished): the same command then goes on with them."""
+    try:
+        with Outbox(settings.outbox_path) as box:
+            for summary in ingest.summaries:
+                box.record_state(
+                    summary.name,
+                    "importing",
+                    f"the import stopped: {why}; running the same command again goes on with "
+                    "this run",
+                )
+    except ExporterError as exc:
+        print(f"rlvitals: warning: {str(exc).splitlines()[0]}", file=sys.stderr)
+
+
 def _stored_positions(settings: ExporterSettings) -> dict[str, SourcePosition]:
     if not settings.outbox_path.exists():
         return {}
@@ -320,6 +366,9 @@ def _run_ingest(
         reg = registry.load(args.registry)
         run_config = read_config_arguments(args)
         positions = _stored_positions(settings) if resume else {}
+        unfinished = {} if follow or resume else _incomplete_imports(settings)
+        if unfinished:
+            positions = _positions_of(args, _stored_positions(settings), unfinished)
     except (ExporterError, registry.RegistryError) as exc:
         return _fail(str(exc).splitlines()[0])
     direct = direct and settings.influx_url is not None
@@ -329,6 +378,10 @@ def _run_ingest(
         # the same port would fail), with the alert and rule states counted in step space.
         endpoint = MetricsEndpoint(host=settings.prometheus_host, port=settings.prometheus_port)
         live_states.attach(endpoint, reg, settings.outbox_path)
+        # the sidecar is the team's exporter: it pages for the store's other writers too
+        outbox_path = settings.outbox_path
+        life = settings.lifecycle
+        endpoint.set_store_statuses(lambda: store_statuses(outbox_path, life))
         try:
             endpoint.start()
         except OSError as exc:
@@ -351,11 +404,13 @@ def _run_ingest(
         endpoint=endpoint,
         resume=lambda name: resume_runs or name in attached,
         config=run_config,
+        follow=follow,
     )
     progress = _Progress(err)
     status = 0
     attached: set[str] = set()
     saved: dict[Path, SourcePosition] = {}
+    interrupted = False
     try:
         if not logs.refresh() and not follow:
             return _fail(
@@ -366,6 +421,12 @@ def _run_ingest(
         attached.update(
             ingest.run_name(log) for log in logs.files if path_key(log.path) in positions
         )
+        for name in sorted(attached & set(unfinished)):
+            print(
+                f"rlvitals: run {name!r} was left incomplete by an earlier import "
+                f"({unfinished[name]}); going on with it from where that import stopped",
+                file=err,
+            )
         if logs.resumed:
             print(
                 f"rlvitals: {len(logs.resumed)} file(s) go on from where the last reader stopped",
@@ -411,7 +472,7 @@ def _run_ingest(
                     continue
                 print("rlvitals: caught up; following the logs through the outbox", file=err)
             if follow:
-                ingest.finish_idle(_LIFECYCLE, time.time())
+                ingest.finish_idle(settings.lifecycle, time.time())
             polls += 1
             if not follow or (max_polls is not None and polls >= max_polls) or stop.is_set():
                 break
@@ -420,6 +481,7 @@ def _run_ingest(
         if stop.is_set():
             print("rlvitals: stopping (SIGTERM); storing what was read", file=err)
     except KeyboardInterrupt:
+        interrupted = True
         print("rlvitals: interrupted; storing what was read", file=err)
     except (ExporterError, OSError) as exc:
         status = _fail(str(exc).splitlines()[0])
@@ -427,7 +489,10 @@ def _run_ingest(
         logs.close()
     progress.done()
     drained = _drain(ingest, err, stop)
-    ingest.finish(_FINISH_TIMEOUT if drained else 1.0)
+    # an import that read everything and stored it records each run's end; one that stopped
+    # leaves its runs incomplete, for the same command to go on with
+    complete = drained and status == 0 and not interrupted and not stop.is_set()
+    ingest.finish(_FINISH_TIMEOUT if drained else 1.0, complete=complete)
     if endpoint is not None:
         endpoint.stop()
     lost = over_budget = 0
@@ -445,17 +510,27 @@ def _run_ingest(
             file=err,
         )
     problems.close()
+    names = ", ".join(repr(s.name) for s in ingest.summaries) or "its runs"
+    again = (
+        f"running the same command again goes on with {names} from where this one stopped "
+        "(no new run is made)"
+        if not follow
+        else "running the same command again reads it again"
+    )
     if status == 0 and not drained:
         status = 1
         print(
             "rlvitals: error: stopped before everything read was stored; the read positions "
-            "were not saved past it, so running the same command again reads it again",
+            f"were not saved past it: {again}",
             file=err,
         )
     if status == 0 and lost:
         status = 1
+        if not follow:
+            _leave_incomplete(settings, ingest, f"{lost:,} value(s) read were not stored")
         print(
-            f"rlvitals: error: {lost:,} value(s) read were not stored (see the counts above); fix the cause and run the same command again",
+            f"rlvitals: error: {lost:,} value(s) read were not stored (see the counts above); "
+            f"fix the cause: {again}",
             file=err,
         )
     return status

@@ -21,13 +21,13 @@ from ..config import ExporterSettings
 from ..counts import RunStats
 from ..errors import ConfigError
 from ..influx.direct import DirectRun
+from ..lifecycle import Lifecycle
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..run import Run
 from ..schema import SourcePosition
 from ..sources import LogFile, Record, ScalarBlock
 from ..sources.follow import path_key
 from ..sources.text_summaries import read_text_summaries
-from ..store.lifecycle import Lifecycle
 from ..translate.derive import StepDeriver
 from ..translate.steps import LoggedValue
 from .log_context import context_from_logs
@@ -73,7 +73,9 @@ class _Sink(Protocol):
 
     def flush(self, timeout: float = 10.0, *, sent: bool = True) -> bool: ...
 
-    def finish(self, timeout: float = 10.0) -> None: ...
+    def finish(
+        self, timeout: float = 10.0, *, state: str | None = ..., reason: str | None = None
+    ) -> None: ...
 
 
 @dataclass
@@ -83,7 +85,12 @@ class _RunState:
     pending: list[Record] = field(default_factory=list)
     positions: list[SourcePosition] = field(default_factory=list)
     last_activity: float | None = None
-    """Wall time of the latest record (its own time when the log gives one, else when read)."""
+    """When the run's logs last grew, on this reader's clock: the files' modification time for
+    what was there when first read, the time of reading for what came later (never the
+    trainer's own `wall_time`, which a skewed clock or a log without times would falsify)."""
+    grew: bool = False
+    """This reader saw the logs grow after it first read them (then a quiet run is stalled;
+    history already quiet at the first read is ended at once, and never pages)."""
     ended: bool = False
     """Finished by `finish_idle`: if its logs grow again, it resumes under its own name."""
     handed_over: bool = False
@@ -112,6 +119,7 @@ class Ingest:
         endpoint: MetricsEndpoint | None = None,
         resume: bool | Callable[[str], bool] = False,
         config: Mapping[str, Any] | None = None,
+        follow: bool = False,
     ) -> None:
         """`resume` (true, or true for a run name) goes on with a run of that name already in
         the store; otherwise such a run gets a new name (`name-2`), as `exporter.init` does.
@@ -132,6 +140,8 @@ class Ingest:
         self._since_check = 0
         self._stuck: set[str] = set()  # runs not waited for: their queue stopped going down
         self._config = dict(config or {})
+        self._follow = follow
+        self._read: set[str] = set()  # files read at least once
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -157,6 +167,7 @@ class Ingest:
             for tag, text in read_text_summaries(log.path).items():
                 state.texts.setdefault(tag, text)
         summary.files.add(str(log.path))
+        arrival = self._arrival(log)
         count = 0
         for record in records:
             if isinstance(record, SourcePosition):
@@ -164,11 +175,12 @@ class Ingest:
                 continue
             if isinstance(record, ScalarBlock):
                 count += len(record)
+                if len(record):
+                    self._grew(state, arrival)
                 self._feed_block(log, state, record)
                 continue
             count += 1
-            wall = time.time() if record.wall_time is None else record.wall_time
-            state.last_activity = max(state.last_activity or wall, wall)
+            self._grew(state, arrival)
             summary.steps += 1
             summary.values += len(record.values)
             if state.run is None:
@@ -179,12 +191,28 @@ class Ingest:
             self._log(state.run, record)
         return count
 
+    def _arrival(self, log: LogFile) -> tuple[float, bool]:
+        """(when this file's new records arrived, whether they are new to this reader): its
+        modification time on the first read (what it held was written then or earlier), now
+        on later reads."""
+        key = str(log.path)
+        if key in self._read:
+            return time.time(), True
+        self._read.add(key)
+        try:
+            return log.path.stat().st_mtime, False
+        except OSError:
+            return time.time(), False
+
+    @staticmethod
+    def _grew(state: _RunState, arrival: tuple[float, bool]) -> None:
+        at, new = arrival
+        state.last_activity = at if state.last_activity is None else max(state.last_activity, at)
+        state.grew = state.grew or new
+
     def _feed_block(self, log: LogFile, state: _RunState, block: ScalarBlock) -> None:
         if not len(block):
             return
-        walls = block.walls
-        latest = float(walls.max()) if walls.all() else max(float(walls.max()), time.time())
-        state.last_activity = max(state.last_activity or latest, latest)
         state.summary.steps += len(block)
         state.summary.values += block.value_count
         if state.run is None:
@@ -234,7 +262,7 @@ class Ingest:
             if not isinstance(run, DirectRun):
                 continue
             run.keep_transforms()
-            run.finish(max(0.1, deadline - time.monotonic()))
+            run.finish(max(0.1, deadline - time.monotonic()), state=None)
             if run.failure is None:
                 state.earlier = run.stats
                 state.deriver = run.deriver
@@ -259,23 +287,40 @@ class Ingest:
         return all(run.flush(max(0.0, deadline - time.monotonic()), sent=sent) for run in self.runs)
 
     def finish_idle(self, lifecycle: Lifecycle, now: float, timeout: float = 10.0) -> list[str]:
-        """Finish every followed run whose logs have been quiet for `lifecycle.ended_after_s`
-        (the one definition of an ended run) or whose log files are all gone: its gauges leave
-        /metrics and the outbox records it finished, so "Training stalled" stops. New lines in
-        its logs start it again."""
+        """Record `ended` for every followed run whose logs were already quiet for
+        `lifecycle.stall_after_s` when this reader first read them (history: it never pages),
+        went quiet for `lifecycle.ended_after_s` after this reader saw them grow, or whose log
+        files are all gone: its gauges leave /metrics and the store records the end with its
+        reason. A run quiet for less, after growing, stays and reads stalled. New lines in its
+        logs start it again."""
         ended = []
         for name, state in self._runs.items():
             if state.run is None or state.last_activity is None:
                 continue
             files = state.summary.files
             gone = bool(files) and not any(Path(f).exists() for f in files)
-            if gone or now - state.last_activity >= lifecycle.ended_after_s:
-                state.run.finish(timeout)
-                state.summary.stats = _plus(state.earlier, state.run.stats)
-                state.earlier = None
-                state.run = None
-                state.ended = True
-                ended.append(name)
+            quiet = now - state.last_activity
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.last_activity))
+            if gone:
+                reason = "its log files were deleted"
+            elif not state.grew and quiet >= lifecycle.stall_after_s:
+                reason = (
+                    f"its logs were already quiet when this reader first read them (last "
+                    f"written {when}); they do not record how the run ended"
+                )
+            elif quiet >= lifecycle.ended_after_s:
+                reason = (
+                    f"its logs have not grown since {when}; they do not record how the run ended"
+                )
+            else:
+                continue
+            state.run.finish(timeout, state="ended", reason=reason)
+            state.summary.stats = _plus(state.earlier, state.run.stats)
+            state.earlier = None
+            state.run = None
+            state.ended = True
+            state.grew = False
+            ended.append(name)
         return ended
 
     def failure(self) -> str | None:
@@ -286,15 +331,35 @@ class Ingest:
                 return str(why)
         return None
 
-    def finish(self, timeout: float) -> None:
+    def finish(self, timeout: float, *, complete: bool = True) -> None:
+        """Finish every run. An import records how each ended (`finished` when it reached its
+        planned length, else `ended`), or, when it did not `complete`, leaves it `importing`
+        (incomplete: the same command goes on with it); a tail records no end (it only stops
+        watching)."""
         self.settle()
         deadline = time.monotonic() + timeout
         for state in self._runs.values():
             if state.run is not None:
-                state.run.finish(max(0.1, deadline - time.monotonic()))
+                end, why = self._end(state, complete)
+                state.run.finish(max(0.1, deadline - time.monotonic()), state=end, reason=why)
                 state.summary.stats = _plus(state.earlier, state.run.stats)
             elif state.summary.stats is None and state.earlier is not None:
                 state.summary.stats = state.earlier
+
+    def _end(self, state: _RunState, complete: bool) -> tuple[str | None, str | None]:
+        if self._follow:
+            return None, None
+        if not complete:
+            return "importing", (
+                "the import stopped before everything it read was stored; running the same "
+                "command again goes on with this run"
+            )
+        planned = state.summary.config.get("planned_steps")
+        last = getattr(state.run, "last_step", None)
+        if isinstance(planned, int) and isinstance(last, int) and last >= planned > 0:
+            return "finished", f"its logs reach the planned length ({planned:,} steps)"
+        at = f" at step {last:,}" if isinstance(last, int) else ""
+        return "ended", f"imported from its logs, which end{at} without recording how the run ended"
 
     def _start(self, state: _RunState) -> None:
         summary = state.summary
@@ -339,6 +404,7 @@ class Ingest:
                 endpoint=self._endpoint,
                 resume=resume,
                 deriver=state.deriver,
+                lease_kind="tail" if self._follow else "import",
             )
             state.deriver = None
             run.follow_sources()

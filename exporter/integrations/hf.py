@@ -49,6 +49,11 @@ def _callback_class() -> type:
                 )
 
         def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            # the Trainer calls this only when train() comes to its end (not when it raises)
+            if self._mine(state):
+                self.run.mark_finished(
+                    f"the trainer's train() ended (on_train_end at step {int(state.global_step)})"
+                )
             self.run.flush()
 
     return _RlvitalsCallback

@@ -94,6 +94,9 @@ def _callback_class() -> type:
             return True
 
         def _on_training_end(self) -> None:
+            # SB3 calls this only when learn() comes to its end (not when it raises): the run
+            # is recorded finished; another learn() logging again makes it live again
+            self.run.mark_finished("SB3 learn() returned")
             self.run.flush()
 
     return _RlvitalsCallback

@@ -24,6 +24,8 @@ class StepLogger(Protocol):
 
     def flush(self, timeout: float = 10.0) -> bool: ...
 
+    def mark_finished(self, reason: str) -> None: ...
+
 
 def numeric_values(
     items: Mapping[str, object], skip: frozenset[str] = frozenset()

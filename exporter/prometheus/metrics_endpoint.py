@@ -7,8 +7,10 @@ metric; `gpu` is empty for metrics without one), `rlvitals_step`, `rlvitals_step
 `rlvitals_refused_samples_total`, `rlvitals_dropped_total{run,reason}` (the dropped samples by
 reason: queue_full, finished, translate_error, store_error, worker_error, unfinished,
 server_rejected), `rlvitals_nonfinite_samples_total{run,metric}`,
-`rlvitals_last_activity_timestamp_seconds` and `rlvitals_run_finished` (what `Lifecycle` reads:
-the generated "Training stalled" rule is its `status()` written in PromQL), and
+`rlvitals_last_activity_timestamp_seconds` (the trainer's wall time of its latest step: data),
+`rlvitals_run_finished`, `rlvitals_run_status{run,status,reason}` (1 for the run's current status
+from `Lifecycle`, the one definition: the generated "Training stalled" and "Run crashed" rules
+read it), and
 `rlvitals_rule_active{run,rule,severity}` (1 while a diagnosis rule fires, from a pluggable callable).
 """
 
@@ -25,8 +27,37 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ..counts import LiveState
+from ..lifecycle import RunStatus, Status
 
-__all__ = ["LiveSource", "MetricsEndpoint", "RuleState", "RuleStates"]
+__all__ = [
+    "STATUS_GAUGE",
+    "LiveSource",
+    "MetricsEndpoint",
+    "RuleState",
+    "RuleStates",
+    "add_status",
+    "status_family",
+]
+
+STATUS_GAUGE = "rlvitals_run_status"
+
+
+def status_family() -> GaugeMetricFamily:
+    return GaugeMetricFamily(
+        STATUS_GAUGE,
+        "1 for the run's current status (live, stalled, finished, crashed, incomplete, ended, "
+        "unknown) as recorded, with the reason that set it.",
+        labels=["run", "status", "reason"],
+    )
+
+
+def add_status(family: GaugeMetricFamily, run: str, status: Status) -> None:
+    # One series per run, for its current status only, so a change of status ends the old
+    # series. The reason is a label only where its text is fixed (a crash's exception, a dead
+    # writer): a reason that counts minutes would start a new series, and alert, every minute.
+    fixed = status.status in (RunStatus.CRASHED, RunStatus.INCOMPLETE)
+    family.add_metric([run, str(status.status), status.reason[:200] if fixed else ""], 1.0)
+
 
 _log = logging.getLogger(__name__)
 
@@ -42,6 +73,7 @@ class RuleState:
 
 
 RuleStates = Callable[[], Iterable[RuleState]]
+StoreStatuses = Callable[[], Iterable[tuple[str, Status]]]
 
 
 class LiveSource(Protocol):
@@ -88,6 +120,7 @@ class _RunCollector(Collector):
         finished = GaugeMetricFamily(
             "rlvitals_run_finished", "1 once the run has been finished, else 0.", labels=["run"]
         )
+        statuses = status_family()
         backlog = GaugeMetricFamily(
             "rlvitals_outbox_backlog", "Outbox rows not yet sent to InfluxDB.", labels=["run"]
         )
@@ -153,6 +186,8 @@ class _RunCollector(Collector):
             if s.last_activity is not None:
                 activity.add_metric([s.run], s.last_activity)
             finished.add_metric([s.run], 1.0 if s.finished else 0.0)
+            if s.status is not None:
+                add_status(statuses, s.run, s.status)
             backlog.add_metric([s.run], float(s.backlog))
             queue.add_metric([s.run], float(s.queue_depth))
             for family, read in counters.values():
@@ -164,9 +199,13 @@ class _RunCollector(Collector):
                 reasons["server_rejected"] = s.stats.server_rejected
             for reason, count in sorted(reasons.items()):
                 dropped.add_metric([s.run, reason], float(count))
+        served = {s.run for s in states}
+        for run, status in self._endpoint.store_statuses():
+            if run not in served:
+                add_status(statuses, run, status)
         for rule in self._endpoint.rule_states():
             rules.add_metric([rule.run, rule.rule, rule.severity], 1.0 if rule.active else 0.0)
-        yield from (metric, step, rate, age, activity, finished, backlog, queue)
+        yield from (metric, step, rate, age, activity, finished, statuses, backlog, queue)
         yield from (family for family, _ in counters.values())
         yield from (nonfinite, dropped, rules)
 
@@ -183,6 +222,7 @@ class MetricsEndpoint:
         self._sources: list[LiveSource] = []
         self._lock = threading.Lock()
         self._rule_states = rule_states
+        self._store_statuses: StoreStatuses | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self.registry.register(_RunCollector(self))
@@ -202,6 +242,20 @@ class MetricsEndpoint:
     def set_rule_states(self, rule_states: RuleStates | None) -> None:
         """Plug in the diagnosis engine: a callable returning the current RuleStates."""
         self._rule_states = rule_states
+
+    def set_store_statuses(self, statuses: StoreStatuses | None) -> None:
+        """Plug in the statuses of runs other processes write to the store (a sidecar pages
+        for them too): a callable returning (run, Status) pairs."""
+        self._store_statuses = statuses
+
+    def store_statuses(self) -> list[tuple[str, Status]]:
+        if self._store_statuses is None:
+            return []
+        try:
+            return list(self._store_statuses())
+        except Exception as exc:  # a broken store must not break the scrape
+            _log.warning("rlvitals metrics: run statuses of the store unavailable: %s", exc)
+            return []
 
     def rule_states(self) -> list[RuleState]:
         if self._rule_states is None:

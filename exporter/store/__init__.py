@@ -5,18 +5,19 @@
   datasource read when no InfluxDB is configured.
 - `running_stats`: per-series running statistics and step rollups kept in the same transaction,
   so readers get whole-run means and long series from a bounded number of rows.
-- `lifecycle`: `Lifecycle`, the one definition of a run's status (live / stalled / finished).
+  It records each run's life: the recorded end, when rows last arrived, the writer's lease
+  (read by `exporter.lifecycle`, the one definition of a run's status).
 - `runs_list`: `rlvitals runs`.
 - `repair`: `rlvitals doctor --repair`, a damaged file salvaged into a new one (tables read whole
   where sqlite can, else row by row from their surviving pages: `salvage`, sqlite's file format
   read directly), statistics recomputed, the damaged file kept beside it.
 
-May import: `exporter.config`, `.errors`, `.schema`. Never translation, InfluxDB or Prometheus:
+May import: `exporter.config`, `.errors`, `.schema`, `.lifecycle`, `.lease`. Never translation, InfluxDB or Prometheus:
 the store holds rows, whoever made them.
 """
 
+from ..lifecycle import Lifecycle, RunStatus
 from ..schema import SourcePosition
-from .lifecycle import Lifecycle, RunStatus
 from .outbox import EventRecord, Outbox, RunRecord
 
 __all__ = ["EventRecord", "Lifecycle", "Outbox", "RunRecord", "RunStatus", "SourcePosition"]

@@ -39,7 +39,9 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from ..errors import OutboxError
+from ..errors import OutboxError, RunHeld
+from ..lease import Holder, Lease, holder_alive
+from ..lifecycle import Recorded
 from ..schema import (
     NO_RANK,
     NOT_METRICS,
@@ -57,6 +59,7 @@ from . import running_stats
 
 __all__ = [
     "DATA_TABLES",
+    "Claim",
     "EventRecord",
     "Outbox",
     "PendingEvent",
@@ -88,7 +91,20 @@ CREATE TABLE IF NOT EXISTS runs (
     framework TEXT,
     created REAL NOT NULL,
     finished REAL,
-    last_activity REAL
+    last_activity REAL,
+    state TEXT,
+    state_reason TEXT,
+    state_at REAL,
+    arrived REAL
+);
+CREATE TABLE IF NOT EXISTS leases (
+    run TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    started INTEGER,
+    kind TEXT NOT NULL,
+    since REAL NOT NULL,
+    renewed REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS samples (
     run TEXT NOT NULL,
@@ -323,7 +339,33 @@ class RunRecord:
     finished: float | None = None
     """Wall time the run was marked finished (`Run.finish()`, or the sidecar saw its logs end)."""
     last_activity: float | None = None
-    """Wall time of the latest step the run logged; with `finished`, what `Lifecycle` reads."""
+    """Wall time of the latest step the run logged (the trainer's clock: data, not activity)."""
+    state: str | None = None
+    """The recorded end (`finished`, `crashed`, `ended`) or `importing`; None while nothing
+    ended it (see `lifecycle.py`)."""
+    state_reason: str | None = None
+    state_at: float | None = None
+    arrived: float | None = None
+    """When rows of the run last reached the store (store clock)."""
+    lease: Lease | None = None
+    """The live writer's lease, if one is held."""
+
+    @property
+    def recorded(self) -> Recorded:
+        """What `Lifecycle.status` reads."""
+        # a file from before arrivals were recorded: the newest step's wall time stands in
+        arrived = self.arrived if self.arrived is not None else self.last_activity
+        return Recorded(self.state, self.state_reason, self.state_at, arrived, self.lease)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The name a starting writer got, whether it goes on with a stored run, and the lease it
+    took over from a writer that had died (None if there was none)."""
+
+    name: str
+    resumed: bool
+    took_over: Lease | None = None
 
 
 @dataclass(frozen=True)
@@ -380,10 +422,23 @@ _MEASURE = (
 """Pages in use and rows numbered, in one trip to sqlite: what the disk budget is judged on at
 every write (each trip is a GIL hand-off with the training loop)."""
 
-_RUN_COLUMNS = "run, project, config, framework, created, finished, last_activity"
+_RUN_COLUMNS = (
+    "runs.run, project, config, framework, created, finished, last_activity, state, "
+    "state_reason, state_at, arrived, pid, host, started, kind, since, renewed"
+)
+_RUN_FROM = "runs LEFT JOIN leases ON leases.run = runs.run"
 
 
 _JOURNAL_SUFFIXES = ("-wal", "-shm")
+_LIFECYCLE_COLUMNS = (
+    ("finished", "REAL"),
+    ("last_activity", "REAL"),
+    ("state", "TEXT"),
+    ("state_reason", "TEXT"),
+    ("state_at", "REAL"),
+    ("arrived", "REAL"),
+)
+_LEASES = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS leases") :].split(";")[0]
 
 
 def _journal_identities(path: Path) -> tuple[tuple[int, int] | None, ...]:
@@ -439,7 +494,32 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 
 def _run_record(row: Sequence[Any]) -> RunRecord:
-    return RunRecord(row[0], row[1], json.loads(row[2]), row[3], row[4], row[5], row[6])
+    lease = None
+    if row[11] is not None:
+        lease = Lease(Holder(int(row[11]), str(row[12]), row[13]), str(row[14]), row[15], row[16])
+    return RunRecord(
+        row[0],
+        row[1],
+        json.loads(row[2]),
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        row[8],
+        row[9],
+        row[10],
+        lease,
+    )
+
+
+def _lease(db: sqlite3.Connection, run: str) -> Lease | None:
+    row = db.execute(
+        "SELECT pid, host, started, kind, since, renewed FROM leases WHERE run = ?", (run,)
+    ).fetchone()
+    if row is None:
+        return None
+    return Lease(Holder(int(row[0]), str(row[1]), row[2]), str(row[3]), row[4], row[5])
 
 
 def _merged(
@@ -620,12 +700,15 @@ class Outbox:
         return moved
 
     def _ensure_lifecycle_columns(self) -> None:
-        """Give a `runs` table from before the lifecycle its two columns (NULL: unknown)."""
+        """Give a `runs` table from before the recorded lifecycle its columns (NULL: unknown)
+        and the file its leases table."""
         have = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
-        for column in ("finished", "last_activity"):
+        for column, kind in _LIFECYCLE_COLUMNS:
             if column not in have:
                 with suppress(sqlite3.OperationalError):  # another process added it first
-                    self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} REAL")
+                    self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+        with suppress(sqlite3.OperationalError):  # busy: the next open adds it
+            self._db.execute(_LEASES)
 
     def _has_schema(self) -> bool:
         """Whether the file already has every table (then opening it writes nothing, so it
@@ -639,6 +722,7 @@ class Outbox:
             "source_positions",
             "run_progress",
             "rejected",
+            "leases",
         }
         if not wanted <= names:
             return False
@@ -833,6 +917,15 @@ class Outbox:
                             " WHERE run = ?",
                             [(wall, run) for run, wall in active.items()],
                         )
+                    # arrival on the store's clock, what staleness is judged on; a run that
+                    # logs again after its recorded end is live again
+                    arrived = time.time()
+                    db.executemany(
+                        "UPDATE runs SET arrived = ?, state = CASE WHEN state = 'importing' "
+                        "THEN state END, state_reason = CASE WHEN state = 'importing' THEN "
+                        "state_reason END WHERE run = ?",
+                        [(arrived, run) for run in {r for r, _, _ in progress}],
+                    )
         except sqlite3.OperationalError as exc:
             if _is_full(exc):
                 self._note_full(exc)
@@ -922,14 +1015,66 @@ class Outbox:
         return first + len(rows)
 
     def mark_finished(self, run: str, when: float, *, wait: float = 2.0) -> None:
-        """Record that `run` ended at wall time `when` (logging to it again makes it live).
-        Called from `finish()` on the caller's thread: waits at most `wait` seconds for a store
-        another process keeps locked (the run then reads as ended once it is quiet long enough)."""
+        """Record that `run` finished (`finish()` called); see `record_state`."""
+        self.record_state(run, "finished", "finish() called", wait=wait)
+
+    def record_state(
+        self,
+        run: str,
+        state: str,
+        reason: str,
+        *,
+        holder: Holder | None = None,
+        wait: float = 2.0,
+    ) -> None:
+        """Record how `run` ended (`finished`, `crashed`, `ended`) or that an import of it is
+        under way (`importing`), with the reason, and give up `holder`'s lease on it when given
+        and the state is an end. Called on the caller's thread (`finish()`): waits at most `wait`
+        seconds for a store another process keeps locked."""
+        now = time.time()
         try:
             with self._busy_wait(wait), self._transaction() as db:
-                db.execute("UPDATE runs SET finished = ? WHERE run = ?", (when, run))
+                db.execute(
+                    "UPDATE runs SET state = ?, state_reason = ?, state_at = ?, "
+                    "finished = CASE WHEN ? = 'importing' THEN finished ELSE ? END WHERE run = ?",
+                    (state, reason[:1000], now, state, now, run),
+                )
+                if holder is not None:
+                    self._release(db, run, holder)
         except sqlite3.Error as exc:
-            raise OutboxError(f"cannot mark run {run!r} finished in {self.path}: {exc}") from exc
+            raise OutboxError(
+                f"cannot record run {run!r} as {state} in {self.path}: {exc}"
+            ) from exc
+
+    @staticmethod
+    def _release(db: sqlite3.Connection, run: str, holder: Holder) -> None:
+        db.execute(
+            "DELETE FROM leases WHERE run = ? AND pid = ? AND host = ?",
+            (run, holder.pid, holder.host),
+        )
+
+    def release_lease(self, run: str, holder: Holder, *, wait: float = 2.0) -> None:
+        """Give up `holder`'s lease on `run` without recording an end (a sidecar stopping: the
+        run is no longer watched, which is not an end)."""
+        try:
+            with self._busy_wait(wait), self._transaction() as db:
+                self._release(db, run, holder)
+        except sqlite3.Error as exc:
+            raise OutboxError(f"cannot release the lease on run {run!r}: {exc}") from exc
+
+    def renew_lease(self, run: str, holder: Holder) -> bool:
+        """The holder's heartbeat; False when it no longer holds the lease (taken over after it
+        looked dead)."""
+        with self._transaction() as db:
+            cur = db.execute(
+                "UPDATE leases SET renewed = ? WHERE run = ? AND pid = ? AND host = ?",
+                (time.time(), run, holder.pid, holder.host),
+            )
+        return cur.rowcount > 0
+
+    def lease(self, run: str) -> Lease | None:
+        with self._lock:
+            return _lease(self._db, run)
 
     def source_positions(self) -> dict[str, SourcePosition]:
         """Every stored log-source position, by file path."""
@@ -945,21 +1090,51 @@ class Outbox:
     def claim_run(
         self, run: str, *, resume: bool = False, created: float | None = None, wait: float = 2.0
     ) -> str:
-        """The name a new run gets: `run` when the store has no run of that name (or `resume`
-        asks to go on with it), else the first free `run-2`, `run-3`, ... The name is recorded
-        in the same transaction, so two processes starting at once get two names.
+        """The name a new run gets (see `claim`), without a lease."""
+        return self.claim(run, resume=resume, created=created, wait=wait).name
+
+    def claim(
+        self,
+        run: str,
+        *,
+        resume: bool = False,
+        created: float | None = None,
+        wait: float = 2.0,
+        holder: Holder | None = None,
+        kind: str = "log",
+        lease_ttl_s: float = 60.0,
+    ) -> Claim:
+        """The name a starting writer gets, recorded in one transaction (two processes starting
+        at once get two names): `run` when the store has no run of that name, or `resume` asks to
+        go on with it, or it is an import left incomplete (its importer died) that an import
+        (`kind="import"`) goes on with; else the first free `run-2`, `run-3`, ...
+
+        With a `holder`, the writer takes the run's lease. Going on with a run whose lease
+        another living process holds raises `RunHeld` naming it; a lease whose holder is gone is
+        taken over (`Claim.took_over`).
 
         This runs on the caller's thread in `init()`, so it waits at most `wait` seconds for a
         store another process keeps locked; then the name is chosen from what the store shows
         without recording it (the worker records the run once the store frees up)."""
+        now = time.time()
         try:
             with self._busy_wait(wait), self._transaction() as db:
-                name = self._free_name(db, run, resume)
+                name, resumed = self._free_name(db, run, resume, kind, now, lease_ttl_s)
+                taken = None
+                if holder is not None:
+                    taken = self._take_lease(db, name, holder, kind, now, lease_ttl_s)
                 db.execute(
                     "INSERT INTO runs (run, created) VALUES (?, ?) ON CONFLICT (run) DO NOTHING",
-                    (name, time.time() if created is None else created),
+                    (name, now if created is None else created),
                 )
-            return name
+                if holder is not None:
+                    # a writer starting on the run: what ended it before no longer holds
+                    db.execute(
+                        "UPDATE runs SET state = ?, state_reason = NULL, state_at = ?, "
+                        "arrived = coalesce(arrived, ?) WHERE run = ?",
+                        ("importing" if kind == "import" else None, now, now, name),
+                    )
+            return Claim(name, resumed, taken)
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc):
                 raise OutboxError(f"cannot record run {run!r} in {self.path}: {exc}") from exc
@@ -970,9 +1145,39 @@ class Outbox:
                 run,
             )
             with self._lock:
-                return self._free_name(self._db, run, resume)
+                name, resumed = self._free_name(self._db, run, resume, kind, now, lease_ttl_s)
+            return Claim(name, resumed)
         except sqlite3.Error as exc:
             raise OutboxError(f"cannot record run {run!r} in {self.path}: {exc}") from exc
+
+    @staticmethod
+    def _take_lease(
+        db: sqlite3.Connection, run: str, holder: Holder, kind: str, now: float, ttl: float
+    ) -> Lease | None:
+        """Take `run`'s lease for `holder`; the dead holder's lease it replaced, if any."""
+        before = _lease(db, run)
+        mine = before is not None and (before.holder.pid, before.holder.host) == (
+            holder.pid,
+            holder.host,
+        )
+        if before is not None and not mine and holder_alive(before, now, ttl):
+            since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(before.since))
+            raise RunHeld(
+                f"run {run!r} is being written by {before.holder.describe()} ({before.kind}, "
+                f"since {since}); two writers would mix their steps. Stop that process, or "
+                "log under another name (resume=False gives a new one)",
+                holder=before.holder.describe(),
+                kind=before.kind,
+                since=before.since,
+            )
+        db.execute(
+            "INSERT INTO leases (run, pid, host, started, kind, since, renewed) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run) DO UPDATE SET pid = excluded.pid, "
+            "host = excluded.host, started = excluded.started, kind = excluded.kind, "
+            "since = excluded.since, renewed = excluded.renewed",
+            (run, holder.pid, holder.host, holder.started, kind, now, now),
+        )
+        return None if before is None or mine else before
 
     @contextmanager
     def _busy_wait(self, seconds: float) -> Iterator[None]:
@@ -985,14 +1190,23 @@ class Outbox:
             self._db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
 
     @staticmethod
-    def _free_name(db: sqlite3.Connection, run: str, resume: bool) -> str:
+    def _free_name(
+        db: sqlite3.Connection, run: str, resume: bool, kind: str, now: float, ttl: float
+    ) -> tuple[str, bool]:
+        """(name, whether it goes on with a stored run)."""
         name, n = run, 1
-        while not resume:
-            if db.execute("SELECT 1 FROM runs WHERE run = ?", (name,)).fetchone() is None:
-                break
+        while True:
+            row = db.execute("SELECT state FROM runs WHERE run = ?", (name,)).fetchone()
+            if row is None:
+                return name, False
+            if resume:
+                return name, True
+            if kind == "import" and row[0] == "importing":
+                lease = _lease(db, name)
+                if lease is None or not holder_alive(lease, now, ttl):
+                    return name, True  # an import left incomplete: this one finishes it
             n += 1
             name = f"{run}-{n}"
-        return name
 
     def upsert_run(
         self,
@@ -1175,7 +1389,7 @@ class Outbox:
     def run(self, run: str) -> RunRecord | None:
         with self._lock:
             row = self._db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run = ?", (run,)
+                f"SELECT {_RUN_COLUMNS} FROM {_RUN_FROM} WHERE runs.run = ?", (run,)
             ).fetchone()
         return None if row is None else _run_record(row)
 
@@ -1183,7 +1397,7 @@ class Outbox:
         """Every run in the store, oldest first."""
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created, run"
+                f"SELECT {_RUN_COLUMNS} FROM {_RUN_FROM} ORDER BY created, runs.run"
             ).fetchall()
         return [_run_record(r) for r in rows]
 

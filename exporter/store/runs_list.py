@@ -1,8 +1,8 @@
 """`rlvitals runs`: the runs in the embedded store, with their lifecycle status.
 
-Status is `Lifecycle().status(...)` (live / stalled / finished, see `lifecycle.py`): the one
-definition the datasource and the alert rules use too. `--json` prints the same rows as a JSON
-list for scripts.
+Status is `Lifecycle().status(...)` (live, stalled, finished, crashed, incomplete, ended or
+unknown, with the reason that set it; see `lifecycle.py`): the one definition the datasource,
+`/metrics` and the alert rules use too. `--json` prints the same rows as a JSON list for scripts.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 
 from ..config import ExporterSettings
 from ..errors import ExporterError
+from ..lifecycle import Lifecycle
 from ..schema import RUN_CONFIG
-from .lifecycle import Lifecycle
-from .outbox import Outbox
+from .outbox import Outbox, RunRecord
 
 __all__ = ["RunRow", "list_runs", "register"]
 
@@ -33,6 +33,7 @@ class RunRow:
     project: str | None
     framework: str | None
     status: str
+    status_reason: str
     last_step: int | None
     """The step the run was last at (logged), which a resume can make lower than the highest."""
     stored_step: int | None
@@ -49,22 +50,26 @@ def list_runs(
     """Every run in the store, oldest first."""
     policy = lifecycle or Lifecycle()
     at = time.time() if now is None else now
-    return [
-        RunRow(
-            name=r.run,
-            project=r.project,
-            framework=r.framework,
-            status=str(
-                policy.status(finished_at=r.finished, last_activity=r.last_activity, now=at)
-            ),
-            last_step=_last_step(outbox, r.run),
-            stored_step=_stored_step(outbox, r.run),
-            started=r.created,
-            finished=r.finished,
-            last_activity=r.last_activity,
-        )
-        for r in outbox.runs()
-    ]
+    rows = []
+    for r in outbox.runs():
+        status = policy.status(r.recorded, at)
+        rows.append(_row(outbox, r, str(status.status), status.reason))
+    return rows
+
+
+def _row(outbox: Outbox, r: RunRecord, status: str, reason: str) -> RunRow:
+    return RunRow(
+        name=r.run,
+        project=r.project,
+        framework=r.framework,
+        status=status,
+        status_reason=reason,
+        last_step=_last_step(outbox, r.run),
+        stored_step=_stored_step(outbox, r.run),
+        started=r.created,
+        finished=r.finished,
+        last_activity=r.last_activity,
+    )
 
 
 def _last_step(outbox: Outbox, run: str) -> int | None:
@@ -94,8 +99,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "runs",
         help="list the runs in the store (project, framework, status, last step, started)",
-        description="List the runs of the embedded store, oldest first. Status is live, stalled "
-        "(nothing new for 10 minutes) or finished.",
+        description="List the runs of the embedded store, oldest first. Status is live, "
+        "stalled (its writer runs but stored nothing for 10 minutes), finished, crashed, "
+        "incomplete (an import that stopped: run it again), ended or unknown; WHY says what "
+        "set it.",
     )
     p.add_argument("--store", metavar="DIR", help="embedded store folder (default $RLVITALS_STORE)")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
@@ -133,7 +140,7 @@ def _runs(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no runs in {path}", file=sys.stderr)
         return 0
-    table = [("RUN", "PROJECT", "FRAMEWORK", "STATUS", "LAST STEP", "STARTED (UTC)")]
+    table = [("RUN", "PROJECT", "FRAMEWORK", "STATUS", "LAST STEP", "STARTED (UTC)", "WHY")]
     table += [
         (
             r.name,
@@ -142,6 +149,7 @@ def _runs(args: argparse.Namespace) -> int:
             r.status,
             _step_cell(r),
             _when(r.started),
+            r.status_reason,
         )
         for r in rows
     ]

@@ -17,8 +17,9 @@ from typing import Any
 
 import yaml
 
+from exporter.lifecycle import Lifecycle, RunStatus
 from exporter.prometheus.live_states import ALERT_GAUGE
-from exporter.store.lifecycle import Lifecycle
+from exporter.prometheus.metrics_endpoint import STATUS_GAUGE
 from registry import Alert, Metric, Registry, Rule
 
 from .describe import term_url
@@ -91,16 +92,10 @@ def _seconds(value: float) -> str:
     return f"{value:g}"
 
 
-def stalled_expr(timing: Timing) -> str:
-    """`Lifecycle.status() == stalled` in PromQL: idle at least `stall_after_s`, less than
-    `ended_after_s`, and not finished (a finished or ended run is quiet)."""
-    life = timing.lifecycle
-    idle = "(time() - rlvitals_last_activity_timestamp_seconds)"
-    return (
-        f"max by (run) (({idle} >= bool {_seconds(life.stall_after_s)}) "
-        f"* ({idle} < bool {_seconds(life.ended_after_s)}) "
-        "* on (run) (rlvitals_run_finished == bool 0))"
-    )
+def status_expr(status: RunStatus, by: str = "run") -> str:
+    """1 for each run whose recorded status (`exporter.Lifecycle`, served as
+    `rlvitals_run_status`) is `status`."""
+    return f'max by ({by}) ({STATUS_GAUGE}{{status="{status}"}})'
 
 
 def unhealthy_expr(timing: Timing) -> str:
@@ -284,19 +279,39 @@ def _pipeline_rules(reg: Registry, timing: Timing) -> list[dict[str, Any]]:
         _rule(
             "rlv-training-stalled",
             "Training stalled",
-            stalled_expr(timing),
+            status_expr(RunStatus.STALLED),
             timing,
             {"severity": "critical", "metric": "rlvitals_step", "layer": "health"},
             {
                 "summary": (
-                    f"Run {{{{ .Labels.run }}}}: nothing logged for {_seconds(timing.lifecycle.stall_after_s)} s"
+                    f"Run {{{{ .Labels.run }}}}: its writer runs but stored nothing for "
+                    f"{_seconds(timing.lifecycle.stall_after_s)} s"
                 ),
                 "description": (
-                    "The exporter is up but the run logged nothing for the whole stall "
-                    "window: the job may be hung (deadlock, NCCL wait, data loader) or paused. A "
-                    "run that called finish(), or that stays quiet for "
-                    f"{_seconds(timing.lifecycle.ended_after_s)} s, counts as ended and no longer "
-                    "fires. Check the process and its last log lines."
+                    "The process writing this run holds its lease (it is alive) but logged "
+                    f"nothing for {_seconds(timing.lifecycle.stall_after_s)} s, measured on the "
+                    "exporter's clock: the job may be hung (deadlock, NCCL wait, data loader) or "
+                    "paused. Runs that finished, crashed, or whose history was already quiet "
+                    "when the exporter first saw it never fire. Check the process and its last "
+                    "log lines."
+                ),
+                "runbook_url": step_link,
+            },
+        ),
+        _rule(
+            "rlv-run-crashed",
+            "Run crashed",
+            status_expr(RunStatus.CRASHED, by="run, reason"),
+            timing,
+            {"severity": "critical", "metric": "rlvitals_step", "layer": "health"},
+            {
+                "summary": "Run {{ .Labels.run }} crashed: {{ .Labels.reason }}",
+                "description": (
+                    "The run ended with an exception (recorded by the context manager or the "
+                    "process's excepthook), or its writing process died without recording an "
+                    "end (killed, out of memory). Raised once: it resolves "
+                    f"{_seconds(timing.lifecycle.ended_after_s)} s after the crash. Read the "
+                    "exception on the run's page, fix it and resume the run."
                 ),
                 "runbook_url": step_link,
             },

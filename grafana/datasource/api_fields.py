@@ -1,6 +1,6 @@
 """What the live dashboard reads about one run, registered names or not.
 
-- `GET /api/run?run=R`: the run-list row (status from `exporter.store.lifecycle`) and its config.
+- `GET /api/run?run=R`: the run-list row (status from `exporter.lifecycle`) and its config.
 - `GET /api/fields?run=R[&lang=en|zh]`: every field the run logged, grouped and ordered
   (`run_fields`), with the registry's title, unit, framework spellings and tooltip.
 - `GET /api/field_series?run=R&field=F[&points=N][&from=STEP&to=STEP][&format=json|csv]

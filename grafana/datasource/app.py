@@ -181,7 +181,7 @@ def create_app(
     app = Flask("rlvitals.datasource", static_folder=None)
     app.json = SafeJSONProvider(app)
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
-    attach(app, Services(config=config, registry=reg, store=store))
+    attach(app, Services(config=config, registry=reg, store=store, lifecycle=config.lifecycle))
     # in this order: a foreign Host learns nothing, not even whether a token is needed
     app.before_request(_check_host)
     app.before_request(_check_auth)

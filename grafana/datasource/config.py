@@ -14,6 +14,7 @@ from typing import Literal
 
 from exporter.config import influx_token_from, influx_url_problem
 from exporter.errors import ConfigError as _ExporterConfigError
+from exporter.lifecycle import Lifecycle
 
 __all__ = [
     "ANY_HOST",
@@ -99,10 +100,18 @@ class DatasourceConfig:
     max_events: int = 10_000
     allowed_hosts: tuple[str, ...] = ()
     public_url: str | None = None
+    stall_after_s: float = 600.0
+    """RLVITALS_STALL_AFTER_S, as the exporter reads it (`exporter.Lifecycle`)."""
+    ended_after_s: float = 3600.0
+    """RLVITALS_ENDED_AFTER_S, as the exporter reads it."""
     """Where browsers reach this server (`RLVITALS_PUBLIC_URL`, the address the bundle's links
     start with): its host is answered too, as a reverse proxy in front forwards it."""
 
     def __post_init__(self) -> None:
+        try:
+            self.lifecycle  # noqa: B018  (its windows are checked where it is built)
+        except ValueError as exc:
+            raise ConfigError(f"RLVITALS_STALL_AFTER_S / RLVITALS_ENDED_AFTER_S: {exc}") from None
         if self.public_url is not None:
             host = urllib.parse.urlsplit(self.public_url).hostname
             if not self.public_url.startswith(("http://", "https://")) or not host:
@@ -164,7 +173,13 @@ class DatasourceConfig:
             max_events=_int(environ, "RLVITALS_DATASOURCE_MAX_EVENTS", d.max_events),
             allowed_hosts=_names(environ, HOSTS_SETTING),
             public_url=_str(environ, "RLVITALS_PUBLIC_URL"),
+            stall_after_s=_float(environ, "RLVITALS_STALL_AFTER_S", d.stall_after_s),
+            ended_after_s=_float(environ, "RLVITALS_ENDED_AFTER_S", d.ended_after_s),
         )
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        return Lifecycle(self.stall_after_s, self.ended_after_s)
 
     def replace(self, **changes: object) -> DatasourceConfig:
         """A copy with some settings changed (flags override the environment this way)."""

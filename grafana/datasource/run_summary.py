@@ -1,16 +1,18 @@
 """One row of the run list: a run's project, framework, lifecycle status, last step and start.
 
-The status is `exporter.store.lifecycle.Lifecycle`'s, the one definition the exporter's `/metrics` and
-the stalled-training alert also use, fed with what the store knows: the outbox's run record
-(`finished`, `last_activity`) or, from InfluxDB, the wall time of the run's newest point.
+The status is `exporter.lifecycle.Lifecycle`'s, the one definition the exporter's `/metrics` and
+the alert rules also use, fed with what the store recorded: the outbox's run record (the recorded
+end, when rows last arrived, the writer's lease) or, from InfluxDB, the wall time of the run's
+newest point.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
-from exporter.store.lifecycle import Lifecycle
+from exporter.lifecycle import Lifecycle, Recorded
 
 from .history import HistoryStore
 
@@ -23,16 +25,18 @@ def run_summary(
     info = store.run_info(run)
     latest = store.latest(run)
     activity = info.last_activity if info.last_activity is not None else latest.wall_time
-    status = lifecycle.status(
-        finished_at=info.finished,
-        last_activity=activity,
-        now=time.time() if now is None else now,
-    )
+    # a store that records no life (InfluxDB) gives only its newest point's wall time: such a
+    # run reads live while points come, then ended, never stalled (nobody is known to hold it)
+    recorded = info.recorded if info.recorded is not None else Recorded()
+    if recorded.arrived is None:  # a file from before arrivals were recorded
+        recorded = replace(recorded, arrived=activity)
+    status = lifecycle.status(recorded, time.time() if now is None else now)
     return {
         "run": run,
         "project": info.project,
         "framework": info.framework,
-        "status": status.value,
+        "status": status.status.value,
+        "status_reason": status.reason,
         "last_step": latest.step,
         "last_wall_time": latest.wall_time,
         "started": info.created,

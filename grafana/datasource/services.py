@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from flask import Flask, current_app
 
 import registry
-from exporter.store.lifecycle import Lifecycle
+from exporter.lifecycle import Lifecycle
 
 from .config import DatasourceConfig
 from .history import HistoryStore

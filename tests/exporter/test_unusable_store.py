@@ -75,7 +75,12 @@ def test_a_1_mb_disk_budget_holds_about_1_mb_of_data_the_run_from_its_start(
         stats = run.stats
     size = (tmp_path / "outbox.sqlite").stat().st_size  # closed: the log is checkpointed
     assert not Path(f"{tmp_path}/outbox.sqlite-wal").exists()
-    assert 0.9 * budget_mb * 2**20 <= size <= budget_mb * 2**20, f"{size / 2**20:.2f} MB"
+    # The run's bookkeeping (its record, its writer lease, how it ended) is written at the
+    # budget too, so a run that filled its budget still says how it ended: a few pages at most.
+    bookkeeping = 4 * 4096
+    assert 0.9 * budget_mb * 2**20 <= size <= budget_mb * 2**20 + bookkeeping, (
+        f"{size / 2**20:.2f} MB"
+    )
     assert stats.refused_disk > 0
     assert stats.unregistered + stats.refused_disk == 20_000 * 30
     import sqlite3

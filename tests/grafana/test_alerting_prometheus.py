@@ -4,7 +4,9 @@ training job on the host, finished runs, dotted run names) stays quiet."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import shutil
 import threading
 import time
@@ -25,6 +27,7 @@ import registry
 from exporter import ExporterSettings, Lifecycle, MetricsEndpoint
 from exporter.ingest.feed import Ingest
 from exporter.prometheus.live_states import attach
+from exporter.prometheus.store_statuses import store_statuses
 from exporter.sources import Record
 from exporter.sources.discover import LogFile
 from grafana.dashboards_gen.alerts import EXPORTER_JOB, Timing, alert_rule_groups
@@ -70,9 +73,18 @@ def stack(
     builtin: registry.Registry, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("alerting")
-    settings = ExporterSettings(store=root / "store", prometheus_port=None, policy="warn")
+    life = TIMING.lifecycle
+    settings = ExporterSettings(
+        store=root / "store",
+        prometheus_port=None,
+        policy="warn",
+        stall_after_s=life.stall_after_s,
+        ended_after_s=life.ended_after_s,
+    )
     endpoint = MetricsEndpoint(port=0)
     attach(endpoint, builtin, settings.outbox_path)
+    # as `rlvitals tail --follow` serves them: the store's other writers page here too
+    endpoint.set_store_statuses(lambda: store_statuses(settings.outbox_path, life))
     runs = {}
     for scenario in SCENARIOS:
         run = exporter.init(scenario, registry=builtin, settings=settings, config={})
@@ -82,25 +94,36 @@ def stack(
         assert run.flush(30)
         endpoint.add(run)
         runs[scenario] = run
-    runs["done"].finish(30)  # ended: its gauges say finished, so it must never read as stalled
-    # Followed logs (the sidecar's path): one went quiet longer than ended_after_s ago, so
-    # `finish_idle` ends it and it leaves /metrics; one went quiet 60 s ago: stalled, it fires.
-    ingest = Ingest(registry=builtin, settings=settings, framework="sb3", endpoint=endpoint)
+    runs["done"].finish(30)  # finished: it must never read as stalled
+    # a run whose training raised: recorded crashed in the store, paged by the store's statuses
+    with (
+        contextlib.suppress(RuntimeError),
+        exporter.init("crash", registry=builtin, settings=settings, config={}) as crashed,
+    ):
+        crashed.log(0, {"policy_kl": 0.01})
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    # Followed logs (the sidecar's path): one was already quiet when first read (history), so
+    # `finish_idle` ends it and it leaves /metrics; one grew while followed, then went quiet:
+    # stalled once the window passes, it fires.
+    ingest = Ingest(
+        registry=builtin, settings=settings, framework="sb3", endpoint=endpoint, follow=True
+    )
     now = time.time()
-    for name, quiet_for in (
-        ("followed-ended", 2 * TIMING.lifecycle.ended_after_s),
-        ("followed-stall", 60),
+    for name, written in (
+        ("followed-ended", now - 2 * life.ended_after_s),
+        ("followed-stall", now),
     ):
         (root / name).mkdir()
         log = LogFile(root / name / "m.jsonl", "jsonl")
         log.path.write_text("{}\n", encoding="utf-8")
-        start = now - quiet_for - STEPS
-        ingest.feed(
-            log, [Record(s, {"policy_kl": 0.01}, wall_time=start + s) for s in range(STEPS)]
-        )
+        os.utime(log.path, (written, written))
+        records = [Record(s, {"policy_kl": 0.01}, wall_time=now + s) for s in range(STEPS)]
+        ingest.feed(log, records[: STEPS // 2])
+        if name == "followed-stall":
+            ingest.feed(log, records[STEPS // 2 :])  # read again: it grew while followed
     ingest.settle()
     assert ingest.flush(30)
-    assert ingest.finish_idle(TIMING.lifecycle, time.time()) == ["followed-ended"]
+    assert ingest.finish_idle(life, time.time()) == ["followed-ended"]
     dead = ExporterSettings(
         store=root / "broken", influx_url=f"http://127.0.0.1:{free_port()}", policy="warn"
     )
@@ -179,6 +202,7 @@ def test_injected_failures_fire_their_rules_and_a_healthy_run_fires_none(
         *(Fired(uid, "nan") for uid in nonfinite),
         Fired("rlv-training-stalled", "stall"),
         Fired("rlv-training-stalled", "followed-stall"),
+        Fired("rlv-run-crashed", "crash"),
         Fired("rlv-exporter-unhealthy", "broken"),
     }
     assert nonfinite, "the registry's NaN alert has no rule"

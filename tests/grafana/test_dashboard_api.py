@@ -1,5 +1,5 @@
 """The live dashboard's HTTP side: `/` answers a browser with the run list and Grafana with JSON;
-run status follows `exporter.store.lifecycle`; every field a run logged, registered or not, is listed
+run status follows `exporter.lifecycle`; every field a run logged, registered or not, is listed
 and served (from the embedded store and from a real InfluxDB alike); bad input is a JSON 4xx."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from flask import Flask
 
 import exporter
 import registry
-from exporter.store.lifecycle import Lifecycle
+from exporter.lease import Lease, this_process
+from exporter.lifecycle import Lifecycle, Recorded
 from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.history import (
     EmbeddedHistory,
@@ -117,19 +118,41 @@ def test_root_is_json_for_grafana_and_the_run_list_for_a_browser(app: Flask) -> 
 
 def test_status_is_the_lifecycle_of_each_run() -> None:
     now = 1_800_000_000.0
-    data = {name: {"x": ([0, 1], [1.0, 2.0])} for name in ("done", "live", "hung", "gone")}
+    names = ("done", "crashed", "live", "hung", "quiet", "gone")
+    data = {name: {"x": ([0, 1], [1.0, 2.0])} for name in names}
+    writer = Lease(this_process(), "log", now - 99, now)  # this process: alive
     info = {
-        "done": RunInfo(created=now - 99, finished=now - 50, last_activity=now - 60),
-        "live": RunInfo(project="p", framework="sb3", created=now - 99, last_activity=now - 5),
-        "hung": RunInfo(last_activity=now - 900),
-        "gone": RunInfo(last_activity=now - 7200),
+        "done": RunInfo(
+            created=now - 99,
+            finished=now - 50,
+            recorded=Recorded("finished", "finish() called", now - 50, now - 60),
+        ),
+        "crashed": RunInfo(recorded=Recorded("crashed", "ValueError: nan", now - 5, now - 6)),
+        "live": RunInfo(
+            project="p",
+            framework="sb3",
+            created=now - 99,
+            recorded=Recorded(arrived=now - 5, lease=writer),
+        ),
+        "hung": RunInfo(recorded=Recorded(arrived=now - 900, lease=writer)),
+        # nobody holds these: quiet history is ended, never stalled
+        "quiet": RunInfo(recorded=Recorded(arrived=now - 900)),
+        "gone": RunInfo(last_activity=now - 7200),  # a store that records no life (InfluxDB)
     }
     store = MemoryHistory(data, info=info)
     life = Lifecycle()
     got = {r: run_summary(store, life, r, now)["status"] for r in data}
-    assert got == {"done": "finished", "live": "live", "hung": "stalled", "gone": "finished"}
+    assert got == {
+        "done": "finished",
+        "crashed": "crashed",
+        "live": "live",
+        "hung": "stalled",
+        "quiet": "ended",
+        "gone": "ended",
+    }
     row = run_summary(store, life, "live", now)
     assert (row["project"], row["framework"], row["started"]) == ("p", "sb3", now - 99)
+    assert run_summary(store, life, "crashed", now)["status_reason"] == "ValueError: nan"
 
 
 def test_embedded_status_reads_the_outbox_run_record(

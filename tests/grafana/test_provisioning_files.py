@@ -72,9 +72,10 @@ def test_one_rule_per_registry_alert_and_rule_plus_the_pipeline_rules(
     # series per triple, active when any of that triple's alerts is (entropy's are scoped by
     # action space, KL has a relative and an absolute critical one)
     metric_alerts = sum(len({(a.severity, a.condition) for a in m.alerts}) for m in builtin.metrics)
-    assert len(rules) == metric_alerts + len(builtin.rules) + 2
+    pipeline = {"Training stalled", "Run crashed", "rlvitals exporter unhealthy"}
+    assert len(rules) == metric_alerts + len(builtin.rules) + len(pipeline)
     titles = {r["title"] for r in rules}
-    assert {"Training stalled", "rlvitals exporter unhealthy"} <= titles
+    assert pipeline <= titles
     by_metric = {(r["labels"]["metric"], r["labels"]["severity"]) for r in rules}
     for m in builtin.metrics:
         for a in m.alerts:

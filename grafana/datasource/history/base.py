@@ -19,6 +19,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from exporter.lifecycle import Recorded
+
 __all__ = [
     "BUCKET_LEVELS",
     "BucketPlan",
@@ -121,6 +123,9 @@ class RunInfo:
     created: float | None = None
     finished: float | None = None
     last_activity: float | None = None
+    recorded: Recorded | None = None
+    """What the store recorded about the run's life (the outbox's state, arrival and lease;
+    None from a store that records none, as InfluxDB): what `Lifecycle.status` reads."""
 
 
 def bucket_size(first: int, last: int, max_points: int) -> int:

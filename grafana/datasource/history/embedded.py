@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from exporter.lease import Holder, Lease
+from exporter.lifecycle import Recorded
 from exporter.schema import ROLLUP_LEVELS, RUN_CONFIG, UNREGISTERED
 
 from .base import (
@@ -115,7 +117,17 @@ _MEASUREMENT = f"SELECT measurement FROM samples WHERE {_SERIES_WHERE} LIMIT 1"
 _CLOCK = (
     f"SELECT step, wall_time FROM samples WHERE {_SERIES_WHERE} AND step >= ? ORDER BY step LIMIT 1"
 )
-_RUN_INFO = ("project", "framework", "created", "finished", "last_activity")
+_RUN_INFO = (
+    "project",
+    "framework",
+    "created",
+    "finished",
+    "last_activity",
+    "state",
+    "state_reason",
+    "state_at",
+    "arrived",
+)
 
 
 class _Damage:
@@ -307,7 +319,7 @@ class EmbeddedHistory:
             row = db.execute(f"SELECT {columns} FROM runs WHERE run = ?", (run,)).fetchone()
         if row is None:
             return RunInfo()
-        project, framework, created, finished, activity = row
+        project, framework, created, finished, activity, *life = row
         if activity is None:
             activity = self.latest(run).wall_time
         return RunInfo(
@@ -316,7 +328,29 @@ class EmbeddedHistory:
             None if created is None else float(created),
             None if finished is None else float(finished),
             None if activity is None else float(activity),
+            Recorded(
+                None if life[0] is None else str(life[0]),
+                None if life[1] is None else str(life[1]),
+                life[2],
+                life[3],
+                self._lease(run),
+            ),
         )
+
+    def _lease(self, run: str) -> Lease | None:
+        with self._db() as db:
+            if db is None:
+                return None
+            try:
+                row = db.execute(
+                    "SELECT pid, host, started, kind, since, renewed FROM leases WHERE run = ?",
+                    (run,),
+                ).fetchone()
+            except sqlite3.OperationalError:  # a file from before leases
+                return None
+        if row is None:
+            return None
+        return Lease(Holder(int(row[0]), str(row[1]), row[2]), str(row[3]), row[4], row[5])
 
     def series_many(
         self,

@@ -1,15 +1,17 @@
-"""The sidecar ends a followed run once its logs have been quiet for `Lifecycle.ended_after_s`
-(or are gone):
-the run is recorded finished and its gauges leave /metrics, so "Training stalled" stops for it;
-new lines start it again."""
+"""The sidecar records a followed run `ended` when its logs were already quiet when first read
+(history: it never pages), when they stayed quiet for `Lifecycle.ended_after_s` after growing, or
+when they are gone; its gauges leave /metrics and the store holds the end with its reason. A run
+whose logs grew while followed and then went quiet for less is stalled. Quiet is measured by when
+the files grew, never by the wall times written in them."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import registry
-from exporter import ExporterSettings, Lifecycle, MetricsEndpoint
+from exporter import ExporterSettings, Lifecycle, MetricsEndpoint, RunStatus
 from exporter.ingest.feed import Ingest
 from exporter.sources import Record
 from exporter.sources.discover import LogFile
@@ -18,44 +20,82 @@ from exporter.store.outbox import Outbox
 LIFE = Lifecycle(stall_after_s=5, ended_after_s=60)
 
 
-def _records(start: int, wall: float) -> list[Record]:
-    return [Record(s, {"policy_kl": 0.01}, wall_time=wall + s) for s in range(start, start + 10)]
+def _records(start: int, wall: float | None) -> list[Record]:
+    return [
+        Record(s, {"policy_kl": 0.01}, wall_time=None if wall is None else wall + s)
+        for s in range(start, start + 10)
+    ]
 
 
-def test_a_followed_run_quiet_past_ended_after_is_finished_and_leaves_metrics(
+def _status(settings: ExporterSettings, run: str) -> RunStatus:
+    with Outbox(settings.outbox_path) as box:
+        record = box.run(run)
+    assert record is not None
+    return LIFE.status(record.recorded).status
+
+
+def test_history_quiet_when_first_read_is_ended_at_once_whatever_its_timestamps_say(
     tmp_path: Path, reg: registry.Registry
 ) -> None:
     settings = ExporterSettings(store=tmp_path / "store", prometheus_port=None, policy="warn")
     endpoint = MetricsEndpoint(port=0)
-    ingest = Ingest(registry=reg, settings=settings, framework="sb3", endpoint=endpoint)
-    (tmp_path / "old").mkdir()
-    (tmp_path / "new").mkdir()
-    old = LogFile(tmp_path / "old" / "m.jsonl", "jsonl")
-    new = LogFile(tmp_path / "new" / "m.jsonl", "jsonl")
-    for log in (old, new):
-        log.path.write_text("{}\n", encoding="utf-8")  # the logs are still there
+    ingest = Ingest(
+        registry=reg, settings=settings, framework="sb3", endpoint=endpoint, follow=True
+    )
     now = time.time()
-    ingest.feed(old, _records(0, now - 3600))
-    ingest.feed(new, _records(0, now - 20))
+    logs = {}
+    # written 15 min ago: with no times in it, with times an hour in the future (a skewed
+    # host), and one written just now whose times say two days ago
+    for name, mtime, wall in (
+        ("untimed", now - 900, None),
+        ("ahead", now - 900, now + 3600),
+        ("fresh", now, now - 172_800),
+    ):
+        (tmp_path / name).mkdir()
+        log = LogFile(tmp_path / name / "m.jsonl", "jsonl")
+        log.path.write_text("{}\n", encoding="utf-8")
+        os.utime(log.path, (mtime, mtime))
+        logs[name] = log
+        ingest.feed(log, _records(0, wall))
     ingest.settle()
     assert ingest.flush(30)
-    assert b'rlvitals_step{run="old"}' in endpoint.render()
-
-    assert ingest.finish_idle(LIFE, now) == ["old"]
+    assert sorted(ingest.finish_idle(LIFE, time.time())) == ["ahead", "untimed"]
     text = endpoint.render().decode()
-    assert 'run="old"' not in text and 'rlvitals_step{run="new"}' in text
-    outbox = Outbox(settings.outbox_path)
-    try:
-        records = {r.run: r for r in outbox.runs()}
-        assert records["old"].finished is not None and records["new"].finished is None
-    finally:
-        outbox.close()
+    assert 'run="untimed"' not in text and 'rlvitals_step{run="fresh"}' in text
+    assert _status(settings, "untimed") is RunStatus.ENDED
+    assert _status(settings, "ahead") is RunStatus.ENDED
+    assert _status(settings, "fresh") is RunStatus.LIVE
 
-    # the log grows again: the run is followed again, live
-    ingest.feed(old, _records(10, time.time()))
+    # the log grows again: the run is followed again, live, under its own name
+    ingest.feed(logs["untimed"], _records(10, None))
     ingest.settle()
     assert ingest.flush(30)
-    assert b'rlvitals_step{run="old"}' in endpoint.render()
+    assert b'rlvitals_step{run="untimed"}' in endpoint.render()
+    assert _status(settings, "untimed") is RunStatus.LIVE
+    ingest.finish(30)
+    assert {r.run for r in Outbox(settings.outbox_path).runs()} == {"untimed", "ahead", "fresh"}
+
+
+def test_a_run_seen_growing_then_quiet_is_stalled_until_ended_after(
+    tmp_path: Path, reg: registry.Registry
+) -> None:
+    settings = ExporterSettings(store=tmp_path / "store", prometheus_port=None, policy="warn")
+    ingest = Ingest(registry=reg, settings=settings, framework="sb3", follow=True)
+    (tmp_path / "r").mkdir()
+    log = LogFile(tmp_path / "r" / "m.jsonl", "jsonl")
+    log.path.write_text("{}\n", encoding="utf-8")
+    ingest.feed(log, _records(0, None))
+    ingest.feed(log, _records(10, None))  # a second read: the log grew while followed
+    ingest.settle()
+    assert ingest.flush(30)
+    later = time.time() + 30  # quiet past stall_after_s, short of ended_after_s
+    assert ingest.finish_idle(LIFE, later) == []
+    with Outbox(settings.outbox_path) as box:
+        record = box.run("r")
+    assert record is not None
+    assert LIFE.status(record.recorded, later).status is RunStatus.STALLED
+    assert ingest.finish_idle(LIFE, time.time() + 61) == ["r"]
+    assert _status(settings, "r") is RunStatus.ENDED
     ingest.finish(30)
 
 
@@ -63,7 +103,7 @@ def test_a_followed_run_whose_logs_are_gone_is_finished_at_once(
     tmp_path: Path, reg: registry.Registry
 ) -> None:
     settings = ExporterSettings(store=tmp_path / "store", prometheus_port=None, policy="warn")
-    ingest = Ingest(registry=reg, settings=settings, framework="sb3")
+    ingest = Ingest(registry=reg, settings=settings, framework="sb3", follow=True)
     (tmp_path / "r").mkdir()
     path = tmp_path / "r" / "m.jsonl"
     path.write_text("{}\n", encoding="utf-8")

@@ -1,8 +1,13 @@
-"""A run's lifecycle: finished when it says so or after a long silence, stalled in between."""
+"""A run's life as recorded (exporter/lifecycle.py): a recorded end wins, a dead writer is
+a crash (or an incomplete import), a living writer that stores nothing is stalled, and history
+nobody holds is ended once quiet, never stalled."""
 
 from __future__ import annotations
 
+import socket
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,65 +16,144 @@ import pytest
 import exporter
 import registry
 from exporter import Lifecycle, Outbox, RunStatus
+from exporter.lease import Holder, Lease, this_process
+from exporter.lifecycle import Recorded
+
+LIFE = Lifecycle()
+NOW = 1_000_000.0
+OTHER_HOST = "not-" + socket.gethostname()
 
 
 def _settings(tmp_path: Path) -> exporter.ExporterSettings:
     return exporter.ExporterSettings(store=tmp_path / "store")
 
 
+def _lease(*, renewed_ago: float, kind: str = "log", host: str = OTHER_HOST) -> Lease:
+    return Lease(Holder(1234, host, None), kind, NOW - 7200, NOW - renewed_ago)
+
+
+def _dead_pid() -> int:
+    """A pid that existed on this host and no longer does."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
 @pytest.mark.parametrize(
-    ("finished_after_last", "idle", "expected"),
+    ("recorded", "expected"),
     [
-        (None, 0.0, RunStatus.LIVE),
-        (None, 599.0, RunStatus.LIVE),
-        (None, 600.0, RunStatus.STALLED),
-        (None, 3599.0, RunStatus.STALLED),
-        (None, 3600.0, RunStatus.FINISHED),
-        (5.0, 1.0, RunStatus.FINISHED),  # finish() called after the last step
-        (-100.0, 1.0, RunStatus.LIVE),  # logged again after finishing: resumed
-        (-100.0, 700.0, RunStatus.STALLED),  # ... and then went quiet
+        # a recorded end is the status, however long ago rows arrived
+        (Recorded("finished", "finish() called", NOW - 5, NOW - 9e6), RunStatus.FINISHED),
+        (Recorded("crashed", "RuntimeError: x", NOW - 5, NOW - 1), RunStatus.CRASHED),
+        (Recorded("ended", "imported", NOW - 5, NOW - 1), RunStatus.ENDED),
+        # a living writer (renewing, on another host) judged by arrivals on the store clock
+        (Recorded(arrived=NOW - 599, lease=_lease(renewed_ago=1)), RunStatus.LIVE),
+        (Recorded(arrived=NOW - 600, lease=_lease(renewed_ago=1)), RunStatus.STALLED),
+        (Recorded(arrived=NOW - 9e5, lease=_lease(renewed_ago=1)), RunStatus.STALLED),
+        # a writer that stopped renewing for the lease's ttl is gone without an end
+        (Recorded(arrived=NOW - 1, lease=_lease(renewed_ago=59)), RunStatus.LIVE),
+        (Recorded(arrived=NOW - 1, lease=_lease(renewed_ago=60)), RunStatus.CRASHED),
+        (
+            Recorded("importing", arrived=NOW - 1, lease=_lease(renewed_ago=60, kind="import")),
+            RunStatus.INCOMPLETE,
+        ),
+        (Recorded("importing", "stopped", NOW - 1, NOW - 1), RunStatus.INCOMPLETE),
+        # nobody holds it: live while rows arrive, then ended (never stalled: nobody to page)
+        (Recorded(arrived=NOW - 599), RunStatus.LIVE),
+        (Recorded(arrived=NOW - 600), RunStatus.ENDED),
+        (Recorded(), RunStatus.UNKNOWN),
     ],
 )
-def test_status_follows_the_declared_windows(
-    finished_after_last: float | None, idle: float, expected: RunStatus
+def test_status_reads_the_recorded_end_the_lease_and_arrivals(
+    recorded: Recorded, expected: RunStatus
 ) -> None:
-    now = 10_000.0
-    last = now - idle
-    finished = None if finished_after_last is None else last + finished_after_last
-    assert Lifecycle().status(finished_at=finished, last_activity=last, now=now) is expected
+    status = LIFE.status(recorded, NOW)
+    assert status.status is expected
+    assert status.reason  # every status says what set it
 
 
-def test_a_run_recorded_but_not_yet_logging_is_live() -> None:
-    assert Lifecycle().status(finished_at=None, last_activity=None, now=1.0) is RunStatus.LIVE
+def test_a_writer_on_this_host_is_judged_by_its_process_not_its_renewals() -> None:
+    here = socket.gethostname()
+    mine = Lease(this_process(), "log", NOW, NOW - 9e6)  # never renewed, but alive
+    assert LIFE.status(Recorded(arrived=NOW - 1, lease=mine), NOW).status is RunStatus.LIVE
+    dead = Lease(Holder(_dead_pid(), here, None), "log", NOW, NOW)  # just renewed, but gone
+    status = LIFE.status(Recorded(arrived=NOW - 1, lease=dead), NOW)
+    assert status.status is RunStatus.CRASHED
+    assert "without recording an end" in status.reason
+
+
+def test_a_recycled_pid_is_another_process() -> None:
+    me = this_process()
+    if me.started is None:
+        pytest.skip("no /proc: process start times are not known on this system")
+    recycled = Lease(Holder(me.pid, me.host, me.started - 1), "log", NOW, NOW)
+    assert not LIFE.holder_alive(recycled, NOW)
 
 
 def test_windows_out_of_order_are_refused() -> None:
     with pytest.raises(ValueError, match="stall_after_s"):
         Lifecycle(stall_after_s=100, ended_after_s=50)
+    with pytest.raises(ValueError, match="renew_every_s"):
+        Lifecycle(renew_every_s=60, lease_ttl_s=30)
 
 
-def test_finish_is_recorded_and_activity_is_the_last_steps_wall_time(
+def test_finish_records_the_end_and_arrival_is_the_store_clock_not_wall_time(
     tmp_path: Path, reg: registry.Registry
 ) -> None:
     settings = _settings(tmp_path)
+    before = time.time()
     with exporter.init("r", registry=reg, settings=settings) as run:
-        run.log(1, {"policy_kl": 0.01}, wall_time=1000.0)
-        run.log(2, {"policy_kl": 0.02}, wall_time=1060.0)
+        # the trainer's clock is two days behind: data for the wall-time axis, not activity
+        run.log(1, {"policy_kl": 0.01}, wall_time=before - 172_800)
         assert run.flush()
         with Outbox(settings.outbox_path) as box:
             record = box.run("r")
-        assert record is not None
-        assert record.finished is None and record.last_activity == 1060.0
+        assert record is not None and record.last_activity == before - 172_800
+        assert record.arrived is not None and record.arrived >= before
+        assert record.lease is not None and record.lease.holder.pid == this_process().pid
+        assert LIFE.status(record.recorded).status is RunStatus.LIVE
     with Outbox(settings.outbox_path) as box:
         record = box.run("r")
-    assert record is not None and record.finished == pytest.approx(time.time(), abs=60)
-    status = Lifecycle().status(
-        finished_at=record.finished, last_activity=record.last_activity, now=time.time()
-    )
-    assert status is RunStatus.FINISHED
+    assert record is not None and record.lease is None
+    status = LIFE.status(record.recorded)
+    assert (status.status, status.reason) == (RunStatus.FINISHED, "finish() called")
 
 
-def test_a_store_from_before_the_lifecycle_gains_its_columns(tmp_path: Path) -> None:
+def test_an_exception_through_the_context_manager_is_the_runs_crash(
+    tmp_path: Path, reg: registry.Registry
+) -> None:
+    settings = _settings(tmp_path)
+    with pytest.raises(RuntimeError), exporter.init("r", registry=reg, settings=settings) as run:
+        run.log(1, {"policy_kl": 0.01})
+        raise RuntimeError("loss went to nan at step 1")
+    with Outbox(settings.outbox_path) as box:
+        record = box.run("r")
+    assert record is not None
+    status = LIFE.status(record.recorded)
+    assert status.status is RunStatus.CRASHED
+    assert status.reason == "RuntimeError: loss went to nan at step 1"
+
+
+def test_logging_again_after_a_recorded_end_makes_the_run_live(
+    tmp_path: Path, reg: registry.Registry
+) -> None:
+    settings = _settings(tmp_path)
+    run = exporter.init("r", registry=reg, settings=settings)
+    run.log(1, {"policy_kl": 0.01})
+    run.mark_finished("SB3 learn() returned")
+    assert run.flush()
+    with Outbox(settings.outbox_path) as box:
+        first = LIFE.status(box.run("r").recorded)  # type: ignore[union-attr]
+    run.log(2, {"policy_kl": 0.01})  # a second learn()
+    assert run.flush()
+    with Outbox(settings.outbox_path) as box:
+        second = LIFE.status(box.run("r").recorded)  # type: ignore[union-attr]
+    run.finish()
+    assert (first.status, first.reason) == (RunStatus.FINISHED, "SB3 learn() returned")
+    assert second.status is RunStatus.LIVE
+
+
+def test_a_store_from_before_the_recorded_lifecycle_gains_its_columns(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     db = sqlite3.connect(path)
     db.execute(
@@ -81,4 +165,11 @@ def test_a_store_from_before_the_lifecycle_gains_its_columns(tmp_path: Path) -> 
     db.close()
     with Outbox(path) as box:
         record = box.run("old")
-    assert record is not None and (record.finished, record.last_activity) == (None, None)
+    assert record is not None
+    assert (record.finished, record.last_activity, record.state, record.lease) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    assert LIFE.status(record.recorded).status is RunStatus.UNKNOWN

@@ -10,7 +10,7 @@ import pytest
 
 import exporter
 import registry
-from exporter.store.lifecycle import Lifecycle
+from exporter.lifecycle import Lifecycle
 from exporter.store.runs_list import list_runs
 from rlvitals.cli import main
 
@@ -48,8 +48,10 @@ def test_runs_lists_name_project_framework_status_last_step_and_start(
         "STEP",
         "STARTED",
         "(UTC)",
+        "WHY",
     ]
     assert table[1].split()[:5] == ["done", "cartpole", "sb3", "finished", "2,048"]
+    assert table[1].endswith("finish() called")  # what set the status
     assert table[2].split()[:5] == ["live", "-", "cleanrl", "live", "512"]
     live.finish()
 

@@ -1,0 +1,169 @@
+"""A run's life as recorded: `live`, `stalled`, `finished`, `crashed`, `incomplete`, `ended`,
+`unknown`, each with the reason that set it.
+
+One definition, read by everything that shows or alerts on a run's state: the datasource's run
+list, `rlvitals runs`, the exporter's `/metrics` (`rlvitals_run_status`), the generated alert
+rules and `tail`. What it reads was recorded when it happened:
+
+- a **recorded end** (`Recorded.state`): `finished` (the run said so: `finish()`, SB3's `learn()`
+  returning, HF's `on_train_end`, an import that reached the planned length), `crashed` (an
+  exception seen by the context manager or the process's excepthook, with its type and message),
+  `ended` (a log whose end was read without learning how the run ended);
+- the **writer lease** (`lease.py`): a process logging the run holds it and renews it. A lease
+  whose holder is gone (the process exited without recording an end: `kill -9`, out of memory)
+  reads `crashed`, or `incomplete` for an import, which the same command goes on with;
+- **arrival on the store's clock** (`Recorded.arrived`): when rows last reached the store, never
+  the trainer's `wall_time` (a training host whose clock is off must not read stalled or live).
+
+`stalled` needs a live writer: a process that holds the lease and has stored nothing for
+`stall_after_s`. History nobody holds (an import, a followed log that was quiet when first seen,
+a run whose writer left no record) reads `ended` once quiet, so it never pages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .lease import Lease, holder_alive
+
+__all__ = ["TERMINAL_STATES", "Lifecycle", "Recorded", "RunStatus", "Status"]
+
+
+class RunStatus(StrEnum):
+    LIVE = "live"
+    STALLED = "stalled"
+    FINISHED = "finished"
+    CRASHED = "crashed"
+    INCOMPLETE = "incomplete"
+    ENDED = "ended"
+    UNKNOWN = "unknown"
+
+
+TERMINAL_STATES = frozenset({"finished", "crashed", "ended"})
+"""Recorded ends (`runs.state`); besides them the store records `importing` while an import
+runs (a run left so by a dead importer is `incomplete`)."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What the store recorded about a run's life (all times Unix seconds, store clock)."""
+
+    state: str | None = None
+    reason: str | None = None
+    state_at: float | None = None
+    arrived: float | None = None
+    """When rows of the run last reached the store."""
+    lease: Lease | None = None
+
+
+@dataclass(frozen=True)
+class Status:
+    status: RunStatus
+    reason: str
+    since: float | None = None
+    """When the status began, where known (the recorded end, the last arrival)."""
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """How long a writer may store nothing before its run is stalled, when history nobody holds
+    counts as ended, and the writer lease's timing.
+
+    10 minutes: longer than a checkpoint save or an evaluation pass of a typical job (which log
+    nothing while they run), short enough that a hung job is noticed within a coffee break.
+    1 hour: how long a crash alert stays raised, and how long a followed log may stay quiet
+    before its sidecar records it ended. The lease is renewed every 15 s and trusted for 60 s
+    when its holder is on another host (four missed renewals: a busy disk, not a dead writer).
+    """
+
+    stall_after_s: float = 600.0
+    ended_after_s: float = 3600.0
+    lease_ttl_s: float = 60.0
+    renew_every_s: float = 15.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.stall_after_s < self.ended_after_s:
+            raise ValueError(
+                f"lifecycle windows must satisfy 0 < stall_after_s ({self.stall_after_s}) < "
+                f"ended_after_s ({self.ended_after_s})"
+            )
+        if not 0 < self.renew_every_s < self.lease_ttl_s:
+            raise ValueError(
+                f"lease timing must satisfy 0 < renew_every_s ({self.renew_every_s}) < "
+                f"lease_ttl_s ({self.lease_ttl_s})"
+            )
+
+    def holder_alive(self, lease: Lease, now: float | None = None) -> bool:
+        return holder_alive(lease, time.time() if now is None else now, self.lease_ttl_s)
+
+    def status(
+        self,
+        recorded: Recorded,
+        now: float | None = None,
+        *,
+        alive: Callable[[Lease], bool] | None = None,
+    ) -> Status:
+        """The run's status now; `alive` overrides how a lease's holder is checked (a process
+        judging its own run knows it is alive)."""
+        at = time.time() if now is None else now
+        state, reason = recorded.state, recorded.reason
+        if state in TERMINAL_STATES:
+            return Status(RunStatus(state), reason or f"recorded {state}", recorded.state_at)
+        lease = recorded.lease
+        if lease is not None:
+            living = alive(lease) if alive is not None else self.holder_alive(lease, at)
+            if not living:
+                who = lease.holder.describe()
+                if state == "importing" or lease.kind == "import":
+                    return Status(
+                        RunStatus.INCOMPLETE,
+                        f"the import by {who} stopped before the end of its logs; running the "
+                        "same command again goes on with this run from where it stopped",
+                        lease.renewed,
+                    )
+                return Status(
+                    RunStatus.CRASHED,
+                    f"{who} stopped without recording an end (no finish(), no exception "
+                    "seen): killed, out of memory, or its host went down",
+                    lease.renewed,
+                )
+        elif state == "importing":
+            return Status(
+                RunStatus.INCOMPLETE,
+                reason
+                or "an import stopped before the end of its logs; running the same "
+                "command again goes on with this run",
+                recorded.state_at,
+            )
+        activity = recorded.arrived
+        if activity is None and lease is not None:
+            activity = lease.since
+        if activity is None:
+            return Status(RunStatus.UNKNOWN, "nothing about this run's activity was recorded")
+        quiet = at - activity
+        if quiet < self.stall_after_s:
+            return Status(RunStatus.LIVE, reason or "rows arrived recently", activity)
+        if lease is not None:
+            return Status(
+                RunStatus.STALLED,
+                f"{lease.holder.describe()} holds the run but stored nothing for "
+                f"{_duration(quiet)}: hung, or paused",
+                activity,
+            )
+        return Status(
+            RunStatus.ENDED,
+            f"nothing arrived for {_duration(quiet)} and no process holds the run; how it "
+            "ended was not recorded",
+            activity,
+        )
