@@ -427,7 +427,7 @@ class Run:
         what = f"{exc_type.__name__}: {exc}"[:500]
         if self._counters.step is not None:
             self.event(self._counters.step, "exception", what)
-        self.finish(self.settings.flush_timeout, state="crashed", reason=what)
+        self.finish(self.settings.flush_timeout, state=_end_of(exc_type), reason=what)
 
     @property
     def stats(self) -> RunStats:
@@ -614,7 +614,7 @@ class Run:
                 what = f"uncaught {type(exc).__name__}: {exc}"[:500]
                 if self._counters.step is not None:
                     self.event(self._counters.step, "exception", what)
-                self.finish(self.settings.flush_timeout, state="crashed", reason=what)
+                self.finish(self.settings.flush_timeout, state=_end_of(type(exc)), reason=what)
             else:
                 self.finish(
                     self.settings.flush_timeout,
@@ -1097,6 +1097,12 @@ def _safe_last_step(outbox: Outbox | None, run: str, rank: int | None) -> int | 
         return outbox.last_step(run, rank)
     except Exception:
         return None
+
+
+def _end_of(exc_type: type[BaseException]) -> str:
+    """The end an exception leaving the run records: Ctrl-C is the user stopping it (ended), any
+    other exception a crash."""
+    return "ended" if issubclass(exc_type, KeyboardInterrupt) else "crashed"
 
 
 def _alive(lease: Lease) -> bool:

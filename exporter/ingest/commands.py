@@ -40,7 +40,7 @@ from registry import FRAMEWORKS
 
 from ..config import ExporterSettings
 from ..errors import ConfigError, ExporterError, WriteError
-from ..lifecycle import RunStatus
+from ..lifecycle import RunStatus, Status
 from ..prometheus import live_states
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..prometheus.store_statuses import store_statuses
@@ -497,11 +497,15 @@ def _run_ingest(
         endpoint.stop()
     lost = over_budget = 0
     for summary in ingest.summaries:
-        print(_summary_line(summary))
         if summary.stats is not None:
             stats = summary.stats
             lost += stats.dropped + stats.refused_disk + stats.server_rejected
             over_budget += stats.refused_disk
+    if status == 0 and lost and not follow:
+        _leave_incomplete(settings, ingest, f"{lost:,} value(s) read were not stored")
+    statuses = _statuses(settings)
+    for summary in ingest.summaries:
+        print(_summary_line(summary, statuses.get(summary.name)))
     if over_budget:
         print(
             f"rlvitals: error: {over_budget:,} value(s) were refused because the outbox reached "
@@ -526,8 +530,6 @@ def _run_ingest(
         )
     if status == 0 and lost:
         status = 1
-        if not follow:
-            _leave_incomplete(settings, ingest, f"{lost:,} value(s) read were not stored")
         print(
             f"rlvitals: error: {lost:,} value(s) read were not stored (see the counts above); "
             f"fix the cause: {again}",
@@ -651,11 +653,23 @@ def _framework_line(summary: RunSummary) -> str:
     return line
 
 
-def _summary_line(summary: RunSummary) -> str:
+def _statuses(settings: ExporterSettings) -> dict[str, Status]:
+    """Each stored run's status now, as the store recorded it (empty if it cannot be read)."""
+    try:
+        with Outbox(settings.outbox_path) as box:
+            records = box.runs()
+    except ExporterError:
+        return {}
+    return {r.run: settings.lifecycle.status(r.recorded) for r in records}
+
+
+def _summary_line(summary: RunSummary, status: Status | None = None) -> str:
     line = (
         f"run {summary.name!r}: {summary.steps:,} steps, {summary.values:,} values "
         f"from {len(summary.files)} file(s), framework {summary.framework or 'none'}"
     )
+    if status is not None:
+        line += f"; now {status.status} ({status.reason})"
     stats = summary.stats
     if stats is not None:
         line += (

@@ -1,5 +1,5 @@
 """`GET /api/health` (status for anyone, detail for a caller with the token) and `GET /api/runs`
-(each run's project, framework, lifecycle status (live / stalled / finished), last step and wall
+(each run's project, framework, status and what set it (`exporter.lifecycle`), last step and wall
 time, start)."""
 
 from __future__ import annotations
