@@ -1,6 +1,7 @@
 """The live dashboard's pages and files (`grafana/live`).
 
-- `GET /` for a browser (its `Accept` prefers `text/html`): the run list. Grafana's JSON
+- `GET /[?lang=en|zh][&filter=TEXT][&refresh=SECONDS]` for a browser (its `Accept` prefers
+  `text/html`): the run list, polling `/api/runs` to stay current. Grafana's JSON
   datasource health check (`GET /`, `Accept: application/json, ...`) and any client not asking
   for HTML still get the simpod JSON answer (`simpod.root`).
 - `GET /run?run=R[&run=R2...][&lang=en|zh][&refresh=SECONDS]`: the run page, several runs
@@ -50,9 +51,13 @@ def index_page() -> Response:
 
     svc = services()
     lang = params.lang(request.args) or "en"
+    # how often the list polls /api/runs (as on the run page; 5 s unless asked)
+    refresh = params.integer(request.args, "refresh", 5, 1, 3600)
+    assert refresh is not None
     now = time.time()
     rows = [run_summary(svc.store, svc.lifecycle, r, now) for r in svc.store.runs()]
-    return _page(render_index(rows, lang, list(request.args.items(multi=True))))
+    query = list(request.args.items(multi=True))
+    return _page(render_index(rows, lang, query, refresh_s=refresh))
 
 
 @blueprint.get("/run")

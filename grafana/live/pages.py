@@ -1,10 +1,11 @@
 """The live dashboard's two HTML pages: the run list and the run page (one or several runs).
 
-Both are small server-rendered shells. The run list is complete HTML (a script only refreshes the
-statuses); the run page carries what its script needs as JSON in a `<script type=
-"application/json">` and draws everything from the JSON API. Every script and style comes from
-rlvitals itself (`STATIC`, uPlot vendored under `static/vendor/`): the Content-Security-Policy
-forbids anything else, so the dashboard works offline.
+Both are small server-rendered shells. The run list is complete HTML (its script polls
+`/api/runs` to add, update and remove rows, and filters them); the run page carries what its
+script needs as JSON in a `<script type="application/json">` and draws everything from the
+JSON API. Every script and style comes from rlvitals itself (`STATIC`, uPlot vendored under
+`static/vendor/`): the Content-Security-Policy forbids anything else, so the dashboard works
+offline.
 """
 
 from __future__ import annotations
@@ -64,49 +65,81 @@ def _lang_link(lang: str, query: Sequence[tuple[str, str]], path: str) -> str:
     return f'<a class="lang-switch" href="{escape(href, quote=True)}">{escape(UI[lang]["other_lang"])}</a>'
 
 
-def _status(status: str, lang: str) -> str:
+def _status(status: str, lang: str, reason: str | None = None) -> str:
+    # runs.js builds the same badge (`badge()`); keep the two in step.
     s = escape(status, quote=True)
-    return f'<span class="run-status rs-{s}" data-status="{s}">{escape(UI[lang].get(status, status))}</span>'
+    title = f' title="{escape(reason, quote=True)}"' if reason else ""
+    return (
+        f'<span class="run-status rs-{s}" data-status="{s}"{title}>'
+        f"{escape(UI[lang].get(status, status))}</span>"
+    )
+
+
+def _run_row(r: Mapping[str, Any], lang: str) -> str:
+    """One row of the run list; runs.js builds the same markup (`buildRow()`) for polled runs."""
+    from urllib.parse import urlencode
+
+    name = str(r["run"])
+    project = str(r.get("project") or "")
+    href = "/run?" + urlencode([("run", name), ("lang", lang)])
+    step = r.get("last_step")
+    # why the run is in its state, e.g. "RuntimeError: boom" (None when the store does not say)
+    reason = str(r["status_reason"]) if r.get("status_reason") else None
+    return (
+        f'<tr data-run="{escape(name, quote=True)}" data-project="{escape(project, quote=True)}">'
+        f'<td><input type="checkbox" class="pick" value="{escape(name, quote=True)}" '
+        f'aria-label="{escape(name, quote=True)}"> '
+        f'<a class="run-link" href="{escape(href, quote=True)}">{escape(name)}</a></td>'
+        f"<td>{escape(project or '–')}</td>"
+        f"<td>{escape(str(r.get('framework') or '–'))}</td>"
+        f'<td class="status-cell">{_status(str(r["status"]), lang, reason)}</td>'
+        f'<td class="last-step">{"–" if step is None else f"{int(step):,}"}</td>'
+        f"<td>{escape(_when(r.get('started')))}</td></tr>"
+    )
 
 
 def render_index(
-    rows: Sequence[Mapping[str, Any]], lang: str, query: Sequence[tuple[str, str]]
+    rows: Sequence[Mapping[str, Any]],
+    lang: str,
+    query: Sequence[tuple[str, str]],
+    *,
+    refresh_s: int = 5,
 ) -> str:
-    """The run list: one row per run of `/api/runs`."""
+    """The run list: one row per run of `/api/runs`, a filter box, and the compare button.
+
+    The table with its filter box and the empty-store message are both rendered, whichever
+    does not apply hidden: runs.js polls every `refresh_s` seconds and swaps them when the
+    first run appears (or the last one is deleted), so it never builds the table's head itself.
+    `?filter=` only fills the box; runs.js applies it (one regex dialect, the browser's).
+    """
     ui = UI[lang]
     head = "".join(
         f"<th>{escape(ui[k])}</th>"
         for k in ("run", "project", "framework", "status", "last_step", "started")
     )
-    body_rows = []
-    for r in rows:
-        name = str(r["run"])
-        from urllib.parse import urlencode
-
-        href = "/run?" + urlencode([("run", name), ("lang", lang)])
-        step = r.get("last_step")
-        body_rows.append(
-            f'<tr data-run="{escape(name, quote=True)}">'
-            f'<td><input type="checkbox" class="pick" value="{escape(name, quote=True)}" '
-            f'aria-label="{escape(name, quote=True)}"> '
-            f'<a class="run-link" href="{escape(href, quote=True)}">{escape(name)}</a></td>'
-            f"<td>{escape(str(r.get('project') or '–'))}</td>"
-            f"<td>{escape(str(r.get('framework') or '–'))}</td>"
-            f'<td class="status-cell">{_status(str(r["status"]), lang)}</td>'
-            f'<td class="last-step">{"–" if step is None else f"{int(step):,}"}</td>'
-            f"<td>{escape(_when(r.get('started')))}</td></tr>"
-        )
-    table = (
-        f'<table class="runs"><thead><tr>{head}</tr></thead><tbody>{"".join(body_rows)}</tbody></table>'
-        if body_rows
-        else f'<p class="empty">{escape(ui["no_runs"])}</p>'
+    empty = not rows
+    hidden = " hidden" if empty else ""
+    wanted = next((v for k, v in reversed(query) if k == "filter"), "")
+    filter_bar = (
+        f'<p class="run-filter"{hidden}><label>{escape(ui["filter"])} '
+        f'<input type="search" id="filter" value="{escape(wanted, quote=True)}" '
+        f'placeholder="{escape(ui["filter_hint"], quote=True)}" '
+        f'aria-describedby="filter-error filter-count" autocomplete="off"></label> '
+        '<span id="filter-error" class="filter-error" role="alert" hidden></span> '
+        '<span id="filter-count" class="hint"></span></p>'
     )
+    table = (
+        f'<table class="runs"{hidden}><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(_run_row(r, lang) for r in rows)}</tbody></table>"
+        f'<p class="empty"{"" if empty else " hidden"}>{escape(ui["no_runs"])}</p>'
+    )
+    boot = {"lang": lang, "strings": ui, "refresh_ms": refresh_s * 1000}
     body = (
         f"<header><h1>{escape(ui['title'])}</h1>{_lang_link(lang, query, '/')}</header>"
-        f"{table}"
+        f"{filter_bar}{table}"
         f'<p><button type="button" id="compare" disabled>{escape(ui["compare"])}</button> '
         f'<span class="hint">{escape(ui["compare_hint"])}</span></p>'
-        f'<script type="application/json" id="boot">{_json({"lang": lang, "strings": ui})}</script>'
+        f'<script type="application/json" id="boot">{_json(boot)}</script>'
     )
     return _PAGE.format(
         lang=lang,

@@ -29,7 +29,7 @@ from grafana.datasource.history import (
     open_history,
 )
 from grafana.datasource.run_summary import run_summary
-from grafana.live import STATIC, UI
+from grafana.live import STATIC, UI, render_index
 
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 # What Grafana's JSON datasource sends (its backend_srv asks for JSON first).
@@ -111,6 +111,30 @@ def test_root_is_json_for_grafana_and_the_run_list_for_a_browser(app: Flask) -> 
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing from another host
     zh = client.get("/?lang=zh", headers={"Accept": BROWSER_ACCEPT}).get_data(as_text=True)
     assert '<html lang="zh">' in zh and UI["zh"]["project"] in zh
+
+
+def test_run_list_badge_hover_text_is_the_status_reason_and_the_filter_box_the_address() -> None:
+    row = {
+        "run": "r1",
+        "project": None,
+        "framework": "sb3",
+        "status": "crashed",
+        "status_reason": 'KeyError: "<x>"',
+        "last_step": 1234,
+        "started": None,
+    }
+    html = render_index([row], "zh", [("filter", '"><b>')])
+    badge = re.search(r'<span class="run-status rs-crashed"[^>]*>([^<]*)</span>', html)
+    assert badge is not None and badge.group(1) == UI["zh"]["crashed"]
+    assert 'title="KeyError: &quot;&lt;x&gt;&quot;"' in badge.group(0)
+    assert 'id="filter" value="&quot;&gt;&lt;b&gt;"' in html
+    assert '<td class="last-step">1,234</td>' in html
+    plain = render_index([{**row, "status": "ended", "status_reason": None}], "en", [])
+    assert 'data-status="ended"' in plain and " title=" not in plain
+    # An empty store: the message shows, the table (and filter box) is there for runs.js, hidden.
+    empty = render_index([], "en", [])
+    assert f'<p class="empty">{UI["en"]["no_runs"]}</p>' in empty
+    assert '<table class="runs" hidden>' in empty and '<p class="run-filter" hidden>' in empty
 
 
 # -- status -----------------------------------------------------------------------------------
@@ -298,6 +322,7 @@ BAD = [
     ("/live/static/../pages.py", 404, "no such dashboard file"),
     ("/live/static/nope.js", 404, "no such dashboard file"),
     ("/?lang=xx", 400, "parameter 'lang'"),
+    ("/?refresh=0", 400, "parameter 'refresh'"),
 ]
 
 

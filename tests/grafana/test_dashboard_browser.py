@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chromium import ARTIFACTS
+from browser_page import Page
 from werkzeug.serving import make_server
 
 import exporter
@@ -94,53 +94,6 @@ def base_url(store: Path, live_run: exporter.Run, builtin: registry.Registry) ->
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
     thread.join(5)
-
-
-class Page:
-    """A page that records console errors, uncaught exceptions and requests to other hosts."""
-
-    def __init__(self, browser: Any, base_url: str) -> None:
-        self.base = base_url
-        self.context = browser.new_context(
-            viewport={"width": 1400, "height": 1000}, accept_downloads=True
-        )
-        self.page = self.context.new_page()
-        self.errors: list[str] = []
-        self.outside: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-
-        def gate(route: Any) -> None:
-            if route.request.url.startswith((base_url, "data:")):
-                route.continue_()
-            else:
-                self.outside.append(route.request.url)
-                route.abort()
-
-        self.page.route("**/*", gate)
-
-    def open_run(self, query: str) -> Any:
-        self.page.goto(f"{self.base}/run?{query}")
-        self.page.wait_for_selector("body[data-ready='1']", timeout=30_000)
-        assert self.page.locator("#error").is_hidden(), self.page.locator("#error").inner_text()
-        return self.page
-
-    def chart(self, field: str, expr: str) -> Any:
-        return self.page.evaluate(
-            f"(() => {{ const u = rlvitalsDash.charts.get({field!r}); return {expr}; }})()"
-        )
-
-    def shot(self, name: str) -> Path:
-        ARTIFACTS.mkdir(exist_ok=True)
-        path = ARTIFACTS / name
-        self.page.screenshot(path=str(path), full_page=False)
-        assert path.stat().st_size > 10_000
-        return path
-
-    def close(self) -> None:
-        self.context.close()
-        assert self.errors == [], self.errors
-        assert self.outside == [], self.outside
 
 
 @pytest.fixture
