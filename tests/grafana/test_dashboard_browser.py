@@ -385,6 +385,8 @@ def test_live_run_refreshes_without_reload_and_stops_when_finished(
         "() => document.getElementById('live-state').dataset.live === '0'", timeout=20_000
     )
     assert page.locator(".run-chip .run-status").get_attribute("data-status") == "finished"
+    # what set the status, on hover (the run called finish())
+    assert page.locator(".run-chip .run-status").get_attribute("title") == "finish() called"
     refreshes = page.evaluate("document.body.dataset.refreshes")
     page.wait_for_timeout(2500)
     assert page.evaluate("document.body.dataset.refreshes") == refreshes  # stopped

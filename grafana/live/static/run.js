@@ -144,7 +144,12 @@
           el("i", { style: "background:" + colorOf(run) }),
           el("b", { text: run }),
           document.createTextNode(" "),
-          el("span", { class: "run-status rs-" + st, "data-status": st, text: T[st] || st }),
+          el("span", {
+            class: "run-status rs-" + st,
+            "data-status": st,
+            text: T[st] || st,
+            title: info[run] ? info[run].status_reason : null, // what set the status
+          }),
           document.createTextNode(" "),
           el("span", { class: "hint", text: info[run] && info[run].last_step !== null ? fmt(T.step_n, { n: Number(info[run].last_step).toLocaleString("en-US") }) : "" }),
           document.createTextNode(" "),
