@@ -2,7 +2,7 @@
 overlaid) at `/run`, drawn in the browser with the vendored uPlot from the datasource's JSON API.
 Served by `grafana/datasource/dashboard_page.py`; no request leaves rlvitals."""
 
-from .i18n import LANGS, UI
+from .i18n import LANGS, UI, UNITS
 from .pages import CSP, PALETTE, STATIC, render_index, render_run
 
-__all__ = ["CSP", "LANGS", "PALETTE", "STATIC", "UI", "render_index", "render_run"]
+__all__ = ["CSP", "LANGS", "PALETTE", "STATIC", "UI", "UNITS", "render_index", "render_run"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["LANGS", "UI"]
+__all__ = ["LANGS", "UI", "UNITS"]
 
 LANGS = ("en", "zh")
 
@@ -72,6 +72,9 @@ UI: dict[str, dict[str, str]] = {
         "t_reciprocal": "reciprocal",
         "step_n": "step {n}",
         "load_error": "could not load",
+        "log_y": "log y",
+        "log_needs_positive": "a log axis needs values above 0; this chart has none, so it stays linear",
+        "log_left_out": "{n} points at or below 0 are left out of the log axis",
     },
     "zh": {
         "title": "rlvitals：运行列表",
@@ -138,5 +141,45 @@ UI: dict[str, dict[str, str]] = {
         "t_reciprocal": "取倒数",
         "step_n": "第 {n} 步",
         "load_error": "无法加载",
+        "log_y": "对数纵轴",
+        "log_needs_positive": "对数坐标轴只能画大于 0 的值；此图没有这样的值，仍用线性坐标",
+        "log_left_out": "有 {n} 个小于或等于 0 的点未画在对数坐标轴上",
+    },
+}
+
+# Registry units (metrics.yaml `unit:`) as the run page's panel heads show them. `none` means
+# dimensionless and shows nothing; an id missing here shows as itself (run.js `unitLabel`).
+UNITS: dict[str, dict[str, str]] = {
+    "en": {
+        "reward": "reward units",
+        "ratio": "ratio",
+        "percent": "%",
+        "nats": "nats",
+        "nats_per_kstep": "nats per 1k steps",
+        "tokens": "tokens",
+        "steps": "steps",
+        "count": "count",
+        "samples_per_second": "samples/s",
+        "tokens_per_second": "tokens/s",
+        "seconds": "s",
+        "gibibytes": "GiB",
+        "watts": "W",
+        "celsius": "°C",
+    },
+    "zh": {
+        "reward": "奖励单位",
+        "ratio": "比值",
+        "percent": "%",
+        "nats": "奈特",
+        "nats_per_kstep": "奈特/千步",
+        "tokens": "词元",
+        "steps": "步",
+        "count": "次数",
+        "samples_per_second": "样本/秒",
+        "tokens_per_second": "词元/秒",
+        "seconds": "秒",
+        "gibibytes": "GiB",
+        "watts": "W",
+        "celsius": "°C",
     },
 }

@@ -17,7 +17,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from .i18n import UI
+from .i18n import UI, UNITS
 
 __all__ = ["CSP", "PALETTE", "STATIC", "render_index", "render_run"]
 
@@ -165,6 +165,7 @@ def render_run(
         "runs": list(runs),
         "colors": [PALETTE[i % len(PALETTE)] for i in range(len(runs))],
         "strings": ui,
+        "units": UNITS[lang],
         "refresh_ms": refresh_s * 1000,
         "points": points,
         "max_points": max_points,

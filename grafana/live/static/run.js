@@ -7,6 +7,7 @@
   "use strict";
   const boot = JSON.parse(document.getElementById("boot").textContent);
   const T = boot.strings;
+  const UNITS = boot.units || {};
   const LANG = boot.lang;
   const RUNS = boot.runs;
   const COLORS = boot.colors;
@@ -21,8 +22,10 @@
     from: null,
     to: null,
     query: "",
+    logY: new Set(), // fields drawn on a log y axis
   };
-  // The view is kept in the address (smoothing, x, from, to, q), so a link reopens it as it was.
+  // The view is kept in the address (smoothing, x, from, to, q, log), so a link reopens it as it
+  // was; `log` repeats once per field drawn on a log y axis (log=policy_kl&log=value_loss).
   (function fromAddress() {
     const p = new URLSearchParams(window.location.search);
     const num = (k, lo, hi) => {
@@ -38,6 +41,7 @@
     if (a !== null && (b === null || a <= b)) state.from = Math.floor(a);
     if (b !== null && (a === null || a <= b)) state.to = Math.ceil(b);
     state.query = (p.get("q") || "").trim().toLowerCase();
+    for (const f of p.getAll("log")) if (f) state.logY.add(f);
   })();
 
   function toAddress() {
@@ -48,6 +52,8 @@
     set("from", state.from, null);
     set("to", state.to, null);
     set("q", state.query, "");
+    p.delete("log");
+    for (const f of Array.from(state.logY).sort()) p.append("log", f);
     const search = "?" + p.toString();
     window.history.replaceState(null, "", window.location.pathname + search);
     const other = document.querySelector(".lang-switch");
@@ -79,6 +85,14 @@
   };
   const fmt = (t, vars) => t.replace(/\{(\w+)\}/g, (_, k) => String(vars[k]));
   const colorOf = (run) => COLORS[RUNS.indexOf(run)];
+
+  // A registry unit id as words: "none" is dimensionless and shows nothing; an id without
+  // words of its own (a new one in the registry) shows as itself, underscores as spaces.
+  function unitLabel(unit) {
+    if (!unit || unit === "none") return "";
+    const words = UNITS[unit];
+    return words !== undefined ? words : unit.replace(/_/g, " ");
+  }
 
   function showError(message) {
     const box = $("#error");
@@ -129,6 +143,121 @@
     if (s < 60) return sign + s + "s";
     if (s < 3600) return sign + Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s";
     return sign + Math.floor(s / 3600) + "h" + String(Math.floor((s % 3600) / 60)).padStart(2, "0") + "m";
+  }
+
+  // ---- numbers ---------------------------------------------------------------------------
+  // One notation for the y axes and the hover readout: plain decimals from 0.001 up to a
+  // million (thousands grouped, 12,346), scientific outside it (3e-4, 2.5e-5, 1.23e7); 0 only
+  // for a true zero. uPlot's own formatter (fmtNum: Intl.NumberFormat, at most 3 decimals)
+  // turns 3e-4 into "0" and 0.0024 into "0.002", so every y value goes through these instead.
+
+  const SCI_BELOW = 1e-3;
+  const SCI_FROM = 1e6;
+  const GROUPED = new Map(); // decimals -> Intl.NumberFormat
+  // "2.50" -> "2.5", "3.0e-4" -> "3e-4", "1.00" -> "1"; integers keep their zeros.
+  const trimZeros = (s) => s.replace(/(\.\d*?)0+(?=$|e)/, "$1").replace(/\.(?=$|e)/, "");
+  const sci = (v, digits) => trimZeros(v.toExponential(Math.min(20, Math.max(0, digits)))).replace("e+", "e");
+  function fixed(v, decimals) {
+    const d = Math.min(20, Math.max(0, decimals));
+    if (!GROUPED.has(d)) GROUPED.set(d, new Intl.NumberFormat("en-US", { minimumFractionDigits: 0, maximumFractionDigits: d }));
+    const s = GROUPED.get(d).format(v);
+    return s === "-0" ? "0" : s;
+  }
+  const exp10 = (v) => Math.floor(Math.log10(Math.abs(v)) + 1e-9);
+  const isSci = (a) => a > 0 && (a < SCI_BELOW || a >= SCI_FROM);
+
+  // The readout (legend): three significant digits, integers from 1,000 up (0.0024 -> 0.0024,
+  // 0.123456 -> 0.123, 12345.6 -> 12,346, 3e-4 -> 3e-4, 1234567 -> 1.23e6).
+  function fmtValue(v) {
+    if (v === null || v === undefined) return "–";
+    if (!Number.isFinite(v)) return String(v);
+    if (v === 0) return "0";
+    const a = Math.abs(v);
+    if (isSci(a)) return sci(v, 2);
+    if (Math.abs(Number(v.toPrecision(3))) >= 1000) return fixed(Math.round(v), 0);
+    return trimZeros(v.toPrecision(3));
+  }
+
+  // A tick step as mantissa digits and power of ten: 0.02 -> [0, -2], 0.025 -> [1, -2], 5 -> [0, 0].
+  function stepDigits(incr) {
+    const m = /(?:\.(\d+))?e([+-]\d+)$/.exec(Number(incr.toPrecision(12)).toExponential());
+    return [m[1] ? m[1].length : 0, Number(m[2])];
+  }
+
+  const distinct = (labels) => new Set(labels.filter((t) => t !== "")).size === labels.filter((t) => t !== "").length;
+
+  // Linear y ticks, as uPlot's axis `values(u, splits, axisIdx, foundSpace, foundIncr)` hook
+  // (axesCalc() calls it with the splits after axis.filter, null for a tick left unlabelled):
+  // as many digits as the step between ticks needs, so neighbours always differ and a
+  // non-zero tick never reads 0; if rounding still makes two equal, one more digit, and so on.
+  function linearTicks(splits, incr) {
+    const vals = splits.filter((v) => v !== null && v !== undefined);
+    if (!vals.length) return splits.map(() => "");
+    if (!(incr > 0)) incr = vals.length > 1 ? Math.abs(vals[1] - vals[0]) || Math.abs(vals[0]) || 1 : Math.abs(vals[0]) || 1;
+    const scientific = isSci(Math.max(...vals.map(Math.abs)));
+    const [mant, step] = stepDigits(incr);
+    let out = [];
+    for (let more = 0; more < 8; more++) {
+      out = splits.map((v) => {
+        if (v === null || v === undefined) return "";
+        if (Math.abs(v) < incr * 1e-6) return "0";
+        if (scientific) return sci(v, exp10(v) - step + mant + more);
+        return fixed(v, Math.max(0, mant - step) + more);
+      });
+      if (distinct(out)) break;
+    }
+    return out;
+  }
+
+  // Log y ticks: each label on its own (1e-4, 2e-4, 0.001, 0.01, 10), the readout's notation.
+  function logTicks(splits) {
+    let out = [];
+    for (let digits = 3; digits < 12; digits++) {
+      out = splits.map((v) => {
+        if (v === null || v === undefined) return "";
+        const p = Number(v.toPrecision(digits));
+        return isSci(Math.abs(p)) ? sci(p, digits - 1) : fixed(p, Math.max(0, digits - 1 - exp10(p)));
+      });
+      if (distinct(out)) break;
+    }
+    return out;
+  }
+
+  // The y range, as uPlot's scale `range(u, dataMin, dataMax, scaleKey)` hook (setScales() calls
+  // it with the shown series' extremes, null when there are none). A flat series (a constant
+  // learning rate) gets ±10 % around its value, so its ticks sit around it and none is 0;
+  // anything else gets uPlot's own padded, snapped range (uPlot.rangeNum, as its default
+  // snapNumY). On a log axis uPlot.rangeLog (its default snapLogY), widened by a decade each
+  // way when flat.
+  function yRange(u, lo, hi, key) {
+    if (lo === null || hi === null || !Number.isFinite(lo) || !Number.isFinite(hi)) return [null, null];
+    if (u.scales[key].distr === 3) return uPlot.rangeLog(lo, hi, 10, false);
+    if (hi - lo <= Math.max(Math.abs(lo), Math.abs(hi)) * 1e-12) {
+      const mid = (lo + hi) / 2;
+      if (mid === 0) return [-1, 1];
+      const pad = Math.abs(mid) * 0.1;
+      return [mid - pad, mid + pad];
+    }
+    return uPlot.rangeNum(lo, hi, 0.1, true);
+  }
+
+  // Tick steps of 1, 2 and 5 × 10^k (uPlot's default list adds 2.5, which needs one digit more).
+  // Built as uPlot's genIncrs builds its own (+"2e-5"), so each is the very number uPlot has in
+  // its decimals table (fixedDec), which numAxisSplits() rounds the ticks with.
+  const Y_INCRS = [];
+  for (let e = -30; e <= 30; e++) for (const m of [1, 2, 5]) Y_INCRS.push(Number(m + "e" + e));
+
+  // Room for the widest label (uPlot's axis `size(u, values, axisIdx, cycleNum)` hook; it
+  // recomputes the layout until the size settles); at least the 70 px every chart had, so the
+  // plots of stacked panels keep one left edge unless a label needs more.
+  let measurer = null;
+  function ySize(u, values, axisIdx) {
+    if (!values || !values.length) return 70;
+    if (!measurer) measurer = document.createElement("canvas").getContext("2d");
+    const axis = u.axes[axisIdx];
+    measurer.font = axis.font[0];
+    const widest = Math.max(...values.map((t) => measurer.measureText(t || "").width)) / uPlot.pxRatio;
+    return Math.max(70, Math.ceil(widest + axis.ticks.size + axis.gap + 8));
   }
 
   // ---- page furniture --------------------------------------------------------------------
@@ -292,8 +421,10 @@
     const head = el("div", { class: "head" }, [
       title,
       el("code", { text: meta.field }),
-      el("span", { class: "unit", text: meta.unit || "" }),
+      el("span", { class: "unit", "data-unit": meta.unit || "", text: unitLabel(meta.unit) }),
       transforms.length ? el("span", { class: "note", text: T.transform + ": " + transforms.join("; ") }) : null,
+      el("label", { class: "log-y" }, [el("input", { type: "checkbox", class: "log-y-box", checked: state.logY.has(meta.field) }), document.createTextNode(" " + T.log_y)]),
+      el("span", { class: "log-note", hidden: true }),
       el("span", { class: "downloads" }),
     ]);
     const haystack = [meta.field, meta.title, meta.metric || ""].concat(meta.aliases || []).join(" ").toLowerCase();
@@ -303,6 +434,12 @@
     ]);
     groupBox(meta.group).appendChild(node);
     const panel = { el: node, meta: meta, data: {} };
+    $(".log-y-box", node).addEventListener("change", (e) => {
+      if (e.target.checked) state.logY.add(meta.field);
+      else state.logY.delete(meta.field);
+      draw(panel);
+      toAddress();
+    });
     panels.set(meta.field, panel);
     return panel;
   }
@@ -528,6 +665,36 @@
     return [x, y, ema(y, state.smoothing)];
   }
 
+  // Whether the panel is drawn on a log y axis and what that leaves out. Only values above 0
+  // have a place on it: with none (a loss that is always negative) the box is disabled and the
+  // chart stays linear, with a note if the address asked for log; with some, those at or below
+  // 0 (raw, and smoothed where the average dips to them) become gaps and the note counts them.
+  function logPlan(panel, tables) {
+    let above = 0;
+    let atOrBelow = 0;
+    for (const t of tables) {
+      for (const v of t[1]) {
+        if (v === null || !Number.isFinite(v)) continue;
+        if (v > 0) above += 1;
+        else atOrBelow += 1;
+      }
+    }
+    const wanted = state.logY.has(panel.meta.field);
+    const on = wanted && above > 0;
+    if (on && atOrBelow) {
+      for (const t of tables) for (const k of [1, 2]) t[k] = t[k].map((v) => (v !== null && v <= 0 ? null : v));
+    }
+    const box = $(".log-y-box", panel.el);
+    box.checked = wanted;
+    box.disabled = above === 0 && tables.length > 0;
+    box.parentNode.title = box.disabled ? T.log_needs_positive : "";
+    const note = $(".log-note", panel.el);
+    note.textContent = wanted && !on && tables.length ? T.log_needs_positive : on && atOrBelow ? fmt(T.log_left_out, { n: atOrBelow }) : "";
+    note.hidden = note.textContent === "";
+    panel.el.dataset.scale = on ? "log" : "linear";
+    return { on: on };
+  }
+
   function draw(panel) {
     const field = panel.meta.field;
     const box = $(".chart", panel.el);
@@ -553,27 +720,40 @@
     }
     panel.el.dataset.points = String(points);
     panel.el.dataset.lastStep = lastStep === null ? "" : String(lastStep);
+    const log = logPlan(panel, tables);
     if (!tables.length) {
       box.appendChild(el("div", { class: "empty", text: T.no_data }));
       return;
     }
     const data = tables.length === 1 ? tables[0] : uPlot.join(tables);
     const series = [{ label: state.xmode === "step" ? T.x_step : state.xmode === "wall" ? T.x_wall : T.x_relative, value: state.xmode === "relative" ? (u, v) => (v === null ? "–" : duration(v)) : undefined }];
+    // The legend's readout: uPlot calls a series' value(u, rawValue, seriesIdx, dataIdx) for each
+    // cursor move (dataIdx null when the cursor is off the plot: "--" as uPlot's own default).
+    const readout = (u, v, sidx, idx) => (idx === null ? "--" : fmtValue(v));
     for (const run of runs) {
       const c = colorOf(run);
       const name = RUNS.length > 1 ? run + " " : "";
-      series.push({ label: name + T.raw, stroke: c + "59", width: 1, show: state.showRaw, spanGaps: true, points: { show: false } });
-      series.push({ label: name + T.smoothed, stroke: c, width: 2, show: state.showSmooth, spanGaps: true, points: { show: false } });
+      series.push({ label: name + T.raw, stroke: c + "59", width: 1, show: state.showRaw, spanGaps: true, points: { show: false }, value: readout });
+      series.push({ label: name + T.smoothed, stroke: c, width: 2, show: state.showSmooth, spanGaps: true, points: { show: false }, value: readout });
     }
     const stepMode = state.xmode === "step";
     const opts = {
       width: Math.max(300, box.clientWidth || 700),
       height: 240,
       series: series,
-      scales: { x: { time: state.xmode === "wall" } },
+      scales: {
+        x: { time: state.xmode === "wall" },
+        y: log.on ? { distr: 3, log: 10, range: yRange } : { range: yRange },
+      },
       axes: [
         { values: state.xmode === "relative" ? (u, splits) => splits.map(duration) : undefined },
-        { size: 70 },
+        {
+          size: ySize,
+          // uPlot's default log splits (logAxisSplits: 1..9 × each decade) and filter
+          // (log10AxisValsFilt) stay; linear ticks step by 1, 2 or 5 × 10^k.
+          incrs: log.on ? undefined : Y_INCRS,
+          values: log.on ? (u, splits) => logTicks(splits) : (u, splits, i, space, incr) => linearTicks(splits, incr),
+        },
       ],
       cursor: { drag: { x: true, y: false, setScale: !stepMode } },
       legend: { live: true },
