@@ -94,8 +94,9 @@ def gather_interval(commit_interval: float, wall: float, cpu: float) -> float:
 this, the per-call path costs less than building the block's arrays."""
 
 # Queue items: ("log", step, values, wall_time, framework), ("event", step, kind, text, fields,
-# wall_time), ("position", SourcePosition) or a threading.Event flush marker the worker sets once
-# everything before it is stored.
+# wall_time; step None: the step last logged when the worker gets to it), ("position",
+# SourcePosition) or a threading.Event flush marker the worker sets once everything before it is
+# stored.
 _Item = tuple[Any, ...] | threading.Event
 
 
@@ -165,6 +166,7 @@ class Run:
         self._lease_kind = lease_kind
         self._last_log = time.monotonic()  # when log() was last called: this process's view
         self._end: Status | None = None  # how the run ended, once finish() recorded it
+        self._marked: str | None = None  # mark_finished()'s reason, until log() is called again
         self._uncaught: BaseException | None = None
         self.resumed = False
         """Whether this run goes on with a stored one (`resume`, or an incomplete import)."""
@@ -289,6 +291,7 @@ class Run:
             self._count_dropped(len(copied))
             return
         self._last_log = time.monotonic()
+        self._marked = None
         self._queue.append(
             ("log", step, copied, time.time() if wall_time is None else wall_time, framework)
         )
@@ -352,6 +355,7 @@ class Run:
         """Record that training ended (SB3's `learn()` returned, HF's `on_train_end`) without
         closing the run: logging to it again makes it live again."""
         if not self._closed:
+            self._marked = reason
             self._queue.append(("state", "finished", reason))
             self._wake.set()
 
@@ -425,8 +429,7 @@ class Run:
             self.finish(self.settings.flush_timeout)
             return
         what = f"{exc_type.__name__}: {exc}"[:500]
-        if self._counters.step is not None:
-            self.event(self._counters.step, "exception", what)
+        self._exception_event(what)
         self.finish(self.settings.flush_timeout, state=_end_of(exc_type), reason=what)
 
     @property
@@ -597,6 +600,12 @@ class Run:
                 )
             return None
 
+    def _exception_event(self, what: str) -> None:
+        """Queue the `exception` event of a crash at the step last logged: the worker reads it
+        when it gets there (step None), since calls logged before may not be translated yet."""
+        if not self._closed and len(self._queue) < self._capacity:
+            self._queue.append(("event", None, "exception", what, {}, time.time()))
+
     def _on_uncaught(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self._uncaught = exc
         hook = self._previous_hook or sys.__excepthook__
@@ -612,13 +621,14 @@ class Run:
         try:
             if exc is not None:
                 what = f"uncaught {type(exc).__name__}: {exc}"[:500]
-                if self._counters.step is not None:
-                    self.event(self._counters.step, "exception", what)
+                self._exception_event(what)
                 self.finish(self.settings.flush_timeout, state=_end_of(type(exc)), reason=what)
             else:
+                # a recorded end (SB3's learn() returned) says more than the exit that followed
                 self.finish(
                     self.settings.flush_timeout,
-                    reason="the process exited without an exception (finish() was not called)",
+                    reason=self._marked
+                    or "the process exited without an exception (finish() was not called)",
                 )
         except Exception as exc:  # interpreter is exiting: report, never raise
             _log.warning("rlvitals run %r: flush at exit failed: %s", self.name, exc)
@@ -804,7 +814,10 @@ class Run:
                     r, e = self._translator.log(item[1], item[2], item[3], item[4])
                     r = [*r, *self._translator.take_transform_rows(item[3])]
                 else:
-                    r, e = [], self._translator.event(item[1], item[2], item[3], item[4], item[5])
+                    at = self._translator.last_step if item[1] is None else item[1]
+                    if at is None:
+                        continue  # a crash's event before anything was logged: no step for it
+                    r, e = [], self._translator.event(at, item[2], item[3], item[4], item[5])
             except Exception as exc:  # a bug here must not stop the worker, nor lose the batch
                 self._translator.take_held()
                 self._counters.drop("translate_error", len(item[2]) if item[0] == "log" else 1)

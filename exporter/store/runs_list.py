@@ -1,8 +1,9 @@
 """`rlvitals runs`: the runs in the embedded store, with their lifecycle status.
 
-Status is `Lifecycle().status(...)` (live, stalled, finished, crashed, incomplete, ended or
-unknown, with the reason that set it; see `lifecycle.py`): the one definition the datasource,
-`/metrics` and the alert rules use too. `--json` prints the same rows as a JSON list for scripts.
+Status is `Lifecycle.status(...)` with the settings' windows (RLVITALS_STALL_AFTER_S,
+RLVITALS_ENDED_AFTER_S): live, stalled, finished, crashed, incomplete, ended or unknown, with the
+reason that set it (see `lifecycle.py`); the one definition the datasource, `/metrics` and the
+alert rules use too. `--json` prints the same rows as a JSON list for scripts.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def _runs(args: argparse.Namespace) -> int:
     if path.exists():
         try:
             with Outbox(path) as box:
-                rows = list_runs(box)
+                rows = list_runs(box, lifecycle=settings.lifecycle)
         except ExporterError as exc:
             print(f"rlvitals: error: {str(exc).splitlines()[0]}", file=sys.stderr)
             return 2
