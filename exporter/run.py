@@ -238,6 +238,7 @@ class Run:
         self._stored_here = 0  # samples stored through the worker's current outbox connection
         self._worker_outbox: Outbox | None = None  # that connection, for `live`'s backlog
         self._store_gone = False  # the worker found its outbox deleted or replaced
+        self._refused = False  # the disk budget (or a full disk) refused values read from logs
         self._worker_lock = threading.Lock()
         self._forwarder = _start_forwarder(settings, self._counters)
         self._worker = threading.Thread(target=self._work, name=f"rlvitals-{name}", daemon=True)
@@ -892,7 +893,14 @@ class Run:
             with self._counters.lock:
                 self._counters.refused_disk += sum(p.size for p in rest)
             outbox.budget_reached()
+            self._refused = True
             parts = []
+        if self._refused and self._sourced:
+            # Values read from logs were refused (they fit once the budget is raised or space
+            # is freed): how far the files were read stays where it was before them, for good,
+            # so the same import or tail run again reads them again (saved past them, it would
+            # go on after a gap it never fills). What is stored after them is stored again then.
+            positions = progress = None
         rows: list[SampleRow] = []
         blocks: list[tuple[int, SampleBlock]] = []
         for part in parts:
@@ -924,6 +932,7 @@ class Run:
         if not stored:
             with self._counters.lock:
                 self._counters.refused_disk += sum(p.size for p in parts)
+            self._refused = True
             return
         self._stored_here += sum(p.size for p in parts)
         for part in parts:

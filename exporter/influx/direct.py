@@ -12,8 +12,9 @@ non-finite handling and `resume` events are the same), renders each batch there 
 rollups are then kept by a thread of their own (`RollupWorker`), over a connection of their own. What does go to the outbox:
 
 - the run (`runs` table), its last step (`run_progress`) and how far each file was read
-  (`source_positions`), written only after everything read before them was accepted, so a later
-  `rlvitals tail` or `rlvitals import --resume` goes on from there;
+  (`source_positions`), written only after everything read before them was accepted and rolled
+  up, so a later `rlvitals tail`, `rlvitals import --resume` or the same import run again after
+  it was killed goes on from there (and writes again whatever was not rolled up);
 - the lines InfluxDB refuses (HTTP 400), with the server's message (`rejected` table): the batch
   is sent again in halves until each refused line is alone, so the rest of it is written.
 
@@ -27,6 +28,7 @@ Without InfluxDB configured imports always go through the outbox (it is then the
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sqlite3
@@ -403,13 +405,21 @@ class DirectRun:
                 refused = self._counters.server_rejected  # only this thread adds to it
                 if self._send(batch):
                     self._translator.count_stored(batch.held)
-                    if self._rollups is not None:
+                    if self._rollups is None:
+                        self._ack(batch.positions)
+                    else:
+                        # Its read positions count once its rollups are written too: saved
+                        # at once, an import killed before they were would go on after
+                        # steps whose blocks were never rolled up (raw points and rollups
+                        # apart for good). Saved later, those steps are sent again by the
+                        # next import and their blocks recomputed (rollups.py).
                         exact = self._counters.server_rejected == refused
                         self._rollups.sent(
-                            batch.sent_parts(), {self.name: self.project}, exact=exact
+                            batch.sent_parts(),
+                            {self.name: self.project},
+                            exact=exact,
+                            done=functools.partial(self._ack, batch.positions),
                         )
-                    with self._cond:
-                        self._acked += batch.positions
             except Exception as exc:  # never let the thread die silently: count and say so
                 self._counters.drop("send_error", batch.count + len(batch.events))
                 _log.error("rlvitals import of run %r: %s: %s", self.name, type(exc).__name__, exc)
@@ -417,6 +427,11 @@ class DirectRun:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+
+    def _ack(self, positions: list[_Position]) -> None:
+        """Positions whose batch InfluxDB took (and rolled up): saved at the next hand-over."""
+        with self._cond:
+            self._acked += positions
 
     def _send(self, batch: _Batch) -> bool:
         """Write a batch; True once InfluxDB took it (all but the lines it refused)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .rollups import InfluxRollups, SentPart
 
@@ -28,7 +28,7 @@ __all__ = ["RollupWorker"]
 _log = logging.getLogger(__name__)
 
 _FIRST_WAIT = 60.0  # seconds; then it goes on (the later batches' blocks are recomputed)
-_Job = tuple[Sequence[SentPart], Mapping[str, str | None], bool]
+_Job = tuple[Sequence[SentPart], Mapping[str, str | None], bool, Callable[[], None] | None]
 
 
 class RollupWorker:
@@ -46,15 +46,22 @@ class RollupWorker:
         self._thread.start()
 
     def sent(
-        self, parts: Sequence[SentPart], projects: Mapping[str, str | None], *, exact: bool
+        self,
+        parts: Sequence[SentPart],
+        projects: Mapping[str, str | None],
+        *,
+        exact: bool,
+        done: Callable[[], None] | None = None,
     ) -> None:
-        """As `InfluxRollups.sent(parts=...)`, later; never raises."""
+        """As `InfluxRollups.sent(parts=...)`, later; never raises. `done` is called (on the
+        worker's thread, before `wait` returns) once the batch is rolled up; never for a batch
+        left when the worker closed."""
         with self._cond:
             while len(self._jobs) >= self._depth and self._thread.is_alive():
                 self._cond.wait(0.5)
             if not self._thread.is_alive():
                 return  # closed: `close` said what was left
-            self._jobs.append((parts, projects, exact))
+            self._jobs.append((parts, projects, exact, done))
             self._cond.notify_all()
         if not self._rollups.knows_series:  # (a run config's batch has no numbers)
             self.wait(_FIRST_WAIT)
@@ -93,11 +100,13 @@ class RollupWorker:
                     self._cond.wait()
                 if not self._jobs:
                     return
-                parts, projects, exact = self._jobs.pop(0)
+                parts, projects, exact, done = self._jobs.pop(0)
                 self._busy = True
                 self._cond.notify_all()
             try:
                 self._rollups.sent([], projects, exact=exact, parts=parts)
+                if done is not None:
+                    done()
             except Exception as exc:  # `sent` never raises; a bug here must not end the thread
                 _log.error("rlvitals rollups: %s: %s", type(exc).__name__, exc)
             finally:

@@ -61,7 +61,9 @@ running; 30 metrics in 9 measurements):
 
 Failures never reach the writer: a rollup write or query that fails is logged and its blocks are
 owed (recomputed by InfluxDB at the next call). Not kept: a process killed between writing a batch
-and its rollups leaves those blocks stale until they are written again. InfluxDB 2.x gets no
+and its rollups leaves those blocks stale until they are written again (an import saves a batch's
+read positions only once its rollups are written, so running it again writes those steps again,
+and their blocks are recomputed: they are at or before the newest step InfluxDB holds). InfluxDB 2.x gets no
 rollups (whether its v1 API runs `SELECT ... INTO` was not checked here): `make_rollups` returns
 None and readers use the raw points.
 """

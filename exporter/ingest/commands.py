@@ -15,8 +15,11 @@ with InfluxDB configured, sent), so a later `tail` or `import --resume` goes on 
 With InfluxDB configured `import` writes straight to it (see `direct.py`: the log file is the
 durable copy; an InfluxDB that stays unreachable stops the import with exit 1); `--via-outbox`
 stores every sample in the outbox first, as `tail` does. SIGTERM (a stopped container) is handled
-like Ctrl-C: what was read is stored before exiting, waiting at most a few seconds. Exit 1 when
-something read was not stored (disk budget, refused by InfluxDB, the store blocked at SIGTERM).
+like Ctrl-C: what was read is stored before exiting, waiting at most a few seconds; the reader
+ends after the file it is reading (an import whose last file it was is complete). Exit 1 when
+something read was not stored (disk budget, refused by InfluxDB, the store blocked at SIGTERM) or,
+for `import`, files were left unread; its runs are then left incomplete, and the same command
+goes on with them.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from ..schema import SourcePosition
 from ..sources import FORMATS, LogSet, Malformed, Record, ScalarBlock, compile_pattern
 from ..sources.follow import path_key
 from ..store.outbox import Outbox
-from .feed import Ingest, RunSummary
+from .feed import Ingest, RunSummary, import_end
 from .log_context import parse_assignment
 
 __all__ = ["register"]
@@ -288,6 +291,29 @@ def _leave_incomplete(settings: ExporterSettings, ingest: Ingest, why: str) -> N
         print(f"rlvitals: warning: {str(exc).splitlines()[0]}", file=sys.stderr)
 
 
+def _end_unread(
+    settings: ExporterSettings,
+    ingest: Ingest,
+    unfinished: Mapping[str, str],
+    run_config: Mapping[str, Any],
+) -> None:
+    """Record the end of each incomplete run whose logs held nothing past where the earlier
+    import stopped (it was killed after storing everything, before recording the end): this
+    import read nothing for it, so no run was started to record it, and it would stay
+    incomplete however often the command ran."""
+    names = [s.name for s in ingest.summaries if s.stats is None and s.name in unfinished]
+    if not names:
+        return
+    try:
+        with Outbox(settings.outbox_path) as box:
+            for name in names:
+                record = box.run(name)
+                config = {**(record.config if record else {}), **run_config}
+                box.record_state(name, *import_end(config, box.last_step(name)))
+    except ExporterError as exc:
+        print(f"rlvitals: warning: {str(exc).splitlines()[0]}", file=sys.stderr)
+
+
 def _stored_positions(settings: ExporterSettings) -> dict[str, SourcePosition]:
     if not settings.outbox_path.exists():
         return {}
@@ -411,6 +437,9 @@ def _run_ingest(
     attached: set[str] = set()
     saved: dict[Path, SourcePosition] = {}
     interrupted = False
+    # SIGTERM stops the reader after the file it is reading: the last one read whole leaves
+    # nothing unread, so the import is complete once what it read is stored
+    cut_short = False
     try:
         if not logs.refresh() and not follow:
             return _fail(
@@ -421,10 +450,18 @@ def _run_ingest(
         attached.update(
             ingest.run_name(log) for log in logs.files if path_key(log.path) in positions
         )
-        for name in sorted(attached & set(unfinished)):
+        # Runs an earlier import left incomplete go on under their own name (`Outbox.claim`),
+        # from where it stopped, or from the start when it saved no read position (it stopped,
+        # or the store refused what it read, before the first one): said either way.
+        for name in sorted({ingest.run_name(log) for log in logs.files} & set(unfinished)):
+            where = (
+                "from where that import stopped"
+                if name in attached
+                else "reading its logs from their start (that import saved no read position)"
+            )
             print(
                 f"rlvitals: run {name!r} was left incomplete by an earlier import "
-                f"({unfinished[name]}); going on with it from where that import stopped",
+                f"({unfinished[name]}); going on with it {where}",
                 file=err,
             )
         if logs.resumed:
@@ -438,6 +475,7 @@ def _run_ingest(
             try:
                 for log, records in logs.poll_blocks(final=not follow):
                     if stop.is_set():
+                        cut_short = True  # files left unread
                         break
                     progress.file(log.path.name)
                     ingest.feed(log, progress.count(records))
@@ -491,8 +529,10 @@ def _run_ingest(
     drained = _drain(ingest, err, stop)
     # an import that read everything and stored it records each run's end; one that stopped
     # leaves its runs incomplete, for the same command to go on with
-    complete = drained and status == 0 and not interrupted and not stop.is_set()
+    complete = drained and status == 0 and not interrupted and not cut_short
     ingest.finish(_FINISH_TIMEOUT if drained else 1.0, complete=complete)
+    if complete and unfinished:
+        _end_unread(settings, ingest, unfinished, run_config)
     if endpoint is not None:
         endpoint.stop()
     lost = over_budget = 0
@@ -526,6 +566,14 @@ def _run_ingest(
         print(
             "rlvitals: error: stopped before everything read was stored; the read positions "
             f"were not saved past it: {again}",
+            file=err,
+        )
+    if status == 0 and cut_short and not follow:
+        # its runs are left incomplete: exit 1, as for anything else it did not import
+        status = 1
+        print(
+            f"rlvitals: error: stopped (SIGTERM) before every log was read; what was read is "
+            f"stored: {again}",
             file=err,
         )
     if status == 0 and lost:

@@ -32,7 +32,7 @@ from ..translate.derive import StepDeriver
 from ..translate.steps import LoggedValue
 from .log_context import context_from_logs
 
-__all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary"]
+__all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary", "import_end"]
 
 DETECT_SAMPLE = 200  # records looked at to detect a run's framework
 _ROOM_CHECK_EVERY = 256
@@ -351,15 +351,10 @@ class Ingest:
             return None, None
         if not complete:
             return "importing", (
-                "the import stopped before everything it read was stored; running the same "
-                "command again goes on with this run"
+                "the import stopped before it was complete (SIGTERM, Ctrl-C, or not everything "
+                "it read was stored); running the same command again goes on with this run"
             )
-        planned = state.summary.config.get("planned_steps")
-        last = getattr(state.run, "last_step", None)
-        if isinstance(planned, int) and isinstance(last, int) and last >= planned > 0:
-            return "finished", f"its logs reach the planned length ({planned:,} steps)"
-        at = f" at step {last:,}" if isinstance(last, int) else ""
-        return "ended", f"imported from its logs, which end{at} without recording how the run ended"
+        return import_end(state.summary.config, getattr(state.run, "last_step", None))
 
     def _start(self, state: _RunState) -> None:
         summary = state.summary
@@ -431,6 +426,16 @@ class Ingest:
             elif run.queue_depth <= self._settings.queue_size // 2:
                 self._stuck.discard(run.name)  # it moves again
         run.log(record.step, record.values, wall_time=record.wall_time)
+
+
+def import_end(config: Mapping[str, Any], last: object) -> tuple[str, str]:
+    """(state, reason) an import that read a run's logs to their end records: `finished` when
+    they reach its planned length (`planned_steps` of its run config), else `ended`."""
+    planned = config.get("planned_steps")
+    if isinstance(planned, int) and isinstance(last, int) and last >= planned > 0:
+        return "finished", f"its logs reach the planned length ({planned:,} steps)"
+    at = f" at step {last:,}" if isinstance(last, int) else ""
+    return "ended", f"imported from its logs, which end{at} without recording how the run ended"
 
 
 def _plus(earlier: RunStats | None, later: RunStats) -> RunStats:

@@ -4,6 +4,7 @@ non-zero exit when what was read is not stored, and running it again completes."
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -51,11 +52,21 @@ def test_import_blocked_by_a_locked_store_honours_sigterm_exits_non_zero_and_rer
     cmd = [sys.executable, "-m", "rlvitals", "import", str(logs), "--registry", MINI]
     proc = subprocess.Popen(cmd, env=_env(store), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        time.sleep(4.0)
+        # SIGTERM once its run started (a fixed sleep could come before the CLI, seconds to
+        # start on a busy machine, installed its handler: killed by the signal, not handled)
+        assert proc.stderr is not None
+        started = b""
+        deadline = time.monotonic() + 60
+        while b"framework" not in started:
+            assert proc.poll() is None and time.monotonic() < deadline, started.decode()
+            if select.select([proc.stderr], [], [], 1.0)[0]:
+                started += proc.stderr.readline()
+        time.sleep(1.0)  # its writes wait on the lock
         assert proc.poll() is None
         proc.send_signal(signal.SIGTERM)
         sent = time.monotonic()
         _, err = proc.communicate(timeout=60)
+        err = started + err
         took = time.monotonic() - sent
     finally:
         if proc.poll() is None:
@@ -138,9 +149,14 @@ def test_an_import_truncated_by_the_disk_budget_exits_non_zero_and_counts_right(
     listed = subprocess.run(
         [sys.executable, "-m", "rlvitals", "runs"], env=env, capture_output=True, text=True
     )
-    assert f"19,999 (stored to {stored - 1:,})" in listed.stdout  # not "19,999" alone
     refused = int(done.stdout.split("refused (disk budget) ")[1].split()[0].replace(",", ""))
     assert stored + refused == 20_000  # every value read is either stored or counted refused
+    # the listing says what is missing, not a run that looks whole: incomplete, with how many
+    # values were not stored; its last step is where it is stored to (the read positions are
+    # not saved past what the budget refused: running the import again reads it again)
+    (row,) = [line for line in listed.stdout.splitlines() if line.startswith("run1 ")]
+    assert "incomplete" in row and f"{refused:,} value(s) read were not stored" in row, row
+    assert f" {stored - 1:,} " in row and "19,999" not in row, row
     assert "Traceback" not in done.stderr
 
 
