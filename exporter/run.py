@@ -398,11 +398,16 @@ class Run:
             self._end = Status(shown, why, time.time())
         outbox = self._open_outbox(quiet=True)
         if outbox is not None:
+            # The end (or the lease let go) is what the run's status is read from: wait for
+            # the store's write lock for the rest of `timeout`, not the 2 s default. A sidecar
+            # whose other runs store a large catch-up keeps the lock busy for longer; the end
+            # it lost left the lease held, so history read stalled, and crashed once it exited.
+            wait = max(2.0, deadline - time.monotonic())
             try:
                 if state is None:
-                    outbox.release_lease(self.name, self._holder)
+                    outbox.release_lease(self.name, self._holder, wait=wait)
                 else:
-                    outbox.record_state(self.name, state, why, holder=self._holder)
+                    outbox.record_state(self.name, state, why, holder=self._holder, wait=wait)
             except OutboxError as exc:
                 _log.error("rlvitals run %r: %s", self.name, exc)
         if not flushed:
@@ -476,14 +481,20 @@ class Run:
 
     def status(self) -> Status:
         """The run's status as this process sees it: its recorded end once finished, else live
-        or stalled by when `log()` was last called (this process's clock, not the trainer's
-        `wall_time`), through the one `Lifecycle`."""
+        or stalled by when `log()` was last called or rows last reached the store (this
+        process's clock, not the trainer's `wall_time`), through the one `Lifecycle`."""
         if self._end is not None:
             return self._end
         now = time.time()
         idle = max(0.0, time.monotonic() - self._last_log)
+        with self._counters.lock:
+            stored = self._counters.last_write
+        # Active until rows stop reaching the store too (the store's own reading, `arrived`):
+        # a run whose worker still stores a backlog nobody logs to any more (a sidecar's
+        # catch-up of a large log, finish() draining it) is not stalled.
+        arrived = now - idle if stored is None else max(now - idle, stored)
         own = Lease(self._holder, self._lease_kind, self._created, now)
-        return self._lifecycle.status(Recorded(arrived=now - idle, lease=own), now, alive=_alive)
+        return self._lifecycle.status(Recorded(arrived=arrived, lease=own), now, alive=_alive)
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}, project={self.project!r}, policy={self.policy!r})"

@@ -10,7 +10,7 @@ write straight to InfluxDB (see `direct.py` for when that keeps the durability c
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -142,6 +142,7 @@ class Ingest:
         self._config = dict(config or {})
         self._follow = follow
         self._read: set[str] = set()  # files read at least once
+        self._last_fed: str | None = None  # the run the last feed() logged records to
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -159,6 +160,14 @@ class Ingest:
         `ScalarBlock` counts as the records it holds (a direct run logs it as columns); a
         `SourcePosition` among them is saved with what came before it."""
         name = self.run_name(log)
+        judged = self._last_fed
+        if judged is not None and judged != name:
+            self._last_fed = None
+            # The reader moved on to another run: judge the one it left now, not only at the
+            # end of the pass. History read early in a long first pass (a folder of many old
+            # runs) would otherwise be served, and stored with this reader's lease, for as long
+            # as the pass goes on: stalled once that passed `stall_after_s`, and paged.
+            self.finish_idle(self._settings.lifecycle, time.time(), runs=(judged,))
         state = self._runs.get(name)
         if state is None:
             state = self._runs[name] = _RunState(RunSummary(name))
@@ -189,6 +198,8 @@ class Ingest:
                     self._start(state)
                 continue
             self._log(state.run, record)
+        if count and self._follow and not self._direct:  # a catch-up's runs are handed over
+            self._last_fed = name
         return count
 
     def _arrival(self, log: LogFile) -> tuple[float, bool]:
@@ -286,15 +297,24 @@ class Ingest:
         deadline = time.monotonic() + timeout
         return all(run.flush(max(0.0, deadline - time.monotonic()), sent=sent) for run in self.runs)
 
-    def finish_idle(self, lifecycle: Lifecycle, now: float, timeout: float = 10.0) -> list[str]:
+    def finish_idle(
+        self,
+        lifecycle: Lifecycle,
+        now: float,
+        timeout: float = 10.0,
+        *,
+        runs: Collection[str] | None = None,
+    ) -> list[str]:
         """Record `ended` for every followed run whose logs were already quiet for
         `lifecycle.stall_after_s` when this reader first read them (history: it never pages),
         went quiet for `lifecycle.ended_after_s` after this reader saw them grow, or whose log
         files are all gone: its gauges leave /metrics and the store records the end with its
         reason. A run quiet for less, after growing, stays and reads stalled. New lines in its
-        logs start it again."""
+        logs start it again. `runs`: judge only these."""
         ended = []
         for name, state in self._runs.items():
+            if runs is not None and name not in runs:
+                continue
             if state.run is None or state.last_activity is None:
                 continue
             files = state.summary.files
@@ -314,6 +334,10 @@ class Ingest:
                 )
             else:
                 continue
+            # Let the worker store the run's backlog first (the reader may wait; it does for
+            # room in the queue too): a finish() timing out on a large one recorded the end,
+            # and the worker's later writes then undid it (a run logging again is live again).
+            _wait_for_room(state.run, 0)
             state.run.finish(timeout, state="ended", reason=reason)
             state.summary.stats = _plus(state.earlier, state.run.stats)
             state.earlier = None

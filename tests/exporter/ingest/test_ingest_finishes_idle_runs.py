@@ -12,7 +12,7 @@ from pathlib import Path
 
 import registry
 from exporter import ExporterSettings, Lifecycle, MetricsEndpoint, RunStatus
-from exporter.ingest.feed import Ingest
+from exporter.ingest.feed import DETECT_SAMPLE, Ingest
 from exporter.sources import Record
 from exporter.sources.discover import LogFile
 from exporter.store.outbox import Outbox
@@ -74,6 +74,37 @@ def test_history_quiet_when_first_read_is_ended_at_once_whatever_its_timestamps_
     assert _status(settings, "untimed") is RunStatus.LIVE
     ingest.finish(30)
     assert {r.run for r in Outbox(settings.outbox_path).runs()} == {"untimed", "ahead", "fresh"}
+
+
+def test_history_read_early_in_a_long_pass_is_ended_when_the_reader_moves_on(
+    tmp_path: Path, reg: registry.Registry
+) -> None:
+    # A first pass over many old runs may read for longer than the stall window: a history
+    # run started early in it (a detection sample's worth of lines) was served with this
+    # reader's lease until the pass ended, and read stalled (paged) meanwhile.
+    settings = ExporterSettings(store=tmp_path / "store", prometheus_port=None, policy="warn")
+    endpoint = MetricsEndpoint(port=0)
+    ingest = Ingest(
+        registry=reg, settings=settings, framework="sb3", endpoint=endpoint, follow=True
+    )
+    logs = {}
+    for name, mtime in (("old", time.time() - 900), ("next", time.time())):
+        (tmp_path / name).mkdir()
+        logs[name] = LogFile(tmp_path / name / "m.jsonl", "jsonl")
+        logs[name].path.write_text("{}\n", encoding="utf-8")
+        os.utime(logs[name].path, (mtime, mtime))
+    lines = [Record(s, {"policy_kl": 0.01}) for s in range(DETECT_SAMPLE + 10)]
+    ingest.feed(logs["old"], lines)
+    assert b'rlvitals_run_finished{run="old"} 0.0' in endpoint.render()  # started, served
+    ingest.feed(logs["old"], [])  # another of its files, with nothing new: still its turn
+    assert [r.name for r in ingest.runs] == ["old"]
+    ingest.feed(logs["next"], _records(0, None))  # the reader moved on: "old" is judged now
+    assert [r.name for r in ingest.runs] == []
+    assert b'run="old"' not in endpoint.render()
+    assert _status(settings, "old") is RunStatus.ENDED
+    ingest.settle()
+    assert ingest.finish_idle(LIFE, time.time()) == []  # "next" is recent
+    ingest.finish(30)
 
 
 def test_a_run_seen_growing_then_quiet_is_stalled_until_ended_after(

@@ -8,8 +8,10 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,7 @@ import registry
 from exporter import Lifecycle, Outbox, RunStatus
 from exporter.lease import Holder, Lease, this_process
 from exporter.lifecycle import Recorded
+from exporter.run import Run
 
 LIFE = Lifecycle()
 NOW = 1_000_000.0
@@ -117,6 +120,59 @@ def test_finish_records_the_end_and_arrival_is_the_store_clock_not_wall_time(
     assert record is not None and record.lease is None
     status = LIFE.status(record.recorded)
     assert (status.status, status.reason) == (RunStatus.FINISHED, "finish() called")
+
+
+@pytest.mark.parametrize("state", ["ended", None])
+def test_the_end_waits_out_a_store_kept_busy_for_longer_than_two_seconds(
+    tmp_path: Path, reg: registry.Registry, state: str | None
+) -> None:
+    # A sidecar ending one run while its other runs store a large catch-up found the lock
+    # busy past the 2 s it waited: the end was lost and the lease kept (history read stalled,
+    # then crashed once the sidecar exited). finish() waits for the rest of its timeout.
+    settings = _settings(tmp_path)
+    run = exporter.init("r", registry=reg, settings=settings)
+    run.log(1, {"policy_kl": 0.01})
+    assert run.flush()
+    holder = sqlite3.connect(settings.outbox_path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # another writer's long transaction
+    timer = threading.Timer(3.5, holder.execute, ["COMMIT"])
+    timer.start()
+    try:
+        run.finish(15, state=state, reason="its logs were already quiet")
+    finally:
+        timer.join()
+        holder.close()
+    with Outbox(settings.outbox_path) as box:
+        record = box.run("r")
+    assert record is not None and record.lease is None
+    assert record.state == state
+
+
+def test_a_run_still_storing_what_it_was_given_is_not_stalled(
+    tmp_path: Path, reg: registry.Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sidecar's catch-up of a large log logs it all, then its worker stores the backlog
+    # for a while (finish() waiting on it): rows still reach the store, so it is not stalled.
+    real = Run._process
+
+    def slow(self: Run, outbox: Outbox, batch: list[Any]) -> None:
+        time.sleep(0.5)
+        real(self, outbox, batch)
+
+    monkeypatch.setattr(Run, "_process", slow)
+    settings = exporter.ExporterSettings(
+        store=tmp_path / "store", stall_after_s=2, ended_after_s=60, queue_size=100_000
+    )
+    run = exporter.init("r", registry=reg, settings=settings)
+    for step in range(10 * 2000):  # ten worker batches: 5 s or more to store
+        run.log(step, {"policy_kl": 0.01})
+    time.sleep(3)
+    assert run.queue_depth > 0  # still storing, nothing logged for 3 s
+    assert run.status().status is RunStatus.LIVE
+    assert run.flush(60)
+    time.sleep(2.5)  # nothing logged, nothing stored
+    assert run.status().status is RunStatus.STALLED
+    run.finish(30)
 
 
 def test_an_exception_through_the_context_manager_is_the_runs_crash(
