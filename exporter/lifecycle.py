@@ -125,6 +125,15 @@ class Lifecycle:
             living = alive(lease) if alive is not None else self.holder_alive(lease, at)
             if not living:
                 who = lease.holder.describe()
+                if lease.kind == "tail":
+                    # the reader of the run's logs died (kill -9, out of memory), not the
+                    # training: the logs say nothing about how the run is doing
+                    return Status(
+                        RunStatus.UNKNOWN,
+                        f"the reader following its logs ({who}) stopped without letting go of "
+                        "it; start `rlvitals tail` again to follow it",
+                        lease.renewed,
+                    )
                 if state == "importing" or lease.kind == "import":
                     return Status(
                         RunStatus.INCOMPLETE,

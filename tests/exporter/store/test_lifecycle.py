@@ -61,6 +61,8 @@ def _dead_pid() -> int:
             RunStatus.INCOMPLETE,
         ),
         (Recorded("importing", "stopped", NOW - 1, NOW - 1), RunStatus.INCOMPLETE),
+        # a dead reader of the logs says nothing about the training: not a crash, no page
+        (Recorded(arrived=NOW - 1, lease=_lease(renewed_ago=60, kind="tail")), RunStatus.UNKNOWN),
         # nobody holds it: live while rows arrive, then ended (never stalled: nobody to page)
         (Recorded(arrived=NOW - 599), RunStatus.LIVE),
         (Recorded(arrived=NOW - 600), RunStatus.ENDED),
