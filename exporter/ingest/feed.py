@@ -19,7 +19,7 @@ from registry import Registry
 
 from ..config import ExporterSettings
 from ..counts import RunStats
-from ..errors import ConfigError
+from ..errors import ConfigError, RunHeld
 from ..influx.direct import DirectRun
 from ..lifecycle import Lifecycle
 from ..prometheus.metrics_endpoint import MetricsEndpoint
@@ -400,34 +400,40 @@ class Ingest:
             keys = {name for record in state.pending for name in record.values}
             config = {**context_from_logs(framework, keys, state.texts), **self._config}
             summary.config = config
-        if self._direct:
-            state.run = DirectRun(
-                summary.name,
-                project=self._project,
-                registry=self._registry,
-                settings=self._settings,
-                framework=framework,
-                resume=resume,
-                config=config,
-            )
-        else:
-            run = Run(
-                summary.name,
-                project=self._project,
-                config=config or None,
-                registry=self._registry,
-                settings=self._settings,
-                framework=framework,
-                rank=None,
-                policy=self._settings.policy,
-                endpoint=self._endpoint,
-                resume=resume,
-                deriver=state.deriver,
-                lease_kind="tail" if self._follow else "import",
-            )
-            state.deriver = None
-            run.follow_sources()
-            state.run = run
+        try:
+            if self._direct:
+                state.run = DirectRun(
+                    summary.name,
+                    project=self._project,
+                    registry=self._registry,
+                    settings=self._settings,
+                    framework=framework,
+                    resume=resume,
+                    config=config,
+                )
+            else:
+                run = Run(
+                    summary.name,
+                    project=self._project,
+                    config=config or None,
+                    registry=self._registry,
+                    settings=self._settings,
+                    framework=framework,
+                    rank=None,
+                    policy=self._settings.policy,
+                    endpoint=self._endpoint,
+                    resume=resume,
+                    deriver=state.deriver,
+                    lease_kind="tail" if self._follow else "import",
+                )
+                state.deriver = None
+                run.follow_sources()
+                state.run = run
+        except RunHeld:
+            # another live process writes this run: refused (the caller says so); what was
+            # read for it is not tried again at the next settle
+            state.pending, state.positions = [], []
+            raise
         if state.run.name != summary.name:
             summary.renamed_from = summary.name
             summary.name = state.run.name

@@ -455,3 +455,33 @@ def test_skewed_trainer_clocks_read_live_while_logging_then_stalled_then_crashed
         assert rows[name]["status"] == "crashed", rows[name]
         assert rows[name]["status_reason"].startswith(f"pid {child.pid} on {HOST} stopped")
         assert _stored(store, name, life)[0].status is RunStatus.CRASHED
+
+
+def test_import_resume_on_a_run_another_process_logs_is_refused_naming_it(
+    tmp_path: Path,
+    spawn: Callable[..., Child],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = tmp_path / "store"
+    logger = spawn(_LOGGER, "shared", "1000000")
+    assert logger.expect("LOGGING") == "shared"
+    logs = tmp_path / "logs" / "shared"
+    logs.mkdir(parents=True)
+    (logs / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "value_loss": -1.0}) + "\n" for s in range(50))
+    )
+    for key in [k for k in os.environ if k.startswith("RLVITALS_")]:
+        monkeypatch.delenv(key)
+    capsys.readouterr()
+    code = rlvitals_main(
+        ["import", str(logs.parent), "--run", "shared", "--resume", "--store", str(store)]
+        + ["--registry", str(MINI), "--via-outbox"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"'shared' is being written by pid {logger.pid} on {HOST}" in err
+    assert "Traceback" not in err
+    logger.kill()
+    _, values = _series(store, "shared", "value_loss")
+    assert values and min(values) >= 1_000_000  # nothing of the import's went in
