@@ -474,10 +474,8 @@ def test_import_resume_on_a_run_another_process_logs_is_refused_naming_it(
     for key in [k for k in os.environ if k.startswith("RLVITALS_")]:
         monkeypatch.delenv(key)
     capsys.readouterr()
-    code = rlvitals_main(
-        ["import", str(logs.parent), "--run", "shared", "--resume", "--store", str(store)]
-        + ["--registry", str(MINI), "--via-outbox"]
-    )
+    args = ["import", str(logs.parent), "--run", "shared", "--resume", "--store", str(store)]
+    code = rlvitals_main([*args, "--registry", str(MINI), "--via-outbox"])
     err = capsys.readouterr().err
     assert code == 2, err
     assert f"'shared' is being written by pid {logger.pid} on {HOST}" in err
