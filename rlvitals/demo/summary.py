@@ -65,9 +65,9 @@ def format_summary(results: Sequence[DemoResult], where: Pointers) -> str:
         if where.default_store
         else f"RLVITALS_STORE={where.store.parent} rlvitals serve"
     )
-    out.append(f"  datasource  {serve}")
+    out.append(f"  dashboard   {serve}")
     out.append(
-        f"              then {where.serve_url}/api/runs and {where.serve_url}/report?run={first}"
+        f"              then {where.serve_url}/ (the run list) or {where.serve_url}/run?run={first}"
     )
     if where.reports:
         out.append("  reports     " + str(where.reports[0][1].parent) + "/")

@@ -20,7 +20,7 @@ def test_demo_single_scenario_prints_summary_and_pointers(
     assert "demo-nan_loss" in out
     assert "alert nonfinite_count (critical)" in out and "OK" in out
     assert "Where to look" in out and str(tmp_path / "outbox.sqlite") in out
-    assert "rlvitals serve" in out and "/report?run=demo-nan_loss" in out
+    assert "rlvitals serve" in out and "/run?run=demo-nan_loss" in out
     report = tmp_path / "reports" / "demo-nan_loss.html"
     assert report.is_file() and report.stat().st_size > 10_000
 
