@@ -63,9 +63,9 @@ Failures never reach the writer: a rollup write or query that fails is logged an
 owed (recomputed by InfluxDB at the next call). Not kept: a process killed between writing a batch
 and its rollups leaves those blocks stale until they are written again (an import saves a batch's
 read positions only once its rollups are written, so running it again writes those steps again,
-and their blocks are recomputed: they are at or before the newest step InfluxDB holds). InfluxDB 2.x gets no
-rollups (whether its v1 API runs `SELECT ... INTO` was not checked here): `make_rollups` returns
-None and readers use the raw points.
+and their blocks are recomputed: they are at or before the newest step InfluxDB holds).
+InfluxDB 2.x gets no rollups (whether its v1 API runs `SELECT ... INTO` was not checked here):
+`make_rollups` returns None and readers use the raw points.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@ goes on with that run (no `NAME-2`) and ends with raw points and rollups equal t
 error message says exactly what will happen.
 
 Killed with SIGKILL mid-way (no chance to store or record anything more), into the embedded store
-and straight into InfluxDB; failed at the disk budget, then run again with it raised; stopped by
+and straight into InfluxDB (behind a proxy that holds rollup writes a moment, so the rollups run
+batches behind the raw points as on a busy machine, and killed when a saved read position is
+past them if it ever is); failed at the disk budget, then run again with it raised; stopped by
 SIGTERM while reading its last file (complete, so not incomplete) and before it (exit 1, the
 unread run imported by the rerun); and killed after storing everything but before recording the
 end (the rerun reads nothing and records it). Every import is a real process, run again with the
@@ -17,6 +19,7 @@ the comparisons below are `==`, not approximate.
 from __future__ import annotations
 
 import contextlib
+import http.server
 import io
 import json
 import math
@@ -27,8 +30,11 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +59,18 @@ FIELDS: dict[str, tuple[str, Callable[[int], float]]] = {
 Block = tuple[int, float, float, float, int]  # n, sum, min, max, last step
 
 
-def _write_log(path: Path, steps: int) -> None:
+def _write_log(path: Path, steps: int, *, files: int = 1) -> None:
+    """A JSON Lines log of `steps` steps; with `files`, split into that many files read one
+    after the other as one run (`path` then names the first: `metrics-00.jsonl`, ...)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as fh:
-        for s in range(steps):
-            record: dict[str, float] = {"global_step": s}
-            record.update({key: value(s) for key, value in FIELDS.values()})
-            fh.write(json.dumps(record) + "\n")
+    per_file = -(-steps // files)
+    for i in range(files):
+        part = path if files == 1 else path.with_name(f"{path.stem}-{i:02}{path.suffix}")
+        with part.open("w") as fh:
+            for s in range(i * per_file, min(steps, (i + 1) * per_file)):
+                record: dict[str, float] = {"global_step": s}
+                record.update({key: value(s) for key, value in FIELDS.values()})
+                fh.write(json.dumps(record) + "\n")
 
 
 def _source_blocks(steps: int, field: str, level: int) -> dict[int, Block]:
@@ -238,35 +249,94 @@ def _influx_rolled(influx: Any, run: str, field: str, level: int) -> dict[int, B
     return {k: (int(c[0]), c[1], c[2], c[3], int(c[4])) for k, c in sorted(out.items())}
 
 
+# how a line of each rollup measurement starts
+_ROLLUP_LINES = [b"\n" + rollup_measurement(level).encode() + b"," for level in ROLLUP_LEVELS]
+
+
+class _SlowRollups(http.server.BaseHTTPRequestHandler):
+    """In front of the real InfluxDB: passes every request on, holding each write of rollup
+    lines `DELAY` seconds first (an InfluxDB slow to take them, as on a busy machine), so the
+    rollups run batches behind the raw points, as they did in the issue."""
+
+    protocol_version = "HTTP/1.1"  # the writers keep their connections open
+    upstream = ""
+    DELAY = 0.25
+
+    def do_GET(self) -> None:
+        self._forward()
+
+    def do_POST(self) -> None:
+        self._forward()
+
+    def _forward(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.startswith("/write") and any(m in b"\n" + body for m in _ROLLUP_LINES):
+            time.sleep(self.DELAY)
+        headers = {k: v for k in ("Content-Type", "Authorization") if (v := self.headers.get(k))}
+        request = urllib.request.Request(
+            self.upstream + self.path,
+            data=body if self.command == "POST" else None,
+            headers=headers,
+            method=self.command,
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                status, data = response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            status, data = exc.code, exc.read()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def slow_rollups(influx: Any) -> Iterator[str]:
+    """The URL of a `_SlowRollups` in front of the test's InfluxDB."""
+    handler = type("Handler", (_SlowRollups,), {"upstream": influx.url})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
 def test_a_killed_direct_import_rerun_leaves_influxdb_raw_points_and_rollups_equal_to_the_source(
-    tmp_path: Path, influx: Any, reg: registry.Registry
+    tmp_path: Path, influx: Any, reg: registry.Registry, slow_rollups: str
 ) -> None:
     steps = 24_000
     store, logs = tmp_path / "store", tmp_path / "logs"
-    _write_log(logs / "r" / "metrics.jsonl", steps)
-    env = _env(store, RLVITALS_INFLUX_URL=influx.url, RLVITALS_INFLUX_DATABASE=influx.name)
+    # a read position at the end of every file: a moment to kill at every 2,000 steps
+    _write_log(logs / "r" / "metrics.jsonl", steps, files=12)
+    env = _env(store, RLVITALS_INFLUX_URL=slow_rollups, RLVITALS_INFLUX_DATABASE=influx.name)
     cmd = _import_cmd(logs)
     first = next(iter(FIELDS))
     measurement = reg.metric(first).group
     fine = rollup_measurement(ROLLUP_LEVELS[0])
-    seen = {"raw": 0, "rolled": 0, "saved": -1}
+    seen = {"saved": -1, "rolled": 0, "raw": 0}
+
+    def count(query: str) -> int:
+        rows = influx.query(query)
+        return int(rows[0]["v"]) if rows else 0
 
     def worst_moment() -> bool:
-        """The first moment a read position is saved: a kill hurts most then. Saved as soon as
-        InfluxDB took the raw points before it, the rollups of those points were often not
-        written yet (`rolled` below `saved`): the rerun went on after steps whose blocks were
-        never rolled up (the issue's 27,507 raw points and 25,840 in both levels)."""
-        raw, rolled = (
-            (rows[0]["v"] if rows else 0)
-            for rows in (
-                influx.query(f'SELECT count("{first}") AS v FROM "{measurement}"'),
-                influx.query(f'SELECT sum("{rollup_key("n", first)}") AS v FROM "{fine}"'),
-            )
-        )
+        """Once a read position is saved, the moment a kill hurts most as seen from outside:
+        the rollups InfluxDB holds short of that position (read after it: the rerun would go
+        on after steps whose blocks were never rolled up, the issue's 27,507 raw points and
+        25,840 in both levels), else well past half-way."""
         saved = _read_store(store, "SELECT max(step) FROM run_progress WHERE run = 'r'")
-        step = saved[0][0] if saved and saved[0][0] is not None else -1
-        seen.update(raw=raw, rolled=rolled, saved=step)
-        return step >= 0
+        if not saved or saved[0][0] is None:
+            return False
+        seen["saved"] = saved[0][0]
+        seen["rolled"] = count(f'SELECT sum("{rollup_key("n", first)}") AS v FROM "{fine}"')
+        if seen["rolled"] < seen["saved"] + 1:
+            return True
+        return count(f'SELECT count("{first}") AS v FROM "{measurement}"') >= steps * 0.6
 
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -275,7 +345,8 @@ def test_a_killed_direct_import_rerun_leaves_influxdb_raw_points_and_rollups_equ
         if proc.poll() is None:
             proc.kill()
         proc.communicate()
-    assert 0 < seen["raw"] < steps, seen
+    seen["raw"] = count(f'SELECT count("{first}") AS v FROM "{measurement}"')
+    assert 0 < seen["raw"] < steps, seen  # mid-way
     _assert_killed_run_incomplete(store, "r", proc.pid)
 
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
