@@ -401,7 +401,7 @@ def test_an_import_failed_for_the_disk_budget_is_incomplete_and_completes_once_i
 def test_sigterm_while_the_last_file_is_read_still_completes_the_import(tmp_path: Path) -> None:
     # SIGTERM (a stopped container) ends the reader after the file it is reading: here the
     # only one, so nothing is left unread and the run ends; it is not left incomplete
-    steps = 8000
+    steps = 60_000  # read for long enough (> 1 s) that the SIGTERM lands while reading
     store, logs = tmp_path / "store", tmp_path / "logs"
     _write_log(logs / "r" / "metrics.jsonl", steps)
     env = _env(store)
@@ -429,7 +429,7 @@ def test_sigterm_while_the_last_file_is_read_still_completes_the_import(tmp_path
 def test_sigterm_before_the_last_file_exits_1_and_the_same_command_completes_every_run(
     tmp_path: Path,
 ) -> None:
-    steps = 8000
+    steps = 60_000  # read for long enough (> 1 s) that the SIGTERM lands while reading a
     store, logs = tmp_path / "store", tmp_path / "logs"
     for run in ("a", "b"):  # read in this order: b is left unread
         _write_log(logs / run / "metrics.jsonl", steps)
