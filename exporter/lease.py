@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["Holder", "Lease", "holder_alive", "this_process"]
+__all__ = ["LEASE_COLUMNS", "Holder", "Lease", "holder_alive", "lease_from_row", "this_process"]
+
+LEASE_COLUMNS = "pid, host, started, kind, since, renewed"
+"""The columns of the store's `leases` table a lease is read from, in `lease_from_row`'s order."""
 
 _PROC = Path("/proc")
 
@@ -44,6 +49,12 @@ class Lease:
     kind: str
     since: float
     renewed: float
+
+
+def lease_from_row(row: Sequence[Any]) -> Lease:
+    """A lease from its stored columns (`LEASE_COLUMNS`)."""
+    pid, host, started, kind, since, renewed = row[:6]
+    return Lease(Holder(int(pid), str(host), started), str(kind), since, renewed)
 
 
 def _start_ticks(pid: int) -> int | None:

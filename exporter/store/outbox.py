@@ -40,7 +40,7 @@ import numpy.typing as npt
 import orjson
 
 from ..errors import OutboxError, RunHeld
-from ..lease import Holder, Lease, holder_alive
+from ..lease import LEASE_COLUMNS, Holder, Lease, holder_alive, lease_from_row
 from ..lifecycle import Recorded
 from ..schema import (
     NO_RANK,
@@ -424,7 +424,7 @@ every write (each trip is a GIL hand-off with the training loop)."""
 
 _RUN_COLUMNS = (
     "runs.run, project, config, framework, created, finished, last_activity, state, "
-    "state_reason, state_at, arrived, pid, host, started, kind, since, renewed"
+    f"state_reason, state_at, arrived, {LEASE_COLUMNS}"
 )
 _RUN_FROM = "runs LEFT JOIN leases ON leases.run = runs.run"
 
@@ -494,9 +494,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 
 def _run_record(row: Sequence[Any]) -> RunRecord:
-    lease = None
-    if row[11] is not None:
-        lease = Lease(Holder(int(row[11]), str(row[12]), row[13]), str(row[14]), row[15], row[16])
+    lease = None if row[11] is None else lease_from_row(row[11:])
     return RunRecord(
         row[0],
         row[1],
@@ -514,12 +512,8 @@ def _run_record(row: Sequence[Any]) -> RunRecord:
 
 
 def _lease(db: sqlite3.Connection, run: str) -> Lease | None:
-    row = db.execute(
-        "SELECT pid, host, started, kind, since, renewed FROM leases WHERE run = ?", (run,)
-    ).fetchone()
-    if row is None:
-        return None
-    return Lease(Holder(int(row[0]), str(row[1]), row[2]), str(row[3]), row[4], row[5])
+    row = db.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
+    return None if row is None else lease_from_row(row)
 
 
 def _merged(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from exporter.lease import Holder, Lease
+from exporter.lease import LEASE_COLUMNS, Lease, lease_from_row
 from exporter.lifecycle import Recorded
 from exporter.schema import ROLLUP_LEVELS, RUN_CONFIG, UNREGISTERED
 
@@ -317,6 +317,7 @@ class EmbeddedHistory:
             # A file from before the lifecycle columns: what it lacks is unknown (NULL).
             columns = ", ".join(c if c in have else "NULL" for c in _RUN_INFO)
             row = db.execute(f"SELECT {columns} FROM runs WHERE run = ?", (run,)).fetchone()
+            lease = _lease(db, run)  # on the same connection: one open per run row
         if row is None:
             return RunInfo()
         project, framework, created, finished, activity, *life = row
@@ -333,24 +334,9 @@ class EmbeddedHistory:
                 None if life[1] is None else str(life[1]),
                 life[2],
                 life[3],
-                self._lease(run),
+                lease,
             ),
         )
-
-    def _lease(self, run: str) -> Lease | None:
-        with self._db() as db:
-            if db is None:
-                return None
-            try:
-                row = db.execute(
-                    "SELECT pid, host, started, kind, since, renewed FROM leases WHERE run = ?",
-                    (run,),
-                ).fetchone()
-            except sqlite3.OperationalError:  # a file from before leases
-                return None
-        if row is None:
-            return None
-        return Lease(Holder(int(row[0]), str(row[1]), row[2]), str(row[3]), row[4], row[5])
 
     def series_many(
         self,
@@ -472,3 +458,12 @@ def _fields(raw: object, rank: object) -> dict[str, Any]:
     if isinstance(rank, int) and rank >= 0:
         fields.setdefault("rank", rank)
     return fields
+
+
+def _lease(db: sqlite3.Connection, run: str) -> Lease | None:
+    """The run's writer lease in the file, if one is held (None from a file before leases)."""
+    try:
+        row = db.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return None if row is None else lease_from_row(row)
