@@ -4,13 +4,16 @@ auth, JSON-only request bodies, body-size limit."""
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlencode
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, jsonify, redirect, request
 from werkzeug.exceptions import HTTPException
+from werkzeug.wrappers import Response as BaseResponse
 
 import registry as registry_pkg
 
 from . import (
+    api_alert_notifications,
     api_cards,
     api_events,
     api_fields,
@@ -18,11 +21,13 @@ from . import (
     api_series,
     api_terms,
     dashboard_page,
+    login,
     pages,
     report_page,
     simpod,
 )
-from .config import ANY_HOST, HOSTS_SETTING, DatasourceConfig
+from .config import ANY_HOST, HOSTS_SETTING, SESSION_COOKIE, DatasourceConfig
+from .dashboard_page import wants_html
 from .errors import ApiError
 from .history import (
     HistoryStore,
@@ -38,14 +43,20 @@ from .services import Services, attach, services
 __all__ = ["create_app"]
 
 _log = logging.getLogger(__name__)
-_OPEN_PATHS = frozenset({"/api/health", "/terms", "/terms/", "/api/terms"})
-_OPEN_PREFIXES = ("/terms/", "/api/terms/")
+_OPEN_PATHS = frozenset(
+    {"/api/health", "/terms", "/terms/", "/api/terms", "/login", "/api/login", "/api/logout"}
+)
+_OPEN_PREFIXES = ("/terms/", "/api/terms/", "/live/static/", "/live/report.css")
 """Registry text is public: the term pages, glossary and runbook links that dashboards, alert
-notifications and the report open in a plain browser tab (which sends no bearer token). Run data
-(runs, cards, series, events, the report, the simpod protocol) stays behind the token."""
+notifications and the report open in a plain browser tab (which sends no bearer token). So are
+the sign-in page and the dashboard's own scripts and styles (the same files for every install;
+the sign-in page needs them). Run data (runs, cards, series, events, the report, the pages that
+show them, the simpod protocol) stays behind the token or the session cookie of `/login`."""
 
 
 def _is_open(path: str) -> bool:
+    if request.method == "POST" and path == api_alert_notifications.PATH:
+        return True  # Grafana's webhook, which carries no token (api_alert_notifications.py)
     return path in _OPEN_PATHS or path.startswith(_OPEN_PREFIXES)
 
 
@@ -80,13 +91,20 @@ def _check_host() -> tuple[Response, int] | None:
     )
 
 
-def _check_auth() -> tuple[Response, int] | None:
+def _check_auth() -> BaseResponse | tuple[Response, int] | None:
     config = services().config
     if _is_open(request.path) or config.accepts_token(request.headers.get("Authorization")):
         return None
+    if config.accepts_session(request.cookies.get(SESSION_COOKIE)):
+        return None
+    if request.method == "GET" and wants_html(request):
+        # a browser asking for a page: sign in once, then come back to it
+        back = request.full_path if request.query_string else request.path
+        return redirect("/login?" + urlencode({"next": back}), code=303)
     response, status = _error(
         401,
-        "missing or wrong bearer token: send 'Authorization: Bearer <RLVITALS_DATASOURCE_TOKEN>'",
+        "missing or wrong bearer token: send 'Authorization: Bearer <RLVITALS_DATASOURCE_TOKEN>' "
+        "(a browser: sign in once at /login)",
     )
     response.headers["WWW-Authenticate"] = 'Bearer realm="rlvitals"'
     return response, status
@@ -197,6 +215,8 @@ def create_app(
         report_page,
         api_fields,
         dashboard_page,
+        login,
+        api_alert_notifications,
     ):
         app.register_blueprint(module.blueprint)
     _register_errors(app)

@@ -20,12 +20,17 @@ __all__ = [
     "ANY_HOST",
     "HOSTS_SETTING",
     "LOOPBACK_HOSTS",
+    "SESSION_COOKIE",
+    "SESSION_DAYS",
     "ConfigError",
     "DatasourceConfig",
     "InfluxApi",
 ]
 
 InfluxApi = Literal["v1", "v2"]
+SESSION_COOKIE = "rlvitals_session"
+"""The cookie a browser signed in at `/login` sends instead of the bearer token."""
+SESSION_DAYS = 30
 _SECRETS = ("influx_password", "influx_token", "token")
 MAX_POINTS_LIMIT = 100_000
 
@@ -208,6 +213,18 @@ class DatasourceConfig:
             return True
         sent = (authorization or "").encode("utf-8", "replace")
         return hmac.compare_digest(sent, f"Bearer {self.token}".encode())
+
+    def session_value(self) -> str | None:
+        """What the sign-in cookie holds: an HMAC of the token (None without a token). Derived,
+        not the token itself, so the cookie is no bearer token for Grafana's datasource."""
+        if self.token is None:
+            return None
+        return hmac.new(self.token.encode(), b"rlvitals dashboard session 1", "sha256").hexdigest()
+
+    def accepts_session(self, cookie: str | None) -> bool:
+        """Whether a sign-in cookie is this token's (constant-time); False without a token."""
+        value = self.session_value()
+        return value is not None and hmac.compare_digest((cookie or "").encode(), value.encode())
 
     @property
     def uses_influx(self) -> bool:

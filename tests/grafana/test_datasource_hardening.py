@@ -288,15 +288,22 @@ def _post_paths(app: Flask) -> list[str]:
     return sorted(r.rule for r in rules)
 
 
-def test_the_post_routes_are_the_simpod_protocol(app: Flask) -> None:
-    assert _post_paths(app) == [
-        "/metric-payload-options",
-        "/metrics",
-        "/query",
-        "/tag-keys",
-        "/tag-values",
-        "/variable",
-    ]
+SIMPOD_POSTS = [
+    "/metric-payload-options",
+    "/metrics",
+    "/query",
+    "/tag-keys",
+    "/tag-values",
+    "/variable",
+]
+# Besides the simpod protocol: signing a browser in and out, and Grafana's alert webhook.
+OWN_POSTS = ["/api/alert-notifications", "/api/login", "/api/logout"]
+
+
+def test_the_post_routes_are_the_simpod_protocol_sign_in_and_the_alert_receiver(
+    app: Flask,
+) -> None:
+    assert _post_paths(app) == sorted(SIMPOD_POSTS + OWN_POSTS)
 
 
 @pytest.mark.parametrize(
@@ -329,7 +336,7 @@ def test_posts_not_sent_as_json_are_415_on_every_post_route(
     "content_type", ["application/json", "application/json; charset=utf-8", "Application/JSON"]
 )
 def test_posts_sent_as_json_are_answered(app: Flask, content_type: str) -> None:
-    for path in _post_paths(app):
+    for path in SIMPOD_POSTS:
         r = app.test_client().post(path, data=json.dumps(GOOD_BODY), content_type=content_type)
         assert r.status_code == 200, (path, r.data[:200])
 
