@@ -2,6 +2,7 @@
 
     python calibration/corpus.py                 # all runs (about 15 CPU-minutes, one core)
     python calibration/corpus.py --only grpo_    # runs whose name starts with a prefix
+    python calibration/corpus.py --out DIR       # into DIR/<name>/ instead (the tests do)
 
 Each run is one trainer script of this folder with fixed seeds; the trainer itself writes its
 TensorBoard event file (SB3's logger, torch's SummaryWriter in the CleanRL-style script, TRL's
@@ -139,8 +140,8 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _train(spec: Spec) -> dict[str, object]:
-    folder = OUT / spec.name
+def _train(spec: Spec, out: Path) -> dict[str, object]:
+    folder = out / spec.name
     shutil.rmtree(folder, ignore_errors=True)
     cmd = [sys.executable, str(HERE / spec.script), "--out", str(folder), *spec.args]
     started = time.time()
@@ -161,14 +162,19 @@ def _train(spec: Spec) -> dict[str, object]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="", help="train only runs whose name starts with this")
+    parser.add_argument(
+        "--out", type=Path, default=OUT, help=f"folder of the runs and manifest (default {OUT})"
+    )
     args = parser.parse_args()
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / "manifest.json"
+    if not any(spec.name.startswith(args.only) for spec in RUNS):
+        parser.error(f"--only {args.only!r} matches no run: {', '.join(s.name for s in RUNS)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "manifest.json"
     manifest = json.loads(path.read_text()) if path.exists() else {"runs": {}}
     manifest["versions"] = _versions()
     for spec in RUNS:
         if spec.name.startswith(args.only):
-            entry = _train(spec)
+            entry = _train(spec, args.out)
             print(f"{spec.name}: {entry['wall_seconds']} s", flush=True)
             manifest["runs"][spec.name] = entry
             _write(path, manifest)  # after every run: a later failure keeps what was trained

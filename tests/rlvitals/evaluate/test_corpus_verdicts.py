@@ -91,3 +91,48 @@ def test_the_context_is_read_from_the_logs(shipped: registry.Registry) -> None:
 def test_a_config_overrides_what_the_logs_say(shipped: registry.Registry) -> None:
     run = load_run(RUNS / "grpo_mu1_healthy", shipped, config={"num_iterations": 2})
     assert run.context.num_iterations == 2 and run.context.sources["num_iterations"] == "config"
+
+
+def _bench() -> Any:
+    """bench/corpus_vs_rlwatch.py, the script that prints the README's table."""
+    import importlib.util
+
+    path = RUNS.parents[2] / "bench" / "corpus_vs_rlwatch.py"
+    spec = importlib.util.spec_from_file_location("corpus_vs_rlwatch", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _readme_rows() -> dict[str, list[str]]:
+    text = (RUNS.parents[2] / "README.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 9 and cells[0] in EXPECTED:
+            rows[cells[0]] = cells
+    return rows
+
+
+def test_readme_table_is_what_the_corpus_gives(shipped: registry.Registry) -> None:
+    """The README's corpus table, row by row, is what `python bench/corpus_vs_rlwatch.py`
+    prints: rlvitals' verdicts (the replay `evaluate` runs) and rlwatch 0.5.1's first alerts."""
+    bench = _bench()
+    rows = _readme_rows()
+    assert sorted(rows) == sorted(EXPECTED), "the README's table lists every corpus run"
+    for name, cells in rows.items():
+        v = _verdict(shipped, name)
+        exp = Expected.of(EXPECTED[name])
+        w, c = v.first["warning"], v.first["critical"]
+        rw = bench.rlwatch_first(load_run(RUNS / name, shipped))
+        assert cells[1:] == [
+            exp.verdict + (", dead at end" if exp.dead_at_end else ""),
+            "–" if exp.failure_step is None else f"{exp.failure_step:,} {exp.failure}",
+            "–" if w is None else f"{w:,}",
+            "–" if c is None else f"{c:,}",
+            v.end_status,
+            "yes" if v.passed else "no: " + "; ".join(v.problems),
+            bench._fmt(rw["warning"]),
+            bench._fmt(rw["critical"]),
+        ], name
