@@ -41,6 +41,7 @@ _PAGE = """<!DOCTYPE html>
 <link rel="stylesheet" href="/live/report.css">
 <link rel="stylesheet" href="/live/static/vendor/uplot/uPlot.min.css">
 <link rel="stylesheet" href="/live/static/live.css">
+<script src="/live/static/theme.js"></script>
 </head>
 <body data-lang="{lang}" class="live">
 {body}
