@@ -263,7 +263,7 @@ def test_dark_mode_follows_the_system_and_the_toggle_is_remembered(
     bg = page.evaluate(_CONTRAST, [dark["colours"]["bg"], "#000"])
     assert bg["la"] < 0.05  # a dark background
     page.set_viewport_size({"width": 1400, "height": 1100})
-    shot = tab.shot("serve-grid-dark.png")
+    shot = tab.shot("serve-grid-dark.png")  # docs/serve-grid-dark.png is a copy of it
     assert shot.stat().st_size > 50_000
     # Chosen light, it stays light after a reload though the system is dark.
     page.select_option("#theme", "light")
@@ -345,12 +345,3 @@ def test_the_readout_of_a_transformed_metric_gives_the_value_as_logged(tab: Page
     kl = _hover_raw(tab, "policy_kl", HOVER_STEP)
     assert "(" not in kl and float(kl) > 0
     page.mouse.move(0, 0)
-
-
-def test_screenshot_of_the_grid_for_the_readme(tab: Page) -> None:
-    """The grid as the README shows it (docs/serve.png is a copy of test-artifacts/serve.png from
-    test_dashboard_browser; docs/serve-grid-dark.png of the dark one above)."""
-    page = tab.open_run(f"run={RUNS[0]}&run={RUNS[1]}&pin=value_loss")
-    page.locator('.panel[data-field="policy_entropy"] .card-fold > summary').first.click()
-    page.set_viewport_size({"width": 1400, "height": 1300})
-    assert tab.shot("serve-grid.png").stat().st_size > 50_000

@@ -499,7 +499,7 @@
     if (!box) {
       const toggle = el("button", { type: "button", class: "group-toggle", "aria-expanded": "true" }, [
         el("span", { class: "fold-mark", "aria-hidden": "true" }),
-        document.createTextNode(GROUP_TITLE[group] + " "),
+        el("span", { class: "group-title", text: GROUP_TITLE[group] }),
         el("span", { class: "group-count hint" }),
       ]);
       box = el("section", { class: "group", "data-group": group }, [el("h2", {}, [toggle]), el("div", { class: "group-panels" })]);
