@@ -91,7 +91,12 @@ def fields() -> Response:
             if m is None
             else [
                 {"framework": a.framework, "key": a.key, "kind": a.transform.kind}
-                | ({"factor": a.transform.factor} if a.transform.kind == "scale" else {})
+                # the factor of x * factor and of factor / x: the page inverts both
+                | (
+                    {"factor": a.transform.factor}
+                    if a.transform.kind in ("scale", "reciprocal")
+                    else {}
+                )
                 for a in m.aliases
                 if a.transform.kind != "identity" and framework in (None, a.framework)
             ],

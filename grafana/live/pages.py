@@ -5,7 +5,8 @@ Both are small server-rendered shells. The run list is complete HTML (its script
 script needs as JSON in a `<script type="application/json">` and draws everything from the
 JSON API. Every script and style comes from rlvitals itself (`STATIC`, uPlot vendored under
 `static/vendor/`): the Content-Security-Policy forbids anything else, so the dashboard works
-offline.
+offline. Both pages load `theme.js` in their head, so a light or dark scheme chosen on the run
+page applies before anything paints.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ _PAGE = """<!DOCTYPE html>
 <link rel="stylesheet" href="/live/report.css">
 <link rel="stylesheet" href="/live/static/vendor/uplot/uPlot.min.css">
 <link rel="stylesheet" href="/live/static/live.css">
+<script src="/live/static/theme.js"></script>
 </head>
 <body data-lang="{lang}" class="live">
 {body}

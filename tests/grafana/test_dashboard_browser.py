@@ -171,6 +171,7 @@ def test_run_page_shows_every_logged_field_grouped_by_the_registry(
     assert "sb3 train/value_loss × 0.5" in note and "rllib" not in note
     # Hovering the plot reads the values out in the legend.
     page.mouse.move(0, 0)
+    kl.locator(".u-over").scroll_into_view_if_needed()  # in the grid's second row
     box = kl.locator(".u-over").bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5, steps=4)
     page.wait_for_function(
@@ -406,7 +407,7 @@ def test_chinese_view(tab: Page, builtin: registry.Registry) -> None:
     assert zh["project"] in page.locator("table.runs thead").inner_text()
     assert page.locator('tr[data-run="ppo-a"] .run-status').inner_text() == zh["finished"]
     page = tab.open_run("run=ppo-a&lang=zh")
-    assert page.locator('.group[data-group="core"] h2').inner_text() == zh["group_core"]
+    assert page.locator('.group[data-group="core"] .group-title').inner_text() == zh["group_core"]
     kl = builtin.metric("policy_kl")
     panel = page.locator('.panel[data-field="policy_kl"]')
     assert kl.title.zh in panel.locator(".info").inner_text()
@@ -425,7 +426,8 @@ def test_chinese_view(tab: Page, builtin: registry.Registry) -> None:
             "#config thead th",
             ".group h2",
             ".panel .head .note",
-            ".panel .head .downloads",
+            ".panel .tools",
+            ".group-toggle",
         )
         for t in page.locator(sel).all_inner_texts()
     )

@@ -2,7 +2,9 @@
 // Raw values (thin, light) and TensorBoard's debiased EMA (thick, dark) per run, one colour per
 // run; x = step, wall time or time since the run started; drag across a chart to zoom into those
 // steps (the series are fetched again for that range, so zooming shows more detail); refreshed
-// while any run is live.
+// while any run is live. Charts sit in a grid (1, 2 or 3 columns) of collapsible groups, with a
+// "Pinned" group on top; each chart has its diagnosis card folded to a status line per run under
+// it, and a PNG button. Colours follow the page's light/dark scheme (theme.js, live.css).
 (function () {
   "use strict";
   const boot = JSON.parse(document.getElementById("boot").textContent);
@@ -11,8 +13,12 @@
   const LANG = boot.lang;
   const RUNS = boot.runs;
   const COLORS = boot.colors;
-  const GROUPS = ["core", "registered", "unregistered"];
-  const GROUP_TITLE = { core: T.group_core, registered: T.group_registered, unregistered: T.group_unregistered };
+  const GROUPS = ["pinned", "core", "registered", "unregistered"];
+  const GROUP_TITLE = { pinned: T.group_pinned, core: T.group_core, registered: T.group_registered, unregistered: T.group_unregistered };
+  const COLUMNS = [1, 2, 3];
+  const THEMES = ["auto", "light", "dark"];
+  const THEME_KEY = "rlvitals.theme"; // theme.js reads the same key before the page paints
+  const CHART_HEIGHT = 220;
 
   const state = {
     smoothing: 0.6,
@@ -23,9 +29,13 @@
     to: null,
     query: "",
     logY: new Set(), // fields drawn on a log y axis
+    columns: 2, // charts side by side
+    collapsed: new Set(), // groups folded away
+    pinned: [], // fields in the Pinned group, in the order pinned
   };
-  // The view is kept in the address (smoothing, x, from, to, q, log), so a link reopens it as it
-  // was; `log` repeats once per field drawn on a log y axis (log=policy_kl&log=value_loss).
+  // The view is kept in the address (smoothing, x, from, to, q, log, cols, fold, pin), so a link
+  // reopens it as it was; `log`, `fold` and `pin` repeat once per field or group
+  // (log=policy_kl&log=value_loss, fold=unregistered, pin=policy_kl&pin=value_loss).
   (function fromAddress() {
     const p = new URLSearchParams(window.location.search);
     const num = (k, lo, hi) => {
@@ -42,6 +52,10 @@
     if (b !== null && (a === null || a <= b)) state.to = Math.ceil(b);
     state.query = (p.get("q") || "").trim().toLowerCase();
     for (const f of p.getAll("log")) if (f) state.logY.add(f);
+    const cols = Number(p.get("cols"));
+    if (COLUMNS.includes(cols)) state.columns = cols;
+    for (const g of p.getAll("fold")) if (GROUPS.includes(g)) state.collapsed.add(g);
+    for (const f of p.getAll("pin")) if (f && !state.pinned.includes(f)) state.pinned.push(f);
   })();
 
   function toAddress() {
@@ -54,6 +68,11 @@
     set("q", state.query, "");
     p.delete("log");
     for (const f of Array.from(state.logY).sort()) p.append("log", f);
+    set("cols", state.columns, 2);
+    p.delete("fold");
+    for (const g of GROUPS) if (state.collapsed.has(g)) p.append("fold", g);
+    p.delete("pin");
+    for (const f of state.pinned) p.append("pin", f);
     const search = "?" + p.toString();
     window.history.replaceState(null, "", window.location.pathname + search);
     const other = document.querySelector(".lang-switch");
@@ -92,6 +111,67 @@
     if (!unit || unit === "none") return "";
     const words = UNITS[unit];
     return words !== undefined ? words : unit.replace(/_/g, " ");
+  }
+
+  // ---- colour scheme -----------------------------------------------------------------------
+  // live.css holds both schemes' colours as CSS variables (the report's, plus --grid and --band);
+  // the charts are drawn on a canvas, so they read them when drawn and are drawn again when the
+  // scheme changes (the toggle, or the system's setting while on "auto").
+
+  function themeColors() {
+    const cs = getComputedStyle(document.documentElement);
+    const v = (k, dflt) => cs.getPropertyValue(k).trim() || dflt;
+    return { bg: v("--bg", "#fff"), fg: v("--fg", "#1d2330"), muted: v("--muted", "#5b6473"), grid: v("--grid", "#eef0f4"), band: v("--band", "rgba(46, 125, 50, 0.10)") };
+  }
+
+  function chosenTheme() {
+    let t = null;
+    try {
+      t = window.localStorage.getItem(THEME_KEY);
+    } catch (e) {
+      t = null; // storage refused: the page follows the system
+    }
+    return THEMES.includes(t) ? t : "auto";
+  }
+
+  const systemDark = window.matchMedia("(prefers-color-scheme: dark)");
+  function markTheme() {
+    const t = chosenTheme();
+    document.body.dataset.scheme = t === "auto" ? (systemDark.matches ? "dark" : "light") : t;
+  }
+
+  function setTheme(theme) {
+    try {
+      if (theme === "auto") window.localStorage.removeItem(THEME_KEY);
+      else window.localStorage.setItem(THEME_KEY, theme);
+    } catch (e) {
+      // storage refused: the choice holds for this page only
+    }
+    if (theme === "auto") delete document.documentElement.dataset.theme;
+    else document.documentElement.dataset.theme = theme;
+    markTheme();
+    redrawAll();
+  }
+
+  // ---- values as logged ------------------------------------------------------------------
+  // The registry's transforms (from /api/fields) turn a framework's logged value into the one
+  // stored and shown: negate (-x), scale (x × factor), reciprocal (factor / x). The readout
+  // gives the logged value beside the shown one by inverting them. The smoothed line is an EMA
+  // of the shown values, which commutes with negate and scale only, so a reciprocal's logged
+  // value is given for the raw line alone (and for a bucket mean it is the inverse of the mean).
+
+  function loggedValue(t, v) {
+    if (v === null || v === undefined || !Number.isFinite(v)) return null;
+    if (t.kind === "negate") return -v;
+    if (t.kind === "scale") return t.factor ? v / t.factor : null;
+    if (t.kind === "reciprocal") return v !== 0 ? (t.factor === undefined ? 1 : t.factor) / v : null;
+    return v;
+  }
+
+  function transformNote(t) {
+    if (t.kind === "scale") return t.framework + " " + t.key + " × " + t.factor;
+    if (t.kind === "reciprocal") return t.framework + " " + (t.factor === undefined ? 1 : t.factor) + " / " + t.key + " (" + T.t_reciprocal + ")";
+    return t.framework + " " + t.key + " (" + (T["t_" + t.kind] || t.kind) + ")";
   }
 
   function showError(message) {
@@ -305,6 +385,10 @@
     const apply = el("button", { id: "range-apply", type: "button", text: T.apply });
     const reset = el("button", { id: "zoom-reset", type: "button", text: T.reset });
     const search = el("input", { id: "search", type: "search", placeholder: T.search, "aria-label": T.search, value: state.query });
+    const cols = el("select", { id: "columns", "aria-label": T.columns }, COLUMNS.map((n) => el("option", { value: String(n), text: String(n) })));
+    cols.value = String(state.columns);
+    const theme = el("select", { id: "theme", "aria-label": T.theme }, THEMES.map((t) => el("option", { value: t, text: T["theme_" + t] })));
+    theme.value = chosenTheme();
     if (state.from !== null) from.value = String(state.from);
     if (state.to !== null) to.value = String(state.to);
     bar.append(
@@ -313,6 +397,8 @@
       el("label", {}, [raw, document.createTextNode(" " + T.raw)]),
       el("label", {}, [smooth, document.createTextNode(" " + T.smoothed)]),
       el("label", {}, [document.createTextNode(T.x_axis + " "), xsel]),
+      el("label", {}, [document.createTextNode(T.columns + " "), cols]),
+      el("label", {}, [document.createTextNode(T.theme + " "), theme]),
       el("span", {}, [document.createTextNode(T.range + " "), from, document.createTextNode(" – "), to, document.createTextNode(" "), apply, document.createTextNode(" "), reset]),
       el("span", { id: "shown", class: "hint" }),
       el("span", { class: "hint", text: T.zoom_hint + "; " + fmt(T.points_note, { n: boot.points }) })
@@ -353,6 +439,12 @@
       setRange(a, b);
     });
     reset.addEventListener("click", () => setRange(null, null));
+    cols.addEventListener("change", () => {
+      state.columns = Number(cols.value);
+      applyColumns();
+      toAddress();
+    });
+    theme.addEventListener("change", () => setTheme(theme.value));
     search.addEventListener("input", () => {
       state.query = search.value.trim().toLowerCase();
       applySearch();
@@ -399,16 +491,72 @@
 
   // ---- panels ----------------------------------------------------------------------------
 
+  // One section per group: a heading button folds it away (kept in the address as `fold=`),
+  // its charts in a grid of `state.columns` columns. The Pinned group exists while a chart is
+  // pinned.
   function groupBox(group) {
     let box = $('.group[data-group="' + group + '"]');
     if (!box) {
-      box = el("section", { class: "group", "data-group": group }, [el("h2", { text: GROUP_TITLE[group] }), el("div", { class: "group-panels" })]);
+      const toggle = el("button", { type: "button", class: "group-toggle", "aria-expanded": "true" }, [
+        el("span", { class: "fold-mark", "aria-hidden": "true" }),
+        el("span", { class: "group-title", text: GROUP_TITLE[group] }),
+        el("span", { class: "group-count hint" }),
+      ]);
+      box = el("section", { class: "group", "data-group": group }, [el("h2", {}, [toggle]), el("div", { class: "group-panels" })]);
       const boxes = $("#panels");
-      // Keep core, registered, unregistered order whatever arrives first.
+      // Keep pinned, core, registered, unregistered order whatever arrives first.
       const after = GROUPS.slice(GROUPS.indexOf(group) + 1).map((g) => $('.group[data-group="' + g + '"]')).find(Boolean);
       boxes.insertBefore(box, after || null);
+      toggle.addEventListener("click", () => {
+        if (state.collapsed.has(group)) state.collapsed.delete(group);
+        else state.collapsed.add(group);
+        showFolds();
+        toAddress();
+      });
+      showFolds();
     }
     return $(".group-panels", box);
+  }
+
+  function showFolds() {
+    for (const g of document.querySelectorAll(".group")) {
+      const folded = state.collapsed.has(g.dataset.group);
+      g.classList.toggle("folded", folded);
+      $(".group-panels", g).hidden = folded;
+      $(".group-toggle", g).setAttribute("aria-expanded", folded ? "false" : "true");
+    }
+    fitCharts(); // a group opened: its charts take their cells' width
+  }
+
+  function applyColumns() {
+    $("#panels").style.setProperty("--cols", String(state.columns));
+    $("#panels").dataset.columns = String(state.columns);
+    fitCharts();
+  }
+
+  // A panel's place: the Pinned group in pinning order, else its own group in the API's order.
+  function placePanel(panel) {
+    const pinned = state.pinned.includes(panel.meta.field);
+    const key = (p) => (state.pinned.includes(p.meta.field) ? state.pinned.indexOf(p.meta.field) : p.order);
+    const grid = groupBox(pinned ? "pinned" : panel.meta.group);
+    const next = Array.from(grid.children).find((c) => c !== panel.el && key(panels.get(c.dataset.field)) > key(panel));
+    grid.insertBefore(panel.el, next || null);
+    const pin = $(".pin", panel.el);
+    pin.setAttribute("aria-pressed", pinned ? "true" : "false");
+    pin.title = pinned ? T.unpin : T.pin;
+    pin.textContent = (pinned ? "★ " : "☆ ") + (pinned ? T.pinned_short : T.pin_short);
+    const empty = $('.group[data-group="pinned"]');
+    if (empty && !$(".panel", empty)) empty.remove();
+  }
+
+  function togglePin(panel) {
+    const field = panel.meta.field;
+    if (state.pinned.includes(field)) state.pinned = state.pinned.filter((f) => f !== field);
+    else state.pinned.push(field);
+    placePanel(panel);
+    applySearch();
+    fitCharts();
+    toAddress();
   }
 
   function ensurePanel(meta) {
@@ -417,30 +565,36 @@
       ? el("span", { class: "info", tabindex: "0" }, [document.createTextNode(meta.title + " "), el("sup", { text: "?" })])
       : el("span", { text: meta.title });
     if (meta.tooltip) title.insertAdjacentHTML("beforeend", meta.tooltip);
-    const transforms = (meta.transforms || []).map((t) => t.framework + " " + t.key + (t.kind === "scale" ? " × " + t.factor : " (" + (T["t_" + t.kind] || t.kind) + ")"));
+    const transforms = (meta.transforms || []).map(transformNote);
     const head = el("div", { class: "head" }, [
       title,
       el("code", { text: meta.field }),
       el("span", { class: "unit", "data-unit": meta.unit || "", text: unitLabel(meta.unit) }),
       transforms.length ? el("span", { class: "note", text: T.transform + ": " + transforms.join("; ") }) : null,
+    ]);
+    const tools = el("div", { class: "tools" }, [
       el("label", { class: "log-y" }, [el("input", { type: "checkbox", class: "log-y-box", checked: state.logY.has(meta.field) }), document.createTextNode(" " + T.log_y)]),
       el("span", { class: "log-note", hidden: true }),
+      el("button", { type: "button", class: "pin", "aria-pressed": "false" }),
+      el("button", { type: "button", class: "png", title: T.png_hint, text: "PNG" }),
       el("span", { class: "downloads" }),
     ]);
     const haystack = [meta.field, meta.title, meta.metric || ""].concat(meta.aliases || []).join(" ").toLowerCase();
     const node = el("article", { class: "panel", "data-field": meta.field, "data-group": meta.group, "data-search": haystack }, [
-      el("figure", { class: "chart-box" }, [head, el("div", { class: "chart" }, [el("div", { class: "empty", text: T.loading })])]),
+      el("figure", { class: "chart-box" }, [head, tools, el("div", { class: "chart" }, [el("div", { class: "empty", text: T.loading })])]),
       el("div", { class: "cards" }),
     ]);
-    groupBox(meta.group).appendChild(node);
-    const panel = { el: node, meta: meta, data: {} };
+    const panel = { el: node, meta: meta, data: {}, order: panels.size };
+    panels.set(meta.field, panel);
+    placePanel(panel);
     $(".log-y-box", node).addEventListener("change", (e) => {
       if (e.target.checked) state.logY.add(meta.field);
       else state.logY.delete(meta.field);
       draw(panel);
       toAddress();
     });
-    panels.set(meta.field, panel);
+    $(".pin", node).addEventListener("click", () => togglePin(panel));
+    $(".png", node).addEventListener("click", () => downloadPNG(panel));
     return panel;
   }
 
@@ -467,7 +621,10 @@
       if (ok) shown += 1;
     }
     for (const g of document.querySelectorAll(".group")) {
-      g.hidden = !Array.from(g.querySelectorAll(".panel")).some((p) => !p.hidden);
+      const all = Array.from(g.querySelectorAll(".panel"));
+      const visible = all.filter((p) => !p.hidden).length;
+      g.hidden = visible === 0;
+      $(".group-count", g).textContent = "(" + (visible === all.length ? all.length : visible + "/" + all.length) + ")";
     }
     $("#shown").textContent = fmt(T.shown, { n: shown, total: panels.size }) + (shown === 0 && panels.size ? " — " + T.no_match : "");
   }
@@ -483,8 +640,9 @@
     for (const run of RUNS) {
       const body = await getJSON("/api/fields?" + q({ run: run, lang: LANG }));
       for (const meta of body.fields) {
-        if (!fields.has(meta.field)) fields.set(meta.field, { meta: meta, runs: new Set() });
+        if (!fields.has(meta.field)) fields.set(meta.field, { meta: meta, runs: new Set(), metas: {} });
         fields.get(meta.field).runs.add(run);
+        fields.get(meta.field).metas[run] = meta; // each run's own transforms (its framework's)
       }
     }
     // Panels in the order the API gives (core, registered, unregistered), first run first.
@@ -517,6 +675,39 @@
     await pool(tasks, 4);
   }
 
+  // The report's card of each run, folded to one status line under the chart (its status badge
+  // and headline: the evidence of the card's status, or the first clause of its reading), the
+  // whole card opened on click; compared runs' lines sit side by side, one column per run.
+  function foldCard(run, html, wasOpen) {
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html;
+    const card = tpl.content.querySelector("article.card");
+    const m = card ? /\bst-border-(\S+)/.exec(card.className) : null;
+    const status = m ? m[1] : "no_data";
+    const badge = card ? card.querySelector(".card-head .status") : null;
+    const evidence = card ? Array.from(card.querySelectorAll("details li")).find((li) => li.querySelector(".st-" + status)) : null;
+    const reading = card ? card.querySelector(".reading") : null;
+    let headline = "";
+    if (status !== "ok" && evidence) headline = evidence.textContent.replace(evidence.querySelector(".status").textContent, "").trim();
+    else if (reading) {
+      // "Policy KL (old vs new) = 0.005 nats at step 399, …; CV …": the first clause, without
+      // the title the chart already shows
+      headline = reading.textContent.split(/[;；]/)[0].trim();
+      const named = card.querySelector(".card-head b");
+      const title = named ? named.textContent.trim() : "";
+      if (title && headline.startsWith(title + " = ")) headline = headline.slice(title.length + 3);
+    }
+    const summary = el("summary", { class: "status-line" }, [
+      badge ? badge.cloneNode(true) : null,
+      RUNS.length > 1 ? el("b", { class: "run-name", text: run, style: "color:" + colorOf(run) }) : null,
+      el("span", { class: "headline", text: headline, title: headline }),
+    ]);
+    const fold = el("details", { class: "card-fold", "data-run": run, "data-status": status }, [summary]);
+    if (wasOpen) fold.open = true;
+    fold.appendChild(tpl.content);
+    return fold;
+  }
+
   async function loadCards() {
     for (const run of RUNS) {
       const body = await getJSON("/api/card_html?" + q({ run: run, lang: LANG }));
@@ -524,12 +715,18 @@
         const html = panel.meta.metric && panel.meta.metric === panel.meta.field ? body.cards[panel.meta.field] : null;
         const box = $(".cards", panel.el);
         const old = Array.from(box.children).find((c) => c.dataset.run === run);
-        if (old) old.remove();
-        if (!html) continue;
-        const wrap = el("div", { "data-run": run });
-        if (RUNS.length > 1) wrap.appendChild(el("p", { class: "run-name", text: run, style: "color:" + colorOf(run) }));
-        wrap.insertAdjacentHTML("beforeend", html);
-        box.appendChild(wrap);
+        const wasOpen = old ? old.open : false;
+        if (!html) {
+          if (old) old.remove();
+          continue;
+        }
+        const fold = foldCard(run, html, wasOpen);
+        if (old) box.replaceChild(fold, old);
+        else {
+          // run order, whichever card arrives first
+          const after = Array.from(box.children).find((c) => RUNS.indexOf(c.dataset.run) > RUNS.indexOf(run));
+          box.insertBefore(fold, after || null);
+        }
       }
     }
   }
@@ -616,7 +813,7 @@
         const bottom = u.bbox.top + u.bbox.height;
         const y = (v, open) => (v === null ? open : Math.min(bottom, Math.max(top, u.valToPos(v, "y", true))));
         ctx.save();
-        ctx.fillStyle = "rgba(46, 125, 50, 0.10)";
+        ctx.fillStyle = themeColors().band;
         ctx.beginPath();
         for (let i = 0; xs && i + 1 < xs[0].length; i++) {
           const lo0 = s.band_low[i], hi0 = s.band_high[i], lo1 = s.band_low[i + 1], hi1 = s.band_high[i + 1];
@@ -729,31 +926,45 @@
     const series = [{ label: state.xmode === "step" ? T.x_step : state.xmode === "wall" ? T.x_wall : T.x_relative, value: state.xmode === "relative" ? (u, v) => (v === null ? "–" : duration(v)) : undefined }];
     // The legend's readout: uPlot calls a series' value(u, rawValue, seriesIdx, dataIdx) for each
     // cursor move (dataIdx null when the cursor is off the plot: "--" as uPlot's own default).
-    const readout = (u, v, sidx, idx) => (idx === null ? "--" : fmtValue(v));
+    // Where the run's framework logged the field under a transformed name, the logged value
+    // follows the shown one: "0.12 (sb3 logged 0.24)".
+    const readout = (transforms) => (u, v, sidx, idx) => {
+      if (idx === null) return "--";
+      const shown = fmtValue(v);
+      const logged = transforms.map((t) => ({ t: t, v: loggedValue(t, v) })).filter((x) => x.v !== null);
+      if (!logged.length) return shown;
+      // one entry per distinct reading (SB3's value_loss and critic_loss aliases say the same)
+      const said = Array.from(new Set(logged.map((x) => fmt(T.logged_as, { framework: x.t.framework, v: fmtValue(x.v) }))));
+      return shown + " (" + said.join("; ") + ")";
+    };
+    const metas = fields.get(field).metas;
     for (const run of runs) {
       const c = colorOf(run);
       const name = RUNS.length > 1 ? run + " " : "";
-      series.push({ label: name + T.raw, stroke: c + "59", width: 1, show: state.showRaw, spanGaps: true, points: { show: false }, value: readout });
-      series.push({ label: name + T.smoothed, stroke: c, width: 2, show: state.showSmooth, spanGaps: true, points: { show: false }, value: readout });
+      const ts = (metas[run] && metas[run].transforms) || [];
+      series.push({ label: name + T.raw, stroke: c + "59", width: 1, show: state.showRaw, spanGaps: true, points: { show: false }, value: readout(ts) });
+      series.push({ label: name + T.smoothed, stroke: c, width: 2, show: state.showSmooth, spanGaps: true, points: { show: false }, value: readout(ts.filter((t) => t.kind !== "reciprocal")) });
     }
+    const colors = themeColors();
+    const axisLook = { stroke: colors.muted, grid: { stroke: colors.grid, width: 1 }, ticks: { stroke: colors.grid, width: 1 } };
     const stepMode = state.xmode === "step";
     const opts = {
-      width: Math.max(300, box.clientWidth || 700),
-      height: 240,
+      width: chartWidth(box),
+      height: CHART_HEIGHT,
       series: series,
       scales: {
         x: { time: state.xmode === "wall" },
         y: log.on ? { distr: 3, log: 10, range: yRange } : { range: yRange },
       },
       axes: [
-        { values: state.xmode === "relative" ? (u, splits) => splits.map(duration) : undefined },
-        {
+        Object.assign({ values: state.xmode === "relative" ? (u, splits) => splits.map(duration) : undefined }, axisLook),
+        Object.assign({}, axisLook, {
           size: ySize,
           // uPlot's default log splits (logAxisSplits: 1..9 × each decade) and filter
           // (log10AxisValsFilt) stay; linear ticks step by 1, 2 or 5 × 10^k.
           incrs: log.on ? undefined : Y_INCRS,
           values: log.on ? (u, splits) => logTicks(splits) : (u, splits, i, space, incr) => linearTicks(splits, incr),
-        },
+        }),
       ],
       cursor: { drag: { x: true, y: false, setScale: !stepMode } },
       legend: { live: true },
@@ -778,6 +989,80 @@
 
   function redrawAll() {
     for (const panel of panels.values()) draw(panel);
+  }
+
+  // ---- PNG -------------------------------------------------------------------------------
+  // The chart as drawn (uPlot's canvas: axes, band, lines and event marks, at the screen's pixel
+  // ratio), with the panel's title above and the legend's series below, on the page's
+  // background; downloaded through an <a download> (the CSP allows data: images).
+
+  function chartImage(panel) {
+    const u = charts.get(panel.meta.field);
+    if (!u) return null;
+    const src = u.ctx.canvas;
+    const r = uPlot.pxRatio;
+    const colors = themeColors();
+    const family = getComputedStyle(document.body).fontFamily;
+    const pad = Math.round(8 * r);
+    const titleH = Math.round(26 * r);
+    const rowH = Math.round(18 * r);
+    const shown = u.series.map((s, i) => ({ s: s, i: i })).filter((x) => x.i > 0 && x.s.show);
+    const measure = document.createElement("canvas").getContext("2d");
+    measure.font = 12 * r + "px " + family;
+    const items = shown.map((x) => ({ label: x.s.label, color: typeof x.s.stroke === "function" ? x.s.stroke(u, x.i) : x.s.stroke, w: Math.ceil(measure.measureText(x.s.label).width) + Math.round(30 * r) }));
+    // the legend's items in rows as wide as the chart
+    const rows = [[]];
+    let used = pad;
+    for (const it of items) {
+      if (used + it.w > src.width - pad && rows[rows.length - 1].length) {
+        rows.push([]);
+        used = pad;
+      }
+      rows[rows.length - 1].push(it);
+      used += it.w;
+    }
+    const out = document.createElement("canvas");
+    out.width = src.width;
+    out.height = titleH + src.height + rows.length * rowH + pad;
+    const ctx = out.getContext("2d");
+    ctx.fillStyle = colors.bg;
+    ctx.fillRect(0, 0, out.width, out.height);
+    ctx.fillStyle = colors.fg;
+    ctx.textBaseline = "middle";
+    ctx.font = "600 " + 14 * r + "px " + family;
+    const unit = unitLabel(panel.meta.unit);
+    const runs = RUNS.filter((run) => panel.data[run]);
+    const title = panel.meta.title + " · " + panel.meta.field + (unit ? " (" + unit + ")" : "") + " · " + runs.join(", ");
+    ctx.fillText(title, pad, titleH / 2, out.width - 2 * pad);
+    ctx.drawImage(src, 0, titleH);
+    ctx.font = 12 * r + "px " + family;
+    rows.forEach((row, k) => {
+      let x = pad;
+      const y = titleH + src.height + k * rowH + rowH / 2;
+      for (const it of row) {
+        ctx.strokeStyle = it.color;
+        ctx.lineWidth = 3 * r;
+        ctx.beginPath();
+        ctx.moveTo(x, y);
+        ctx.lineTo(x + 18 * r, y);
+        ctx.stroke();
+        ctx.fillStyle = colors.fg;
+        ctx.fillText(it.label, x + 24 * r, y);
+        x += it.w;
+      }
+    });
+    return out;
+  }
+
+  function downloadPNG(panel) {
+    const image = chartImage(panel);
+    if (!image) return;
+    const runs = RUNS.filter((run) => panel.data[run]).join("+");
+    const name = (runs + "__" + panel.meta.field).replace(/[^A-Za-z0-9._+-]/g, "_").slice(0, 150) + ".png";
+    const a = el("a", { href: image.toDataURL("image/png"), download: name, hidden: true });
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
   }
 
   // ---- live refresh ----------------------------------------------------------------------
@@ -816,7 +1101,9 @@
   }
 
   async function start() {
+    markTheme();
     renderToolbar();
+    applyColumns();
     try {
       await loadInfo();
       renderConfig();
@@ -832,18 +1119,31 @@
     }
   }
 
+  // A chart fills its grid cell; a cell not laid out (its group folded) keeps the last width.
+  function chartWidth(box) {
+    return Math.max(260, box.clientWidth || 600);
+  }
+
+  function fitCharts() {
+    for (const [field, chart] of charts) {
+      const box = $(".chart", panels.get(field).el);
+      if (!box.clientWidth) continue;
+      const width = chartWidth(box);
+      if (width !== chart.width) chart.setSize({ width: width, height: CHART_HEIGHT });
+    }
+  }
+
   let resizing = null;
   window.addEventListener("resize", () => {
     clearTimeout(resizing);
-    resizing = setTimeout(() => {
-      for (const [field, chart] of charts) {
-        const box = $(".chart", panels.get(field).el);
-        chart.setSize({ width: Math.max(300, box.clientWidth), height: 240 });
-      }
-    }, 150);
+    resizing = setTimeout(fitCharts, 150);
+  });
+  systemDark.addEventListener("change", () => {
+    markTheme();
+    if (chosenTheme() === "auto") redrawAll();
   });
 
   // For tests and the curious: the charts and the page state.
-  window.rlvitalsDash = { charts: charts, state: state, info: info };
+  window.rlvitalsDash = { charts: charts, state: state, info: info, chartImage: (field) => chartImage(panels.get(field)) };
   start();
 })();
