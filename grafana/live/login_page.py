@@ -39,6 +39,7 @@ _PAGE = """<!DOCTYPE html>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/live/report.css">
 <link rel="stylesheet" href="/live/static/live.css">
+<script src="/live/static/theme.js"></script>
 </head>
 <body data-lang="{lang}" class="live">
 <main class="login">

@@ -356,12 +356,13 @@ def test_every_ui_string_exists_in_both_languages() -> None:
 
 
 def test_static_files_are_served_with_their_types(app: Flask) -> None:
+    from grafana.live import STATIC
+
     client = app.test_client()
-    for name, mime in (
-        ("run.js", "text/javascript"),
-        ("live.css", "text/css"),
-        ("vendor/uplot/uPlot.iife.min.js", "text/javascript"),
-    ):
+    shipped = sorted(p.name for p in STATIC.iterdir() if p.suffix in (".js", ".css"))
+    assert {"run.js", "runs.js", "theme.js", "login.js", "live.css"} <= set(shipped)
+    mimes = {".js": "text/javascript", ".css": "text/css"}
+    for name in [*shipped, "vendor/uplot/uPlot.iife.min.js"]:
         r = client.get(f"/live/static/{name}")
-        assert r.status_code == 200 and r.mimetype == mime, name
+        assert r.status_code == 200 and r.mimetype == mimes[Path(name).suffix], name
     assert client.get("/live/report.css").mimetype == "text/css"
