@@ -1,6 +1,7 @@
 """The rlvitals metric registry: every RL training metric, term and diagnosis rule, declared once.
 
 `load()` reads `metrics.yaml`, `terms.yaml` and `rules.yaml` (plus user extension files),
+(and `bookkeeping.yaml`: each framework's progress counters, kept without a warning)
 validates them and returns a frozen `Registry`; `Registry.resolve(name, framework)` translates
 any framework's spelling of a metric into its canonical id and transform.
 """
@@ -20,6 +21,7 @@ from .model import (
     Alias,
     Band,
     Bands,
+    BookkeepingKey,
     Condition,
     Metric,
     Rule,
@@ -39,6 +41,7 @@ __all__ = [
     "AmbiguousName",
     "Band",
     "Bands",
+    "BookkeepingKey",
     "Condition",
     "Metric",
     "Problem",
