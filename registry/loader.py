@@ -41,7 +41,7 @@ from .model import (
     Transform,
 )
 from .semantics import check_meaning
-from .user_metric import complete_user_metric
+from .user_metric import complete_user_bookkeeping, complete_user_metric
 
 __all__ = ["BUILTIN_DIR", "load"]
 
@@ -115,11 +115,14 @@ def load(path: str | Path | None = None, extensions: Iterable[str | Path] = ()) 
 
 
 def _complete(doc: dict[str, Any]) -> dict[str, Any]:
-    """A user file with each metric's omitted fields filled with their defaults."""
-    metrics = doc.get("metrics")
-    if not isinstance(metrics, list):
-        return doc
-    return {**doc, "metrics": [complete_user_metric(m) for m in metrics]}
+    """A user file with each metric's omitted fields filled with their defaults (and English
+    texts standing for the Chinese they leave out)."""
+    out = dict(doc)
+    if isinstance(doc.get("metrics"), list):
+        out["metrics"] = [complete_user_metric(m) for m in doc["metrics"]]
+    if isinstance(doc.get("bookkeeping"), list):
+        out["bookkeeping"] = [complete_user_bookkeeping(b) for b in doc["bookkeeping"]]
+    return out
 
 
 def _read(file: Path, problems: list[Problem]) -> dict[str, Any] | None:
@@ -401,7 +404,10 @@ def _build(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> Registry:
         rules += [_rule(r) for r in doc.get("rules", ())]
         bookkeeping += [
             BookkeepingKey(
-                key=k["key"], framework=g["framework"], meaning=k["meaning"], source=g["source"]
+                key=k["key"],
+                framework=g["framework"],
+                meaning=_text(k["meaning"]),
+                source=g["source"],
             )
             for g in doc.get("bookkeeping", ())
             for k in g["keys"]

@@ -169,7 +169,7 @@ class BookkeepingKey:
 
     key: str
     framework: str
-    meaning: str
+    meaning: Text
     source: str
 
 

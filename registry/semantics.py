@@ -68,12 +68,14 @@ def check_meaning(
             if r.get("min_points", 2) > r["window"]:
                 problems.append(Problem(file, entry, "min_points", "cannot exceed window"))
             problems += [Problem(file, entry, f, msg) for f, msg in _language_problems(r)]
-    problems += _bookkeeping_problems(docs, claimed)
+    problems += _bookkeeping_problems(docs, written or [doc for _, doc in docs], claimed)
     return problems
 
 
 def _bookkeeping_problems(
-    docs: Sequence[tuple[str, Doc]], claimed: Mapping[tuple[str, str], str]
+    docs: Sequence[tuple[str, Doc]],
+    written: Sequence[Doc],
+    claimed: Mapping[tuple[str, str], str],
 ) -> list[Problem]:
     """A bookkeeping key declared twice for one framework, or one that is a metric's alias or id
     (a throughput or learning rate stays a metric)."""
@@ -81,7 +83,7 @@ def _bookkeeping_problems(
     metric_ids = {m["id"] for _, doc in docs for m in doc.get("metrics", ())}
     aliased = {key for key, _framework in claimed}
     seen: dict[tuple[str, str], str] = {}
-    for file, doc in docs:
+    for (file, doc), as_written in zip(docs, written, strict=True):
         for i, group in enumerate(doc.get("bookkeeping", ())):
             framework = group["framework"]
             for j, item in enumerate(group["keys"]):
@@ -98,6 +100,12 @@ def _bookkeeping_problems(
                         )
                     )
                 seen.setdefault((key, framework), file)
+                problems += [
+                    Problem(file, entry, f"keys[{j}].{f}", msg)
+                    for f, msg in _language_problems(
+                        as_written["bookkeeping"][i]["keys"][j]["meaning"], "meaning"
+                    )
+                ]
                 if key in metric_ids or key in aliased:
                     problems.append(
                         Problem(

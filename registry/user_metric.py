@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["USER_DEFAULTS", "USER_GROUP", "complete_user_metric"]
+__all__ = ["USER_DEFAULTS", "USER_GROUP", "complete_user_bookkeeping", "complete_user_metric"]
 
 USER_GROUP = "user"
 """The group (and stored measurement) of a user metric that names none."""
@@ -67,6 +67,17 @@ def complete_user_metric(raw: Any) -> Any:
     if "aliases" in out:
         out["aliases"] = _aliases(out["aliases"])
     return out
+
+
+def complete_user_bookkeeping(raw: Any) -> Any:
+    """A user file's `bookkeeping:` entry with each key's meaning completed as a text."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("keys"), list):
+        return raw
+    keys = [
+        {**k, "meaning": _text(k["meaning"])} if isinstance(k, Mapping) and "meaning" in k else k
+        for k in raw["keys"]
+    ]
+    return {**raw, "keys": keys}
 
 
 def _text(raw: Any) -> Any:
