@@ -41,11 +41,13 @@ def test_the_python_api_and_an_import_store_sb3s_entropy_alike_from_the_first_st
 ) -> None:
     api_store = tmp_path / "api"
     settings = exporter.ExporterSettings(store=api_store)
-    with caplog.at_level(logging.WARNING, logger="exporter"):
-        with exporter.init("sb3-run", registry=builtin, settings=settings) as run:
-            for step, values in zip(STEPS, RECORDS, strict=True):
-                run.log(step, values)
-            assert run.flush()
+    with (
+        caplog.at_level(logging.WARNING, logger="exporter"),
+        exporter.init("sb3-run", registry=builtin, settings=settings) as run,
+    ):
+        for step, values in zip(STEPS, RECORDS, strict=True):
+            run.log(step, values)
+        assert run.flush()
     assert "train/entropy_loss" not in caplog.text and "train/n_updates" not in caplog.text
 
     logs = tmp_path / "logs" / "sb3-run"
