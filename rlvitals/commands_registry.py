@@ -76,7 +76,8 @@ def _validate(args: argparse.Namespace) -> int:
         return 1
     print(
         f"registry OK: {len(reg.metrics)} metrics, {len(reg.terms)} terms, {len(reg.rules)} rules, "
-        f"{sum(len(m.aliases) for m in reg.metrics)} aliases"
+        f"{sum(len(m.aliases) for m in reg.metrics)} aliases, "
+        f"{len(reg.bookkeeping)} bookkeeping keys"
     )
     return 0
 
