@@ -10,7 +10,9 @@ The completed entry is then held to the same schema as the shipped ones.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 __all__ = ["USER_DEFAULTS", "USER_GROUP", "complete_user_bookkeeping", "complete_user_metric"]
@@ -19,20 +21,22 @@ USER_GROUP = "user"
 """The group (and stored measurement) of a user metric that names none."""
 
 _NO_LIMITS = "a user metric without declared limits: every finite value is kept"
-USER_DEFAULTS: Mapping[str, Any] = {
-    "group": USER_GROUP,
-    "layer": "trend",
-    "sampling": "per_step",
-    "aggregation": "mean",
-    "direction": "band",
-    "limits": {"min": None, "max": None, "reason": _NO_LIMITS},
-    "applies_to": ["all"],
-    "failure_scenarios": [],
-    "verification": [],
-    "confusions": [],
-    "related": [],
-    "display": {},
-}
+USER_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "group": USER_GROUP,
+        "layer": "trend",
+        "sampling": "per_step",
+        "aggregation": "mean",
+        "direction": "band",
+        "limits": {"min": None, "max": None, "reason": _NO_LIMITS},
+        "applies_to": ["all"],
+        "failure_scenarios": [],
+        "verification": [],
+        "confusions": [],
+        "related": [],
+        "display": {},
+    }
+)
 """Every field a user metric may leave out, and what it then is (besides `definition`, the
 title, and `formula`, the id per step)."""
 
@@ -58,7 +62,8 @@ def complete_user_metric(raw: Any) -> Any:
     elif isinstance(out.get("formula"), Mapping) and "note" in out["formula"]:
         out["formula"] = {**out["formula"], "note": _text(out["formula"]["note"])}
     for key, value in USER_DEFAULTS.items():
-        out.setdefault(key, value)
+        if key not in out:
+            out[key] = copy.deepcopy(value)  # each metric its own, the defaults untouched
     for key in _TEXT_LISTS:
         if isinstance(out[key], list):
             out[key] = [_text(t) for t in out[key]]
