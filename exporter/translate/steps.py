@@ -11,7 +11,7 @@ import logging
 import math
 import operator
 import reprlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -323,8 +323,10 @@ class Translator:
         self._seen_names: list[str] = []
         # The distinct names logged so far (bounded): what the framework is detected from. A
         # count of names logged would let one name logged 200 times end the detection before
-        # the name that tells the framework arrives.
+        # the name that tells the framework arrives. Grown where a name is first resolved, so
+        # the hot path pays nothing, and by the whole call when one of its names is ambiguous.
         self._evidence: dict[str, None] = {}
+        self._call: Iterable[Any] = ()  # the names of the call being translated
         self._tried = 0  # how many names of the evidence the last failed detection read
         self._detected: str | None = None
         self._targets: dict[str | None, dict[str, _Target | str]] = {}
@@ -381,6 +383,8 @@ class Translator:
 
     def _target(self, name: str, framework: str | None) -> _Target | str:
         """What a name translates to (cached), or the message saying why it is unknown."""
+        if len(self._evidence) < _EVIDENCE:
+            self._evidence[name] = None
         try:
             res = self._resolve(name, framework)
         except ResolveError as exc:
@@ -423,12 +427,21 @@ class Translator:
             self._warn(f"name:{name}", f"{message} Stored under measurement '{UNREGISTERED}'.")
         return False
 
+    def _note_names(self, names: Iterable[Any]) -> None:
+        evidence = self._evidence
+        for name in names:
+            if len(evidence) >= _EVIDENCE:
+                return
+            if isinstance(name, str):
+                evidence[name] = None
+
     def _resolve(self, name: str, framework: str | None) -> Resolution:
         try:
             return self._registry.resolve(name, framework)
         except AmbiguousName:
             if framework is not None:
                 raise
+            self._note_names(self._call)
             if self._detected is None and self._tried < len(self._evidence):
                 self._tried = len(self._evidence)
                 self._detected = self._registry.detect_framework(self._evidence)
@@ -456,8 +469,7 @@ class Translator:
         framework = framework or self._framework
         if len(self._seen_names) < 200:
             self._seen_names.extend(n for n in values if isinstance(n, str))
-        if len(self._evidence) < _EVIDENCE:
-            self._evidence.update((n, None) for n in values if isinstance(n, str))
+        self._call = values
         rows: list[SampleRow] = []
         events: list[EventRow] = []
         nonfinite: list[str] = []
@@ -651,8 +663,7 @@ class Translator:
                     return None
             if not np.isfinite(canonical).all():
                 return None
-        if len(self._evidence) < _EVIDENCE:
-            self._evidence.update((n, None) for n in names)
+        self._call = names
         if len(self._seen_names) < 200:
             for _ in steps:
                 self._seen_names.extend(names)
