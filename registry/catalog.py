@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import UnknownName
-from .model import Metric, Rule, Stage, Stages, Term, Timing
+from .model import BookkeepingKey, Metric, Rule, Stage, Stages, Term, Timing
 from .resolve import Resolution, Resolver
 
 __all__ = ["Registry"]
@@ -23,6 +23,7 @@ class Registry:
     stages: Stages
     sources: tuple[str, ...] = ()
     timing: Timing = field(default_factory=Timing)
+    bookkeeping: tuple[BookkeepingKey, ...] = ()
     _by_id: Mapping[str, Metric] = field(init=False, repr=False, compare=False)
     _terms: Mapping[str, Term] = field(init=False, repr=False, compare=False)
     _rules: Mapping[str, Rule] = field(init=False, repr=False, compare=False)
@@ -32,7 +33,7 @@ class Registry:
         object.__setattr__(self, "_by_id", {m.id: m for m in self.metrics})
         object.__setattr__(self, "_terms", {t.id: t for t in self.terms})
         object.__setattr__(self, "_rules", {r.id: r for r in self.rules})
-        object.__setattr__(self, "_resolver", Resolver.build(self.metrics))
+        object.__setattr__(self, "_resolver", Resolver.build(self.metrics, self.bookkeeping))
 
     def metric(self, metric_id: str) -> Metric:
         try:
@@ -67,6 +68,11 @@ class Registry:
         when the name means different metrics in different frameworks and none was given.
         """
         return self._resolver.resolve(name, framework)
+
+    def bookkeeping_key(self, name: str, framework: str | None = None) -> BookkeepingKey | None:
+        """The framework bookkeeping key (a counter or clock, not a metric) `name` is, or None.
+        Without a framework, any framework's key counts. A metric id or alias is never one."""
+        return self._resolver.bookkeeping(name, framework)
 
     def detect_framework(self, names: Iterable[str]) -> str | None:
         return self._resolver.detect_framework(names)

@@ -34,6 +34,12 @@ _HEAD = {
         "change": "change",
         "causes": "likely causes",
         "consecutive": "consecutive steps",
+        "bookkeeping": "Bookkeeping keys (kept as logged, not metrics)",
+        "bookkeeping_intro": "Counters and clocks a framework logs about the run's progress: stored under `unregistered` as logged, without a warning, and used to tell the framework. From `registry/bookkeeping.yaml`.",
+        "framework": "framework",
+        "key": "key",
+        "meaning": "meaning",
+        "source": "read from",
     },
     "zh": {
         "title": "# rlvitals 指标参考",
@@ -61,6 +67,12 @@ _HEAD = {
         "change": "调整",
         "causes": "可能原因",
         "consecutive": "连续步数",
+        "bookkeeping": "记账键（按原样保存，不是指标）",
+        "bookkeeping_intro": "框架记录的训练进度计数器与时钟：按原样存入 `unregistered`，不发警告，并用于识别框架。来自 `registry/bookkeeping.yaml`。",
+        "framework": "框架",
+        "key": "键名",
+        "meaning": "含义",
+        "source": "读自",
     },
 }
 
@@ -166,6 +178,13 @@ def render_metrics_markdown(reg: Registry, lang: str) -> str:
             lines += [r.reading.get(lang), ""]
             lines += [f"- {a.get(lang)}" for a in r.actions]
             lines.append("")
+    if reg.bookkeeping:
+        lines += [f"## {h['bookkeeping']}", "", h["bookkeeping_intro"], ""]
+        lines += [f"| {h['framework']} | {h['key']} | {h['meaning']} |", "| --- | --- | --- |"]
+        for b in reg.bookkeeping:
+            lines.append(f"| {b.framework} | `{b.key}` | {b.meaning.get(lang)} |")
+        sources = dict.fromkeys((b.framework, b.source) for b in reg.bookkeeping)
+        lines += [""] + [f"- {h['source']} ({fw}): {src}" for fw, src in sources] + [""]
     if reg.terms:
         lines += [f"## {h['terms']}", ""]
         for t in reg.terms:

@@ -40,8 +40,11 @@ class RegistryInvalid(RegistryError):
 
     def __init__(self, problems: Sequence[Problem]) -> None:
         self.problems = tuple(problems)
-        lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(f"registry is invalid ({len(self.problems)} problem(s)):\n{lines}")
+        # The first problem on the first line, the others below it: a command printing one
+        # line still says what and where (`rlvitals validate` lists them all).
+        first = f": {self.problems[0]}" if self.problems else ""
+        rest = "".join(f"\n  - {p}" for p in self.problems[1:])
+        super().__init__(f"registry is invalid ({len(self.problems)} problem(s)){first}{rest}")
 
 
 class ResolveError(RegistryError, LookupError):

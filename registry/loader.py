@@ -24,6 +24,7 @@ from .model import (
     Alias,
     Band,
     Bands,
+    BookkeepingKey,
     Condition,
     Derivation,
     Display,
@@ -40,6 +41,7 @@ from .model import (
     Transform,
 )
 from .semantics import check_meaning
+from .user_metric import complete_user_bookkeeping, complete_user_metric
 
 __all__ = ["BUILTIN_DIR", "load"]
 
@@ -49,25 +51,44 @@ _SECTIONS = {
     "metrics": "metrics.schema.json",
     "terms": "terms.schema.json",
     "rules": "rules.schema.json",
+    "bookkeeping": "bookkeeping.schema.json",
 }
 _FILES = {"metrics": "metrics.yaml", "terms": "terms.yaml", "rules": "rules.yaml"}
+# A registry folder may have it; the built-in one does (tests/registry/test_shipped.py).
+_OPTIONAL_FILES = {"bookkeeping": "bookkeeping.yaml"}
+_TOP_LEVEL = "metrics:, terms:, rules: or bookkeeping:"
 
 
 def load(path: str | Path | None = None, extensions: Iterable[str | Path] = ()) -> Registry:
-    """Load the registry in `path` (a folder with metrics.yaml, terms.yaml, rules.yaml; the
-    built-in one by default), extended by user files that add metrics, terms or rules.
+    """Load the registry in `path` (a folder with metrics.yaml, terms.yaml, rules.yaml and
+    optionally bookkeeping.yaml; the built-in one by default), extended by user files that add
+    metrics, terms, rules or bookkeeping keys.
+
+    A user file's metric needs only id, title and unit (aliases to be found under a framework's
+    name); the rest is defaulted (`user_metric.USER_DEFAULTS`), and its texts may be English
+    only. The folder's metrics declare every field, with Chinese.
 
     Raises RegistryInvalid listing every problem found, each naming file, entry and field.
     """
     base = Path(path) if path is not None else BUILTIN_DIR
     problems: list[Problem] = []
     docs: list[tuple[str, dict[str, Any]]] = []
+    written: list[dict[str, Any]] = []
     for section, filename in _FILES.items():
         file = base / filename
         doc = _read(file, problems)
         if doc is not None:
             _validate(file, doc, (section,), problems, require=True)
             docs.append((str(file), doc))
+            written.append(doc)
+    for section, filename in _OPTIONAL_FILES.items():
+        file = base / filename
+        if file.exists():
+            doc = _read(file, problems)
+            if doc is not None:
+                _validate(file, doc, (section,), problems, require=True)
+                docs.append((str(file), doc))
+                written.append(doc)
     for ext in extensions:
         file = Path(ext)
         doc = _read(file, problems)
@@ -76,23 +97,32 @@ def load(path: str | Path | None = None, extensions: Iterable[str | Path] = ()) 
         present = tuple(s for s in _SECTIONS if s in doc)
         extra = sorted(set(doc) - set(_SECTIONS) - {"version"})
         if not present:
-            problems.append(
-                Problem(str(file), "", "", "has none of the sections metrics:, terms:, rules:")
-            )
+            problems.append(Problem(str(file), "", "", f"has none of the sections {_TOP_LEVEL}"))
         for key in extra:
             problems.append(
-                Problem(
-                    str(file), "", key, "unknown top-level section; use metrics:, terms: or rules:"
-                )
+                Problem(str(file), "", key, f"unknown top-level section; use {_TOP_LEVEL}")
             )
-        _validate(file, doc, present, problems, require=False)
-        docs.append((str(file), doc))
+        completed = _complete(doc)
+        _validate(file, completed, present, problems, require=False)
+        docs.append((str(file), completed))
+        written.append(doc)
     if problems:
         raise RegistryInvalid(problems)
-    problems.extend(check_meaning(docs))
+    problems.extend(check_meaning(docs, written))
     if problems:
         raise RegistryInvalid(problems)
     return _build(docs)
+
+
+def _complete(doc: dict[str, Any]) -> dict[str, Any]:
+    """A user file with each metric's omitted fields filled with their defaults (and English
+    texts standing for the Chinese they leave out)."""
+    out = dict(doc)
+    if isinstance(doc.get("metrics"), list):
+        out["metrics"] = [complete_user_metric(m) for m in doc["metrics"]]
+    if isinstance(doc.get("bookkeeping"), list):
+        out["bookkeeping"] = [complete_user_bookkeeping(b) for b in doc["bookkeeping"]]
+    return out
 
 
 def _read(file: Path, problems: list[Problem]) -> dict[str, Any] | None:
@@ -116,9 +146,7 @@ def _read(file: Path, problems: list[Problem]) -> dict[str, Any] | None:
         return None
     if not isinstance(doc, dict):
         problems.append(
-            Problem(
-                str(file), "", "", "must be a YAML mapping with a metrics:, terms: or rules: list"
-            )
+            Problem(str(file), "", "", f"must be a YAML mapping with a {_TOP_LEVEL} list")
         )
         return None
     return doc
@@ -367,12 +395,23 @@ def _build(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> Registry:
     metrics: list[Metric] = []
     terms: list[Term] = []
     rules: list[Rule] = []
+    bookkeeping: list[BookkeepingKey] = []
     stages: Stages | None = None
     timing: Timing | None = None
     for _file, doc in docs:
         metrics += [_metric(m) for m in doc.get("metrics", ())]
         terms += [_term(t) for t in doc.get("terms", ())]
         rules += [_rule(r) for r in doc.get("rules", ())]
+        bookkeeping += [
+            BookkeepingKey(
+                key=k["key"],
+                framework=g["framework"],
+                meaning=_text(k["meaning"]),
+                source=g["source"],
+            )
+            for g in doc.get("bookkeeping", ())
+            for k in g["keys"]
+        ]
         if stages is None and "stages" in doc:
             s = doc["stages"]
             stages = Stages(
@@ -401,4 +440,5 @@ def _build(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> Registry:
         stages=stages or Stages(early_end=2000, mid_end=20000),
         timing=timing or Timing(),
         sources=tuple(f for f, _ in docs),
+        bookkeeping=tuple(bookkeeping),
     )

@@ -12,6 +12,7 @@ __all__ = [
     "Alias",
     "Band",
     "Bands",
+    "BookkeepingKey",
     "Condition",
     "Derivation",
     "Display",
@@ -159,6 +160,17 @@ class Alias:
     @property
     def is_pattern(self) -> bool:
         return "{" in self.key
+
+
+@dataclass(frozen=True)
+class BookkeepingKey:
+    """A key a framework logs about the run's progress (a counter, a clock), not a metric: kept
+    as logged, without a warning. `source` names the framework file it was read from."""
+
+    key: str
+    framework: str
+    meaning: Text
+    source: str
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .errors import AmbiguousName, UnknownName
-from .model import IDENTITY, Alias, Metric, Transform
+from .model import IDENTITY, Alias, BookkeepingKey, Metric, Transform
 
 __all__ = ["FRAMEWORKS", "Resolution", "Resolver"]
 
@@ -75,6 +75,7 @@ class Resolver:
     metrics: Mapping[str, Metric]
     _exact: Mapping[str, tuple[Alias, ...]] = field(repr=False)
     _patterns: tuple[_PatternAlias, ...] = field(repr=False)
+    _bookkeeping: Mapping[str, tuple[BookkeepingKey, ...]] = field(default_factory=dict, repr=False)
     # A cached failure is stored as its parts and raised as a fresh exception each time: re-raising
     # one object would grow its traceback on every raise and keep the callers' frames alive.
     _cache: dict[tuple[str, str | None], Resolution | _Failure] = field(
@@ -82,8 +83,13 @@ class Resolver:
     )
 
     @classmethod
-    def build(cls, metrics: Iterable[Metric]) -> Resolver:
+    def build(
+        cls, metrics: Iterable[Metric], bookkeeping: Iterable[BookkeepingKey] = ()
+    ) -> Resolver:
         by_id = {m.id: m for m in metrics}
+        kept: dict[str, list[BookkeepingKey]] = {}
+        for entry in bookkeeping:
+            kept.setdefault(entry.key, []).append(entry)
         exact: dict[str, list[Alias]] = {}
         patterns: list[_PatternAlias] = []
         for metric in by_id.values():
@@ -96,7 +102,28 @@ class Resolver:
             metrics=by_id,
             _exact={k: tuple(v) for k, v in exact.items()},
             _patterns=tuple(patterns),
+            _bookkeeping={k: tuple(v) for k, v in kept.items()},
         )
+
+    def bookkeeping(self, name: str, framework: str | None = None) -> BookkeepingKey | None:
+        """The bookkeeping key `name` is for `framework` (any framework when None), reached as
+        an alias is: the framework's family, and a reporting backend's `train/` prefix."""
+        wanted = None if framework is None else (*_FAMILY.get(framework, (framework,)), "generic")
+        for found in self._bookkeeping_candidates(name):
+            if wanted is None or found.framework in wanted:
+                return found
+        return None
+
+    def _bookkeeping_candidates(self, name: str) -> list[BookkeepingKey]:
+        found = list(self._bookkeeping.get(name, ()))
+        for prefix, frameworks in _BACKEND_PREFIXES.items():
+            if name.startswith(prefix):
+                found += [
+                    b
+                    for b in self._bookkeeping.get(name[len(prefix) :], ())
+                    if b.framework in frameworks
+                ]
+        return found
 
     def resolve(self, name: str, framework: str | None = None) -> Resolution:
         """Canonical id and transform for `name`; raises UnknownName or AmbiguousName."""
@@ -124,6 +151,8 @@ class Resolver:
         scores = dict.fromkeys(FRAMEWORKS, 0)
         for name in names:
             hits = {r.alias.framework for r in self._candidates(name) if r.alias}
+            # a framework's own bookkeeping keys (SB3's time/iterations) say which one logs
+            hits |= {b.framework for b in self._bookkeeping_candidates(name)}
             if len(hits) == 1:
                 (fw,) = hits
                 if fw in scores:

@@ -16,14 +16,21 @@ _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 Doc = Mapping[str, Any]
 
 
-def check_meaning(docs: Sequence[tuple[str, Doc]]) -> list[Problem]:
-    """Every meaning problem across all files (already schema-valid), in file order."""
+def check_meaning(
+    docs: Sequence[tuple[str, Doc]], written: Sequence[Doc] | None = None
+) -> list[Problem]:
+    """Every meaning problem across all files (already schema-valid), in file order.
+
+    `written[i]` is file i as written, before a user metric's defaults were filled in (an
+    English text copied into an omitted `zh`): its texts are the ones checked for Chinese.
+    """
     problems: list[Problem] = []
     metric_ids = _collect_ids(docs, "metrics", problems)
     term_ids = _collect_ids(docs, "terms", problems)
     _collect_ids(docs, "rules", problems)
     claimed: dict[tuple[str, str], str] = {}
-    for file, doc in docs:
+    for index, (file, doc) in enumerate(docs):
+        as_written = written[index] if written is not None else doc
         stages = doc.get("stages")
         if stages and stages["early_end"] >= stages["mid_end"]:
             problems.append(Problem(file, "stages", "mid_end", "must be greater than early_end"))
@@ -31,6 +38,10 @@ def check_meaning(docs: Sequence[tuple[str, Doc]]) -> list[Problem]:
             entry = f"metrics[{i}] '{m['id']}'"
             problems += [
                 Problem(file, entry, f, msg) for f, msg in _metric_problems(m, metric_ids, claimed)
+            ]
+            problems += [
+                Problem(file, entry, f, msg)
+                for f, msg in _language_problems(as_written.get("metrics", [])[i])
             ]
         for i, t in enumerate(doc.get("terms", ())):
             entry = f"terms[{i}] '{t['id']}'"
@@ -57,6 +68,54 @@ def check_meaning(docs: Sequence[tuple[str, Doc]]) -> list[Problem]:
             if r.get("min_points", 2) > r["window"]:
                 problems.append(Problem(file, entry, "min_points", "cannot exceed window"))
             problems += [Problem(file, entry, f, msg) for f, msg in _language_problems(r)]
+    problems += _bookkeeping_problems(docs, written or [doc for _, doc in docs], claimed)
+    return problems
+
+
+def _bookkeeping_problems(
+    docs: Sequence[tuple[str, Doc]],
+    written: Sequence[Doc],
+    claimed: Mapping[tuple[str, str], str],
+) -> list[Problem]:
+    """A bookkeeping key declared twice for one framework, or one that is a metric's alias or id
+    (a throughput or learning rate stays a metric)."""
+    problems: list[Problem] = []
+    metric_ids = {m["id"] for _, doc in docs for m in doc.get("metrics", ())}
+    aliased = {key for key, _framework in claimed}
+    seen: dict[tuple[str, str], str] = {}
+    for (file, doc), as_written in zip(docs, written, strict=True):
+        for i, group in enumerate(doc.get("bookkeeping", ())):
+            framework = group["framework"]
+            for j, item in enumerate(group["keys"]):
+                key = item["key"]
+                entry = f"bookkeeping[{i}] '{framework}'"
+                where = f"keys[{j}].key"
+                if (key, framework) in seen:
+                    problems.append(
+                        Problem(
+                            file,
+                            entry,
+                            where,
+                            f"{key!r} is already declared in {seen[key, framework]}",
+                        )
+                    )
+                seen.setdefault((key, framework), file)
+                problems += [
+                    Problem(file, entry, f"keys[{j}].{f}", msg)
+                    for f, msg in _language_problems(
+                        as_written["bookkeeping"][i]["keys"][j]["meaning"], "meaning"
+                    )
+                ]
+                if key in metric_ids or key in aliased:
+                    problems.append(
+                        Problem(
+                            file,
+                            entry,
+                            where,
+                            f"{key!r} is a metric id or alias in metrics.yaml; a metric is not "
+                            "bookkeeping: remove it from bookkeeping",
+                        )
+                    )
     return problems
 
 
@@ -100,7 +159,6 @@ def _metric_problems(
         yield "derived", "kind: derived and a derived: block go together (give both or neither)"
     yield from _alias_problems(m, claimed)
     yield from _number_problems(m)
-    yield from _language_problems(m)
 
 
 def _alias_problems(m: Doc, claimed: dict[tuple[str, str], str]) -> Iterator[tuple[str, str]]:

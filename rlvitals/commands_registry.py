@@ -25,11 +25,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "paths", nargs="*", metavar="PATH", help="user registry files extending the built-in one"
     )
-    p.add_argument(
-        "--registry-dir",
-        metavar="DIR",
-        help="validate this folder instead of the built-in registry",
-    )
+    # --registry-dir: the older spelling, for a folder; both take files too
+    registry.add_registry_argument(p, "--registry-dir")
     p.set_defaults(handler=_validate)
 
     b = sub.add_parser(
@@ -59,6 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "Prometheus port. Exit 0 when everything is fine, 1 listing each problem with its fix.",
     )
     d.add_argument("paths", nargs="*", metavar="PATH", help="user registry files to include")
+    registry.add_registry_argument(d)
     d.add_argument(
         "--repair",
         action="store_true",
@@ -70,7 +68,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _validate(args: argparse.Namespace) -> int:
     try:
-        reg = registry.load(args.registry_dir, extensions=args.paths)
+        reg = registry.registry_from_args(args, extra=args.paths)
     except registry.RegistryInvalid as exc:
         for problem in exc.problems:
             print(problem)
@@ -78,7 +76,8 @@ def _validate(args: argparse.Namespace) -> int:
         return 1
     print(
         f"registry OK: {len(reg.metrics)} metrics, {len(reg.terms)} terms, {len(reg.rules)} rules, "
-        f"{sum(len(m.aliases) for m in reg.metrics)} aliases"
+        f"{sum(len(m.aliases) for m in reg.metrics)} aliases, "
+        f"{len(reg.bookkeeping)} bookkeeping keys"
     )
     return 0
 
@@ -86,7 +85,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     if args.repair:
         return _repair()
-    findings = diagnose(os.environ, tuple(args.paths))
+    findings = diagnose(os.environ, (*args.registry, *args.paths))
     for finding in findings:
         print(finding)
     failed = [f for f in findings if not f.ok]

@@ -90,7 +90,7 @@ def describe_settings(settings: ExporterSettings) -> str:
 
 def _registry(paths: tuple[str, ...]) -> Finding:
     try:
-        reg = registry.load(extensions=paths)
+        reg = registry.load_paths(paths)
     except registry.RegistryInvalid as exc:
         return Finding(
             "registry",

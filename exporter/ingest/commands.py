@@ -154,9 +154,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--step-key", metavar="KEY", help="the step key/column when it is not the usual one"
     )
-    p.add_argument(
-        "--registry", metavar="DIR", help="registry folder to use instead of the built-in one"
-    )
+    registry.add_registry_argument(p)
     p.add_argument("--store", metavar="DIR", help="embedded store folder (default $RLVITALS_STORE)")
     add_config_arguments(p)
 
@@ -389,7 +387,7 @@ def _run_ingest(
         settings = ExporterSettings.from_env(os.environ)
         if args.store:
             settings = settings.replace(store=Path(args.store))
-        reg = registry.load(args.registry)
+        reg = registry.registry_from_args(args)
         run_config = read_config_arguments(args)
         positions = _stored_positions(settings) if resume else {}
         unfinished = {} if follow or resume else _incomplete_imports(settings)

@@ -30,7 +30,7 @@ from registry import Resolution
 from ..schema import UNREGISTERED, EventRow, SampleRow
 from ..sources.scalar_block import ScalarBlock
 from .derive import NONFINITE_FIELD
-from .steps import Translator, name_problem
+from .steps import KEPT, Translator, name_problem
 
 __all__ = ["BlockTranslator", "FastGroup", "FastSteps", "StepPlan"]
 
@@ -293,9 +293,10 @@ class BlockTranslator(Translator):
             if isinstance(target, str):
                 if self._policy == "drop" or name_problem("metric name", name) is not None:
                     return None, True
-                warnings.append(
-                    (f"name:{name}", f"{target} Stored under measurement '{UNREGISTERED}'.")
-                )
+                if target is not KEPT:
+                    warnings.append(
+                        (f"name:{name}", f"{target} Stored under measurement '{UNREGISTERED}'.")
+                    )
                 rows.append((col, UNREGISTERED, "", name, None))
                 low.append(-np.inf)
                 high.append(np.inf)

@@ -11,7 +11,7 @@ import logging
 import math
 import operator
 import reprlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from ..schema import (
 from .derive import StepDeriver
 
 __all__ = [
+    "KEPT",
     "RESERVED_EVENT_FIELDS",
     "LoggedValue",
     "Translator",
@@ -61,6 +62,10 @@ _Target = tuple[
     str, str, str, Callable[[float], float] | None, float, float, Resolution, int, tuple[str, str]
 ]
 _TARGET_CACHE = 10_000
+_EVIDENCE = 200  # distinct names the framework is detected from
+KEPT = ""
+"""The target of a name the registry declares a framework's bookkeeping key: stored under
+`unregistered` as any name that is not a metric, without the warning an unknown name gets."""
 
 LoggedValue = float | Sequence[float]
 """What `log()` takes per name: one number, or a list of the several values logged at one step
@@ -316,6 +321,13 @@ class Translator:
         self._last_step = last_step
         self._warned: set[str] = set()
         self._seen_names: list[str] = []
+        # The distinct names logged so far (bounded): what the framework is detected from. A
+        # count of names logged would let one name logged 200 times end the detection before
+        # the name that tells the framework arrives. Grown where a name is first resolved, so
+        # the hot path pays nothing, and by the whole call when one of its names is ambiguous.
+        self._evidence: dict[str, None] = {}
+        self._call: Iterable[Any] = ()  # the names of the call being translated
+        self._tried = 0  # how many names of the evidence the last failed detection read
         self._detected: str | None = None
         self._targets: dict[str | None, dict[str, _Target | str]] = {}
         # (field, logged name) -> how it was transformed; the run's record, grown as names appear
@@ -371,12 +383,16 @@ class Translator:
 
     def _target(self, name: str, framework: str | None) -> _Target | str:
         """What a name translates to (cached), or the message saying why it is unknown."""
+        if len(self._evidence) < _EVIDENCE:
+            self._evidence[name] = None
         try:
             res = self._resolve(name, framework)
         except ResolveError as exc:
             if isinstance(exc, AmbiguousName):  # may resolve once the framework is detected
                 return str(exc)
-            target: _Target | str = str(exc)
+            # a framework's own counter or clock (SB3's time/iterations): kept, not warned about
+            kept = self._registry.bookkeeping_key(name, framework or self._detected)
+            target: _Target | str = KEPT if kept is not None else str(exc)
         else:
             metric = self._registry.metric(res.metric)
             limits = metric.limits
@@ -407,8 +423,17 @@ class Translator:
         if problem is not None:
             self._warn(f"value:{name!r}", f"{problem} (at step {step}); rejected")
             return True
-        self._warn(f"name:{name}", f"{message} Stored under measurement '{UNREGISTERED}'.")
+        if message != KEPT:
+            self._warn(f"name:{name}", f"{message} Stored under measurement '{UNREGISTERED}'.")
         return False
+
+    def _note_names(self, names: Iterable[Any]) -> None:
+        evidence = self._evidence
+        for name in names:
+            if len(evidence) >= _EVIDENCE:
+                return
+            if isinstance(name, str):
+                evidence[name] = None
 
     def _resolve(self, name: str, framework: str | None) -> Resolution:
         try:
@@ -416,8 +441,10 @@ class Translator:
         except AmbiguousName:
             if framework is not None:
                 raise
-            if self._detected is None:
-                self._detected = self._registry.detect_framework(self._seen_names)
+            self._note_names(self._call)
+            if self._detected is None and self._tried < len(self._evidence):
+                self._tried = len(self._evidence)
+                self._detected = self._registry.detect_framework(self._evidence)
             if self._detected is None:
                 raise
             return self._registry.resolve(name, self._detected)
@@ -442,6 +469,7 @@ class Translator:
         framework = framework or self._framework
         if len(self._seen_names) < 200:
             self._seen_names.extend(n for n in values if isinstance(n, str))
+        self._call = values
         rows: list[SampleRow] = []
         events: list[EventRow] = []
         nonfinite: list[str] = []
@@ -635,6 +663,7 @@ class Translator:
                     return None
             if not np.isfinite(canonical).all():
                 return None
+        self._call = names
         if len(self._seen_names) < 200:
             for _ in steps:
                 self._seen_names.extend(names)

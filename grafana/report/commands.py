@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+from registry import add_registry_argument
+
 __all__ = ["register"]
 
 
@@ -46,6 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--points", type=int, default=1000, help="max points per series (default 1000)")
     p.add_argument("--smoothing", type=float, default=0.6, help="EMA weight 0-0.999 (default 0.6)")
     p.add_argument("--store", type=Path, help="embedded store folder (default RLVITALS_STORE)")
+    add_registry_argument(p)
     p.set_defaults(handler=_report)
 
 
@@ -72,7 +75,7 @@ def _report(args: argparse.Namespace) -> int:
         config = DatasourceConfig.from_env(os.environ)
         if args.store is not None:
             config = config.replace(store=args.store)
-        reg = registry.load()
+        reg = registry.registry_from_args(args)
         out = args.out or _default_out(args.run)
         write_report(
             config, reg, args.run, out, lang=args.lang, points=args.points, smoothing=args.smoothing

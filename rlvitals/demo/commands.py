@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from registry import add_registry_argument
+
 if TYPE_CHECKING:
     from registry import Registry
 
@@ -45,6 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=True,
         help="write an HTML report per run under <store>/reports (default on)",
     )
+    add_registry_argument(p)
     p.set_defaults(handler=_demo)
 
 
@@ -66,7 +69,7 @@ def _demo(args: argparse.Namespace) -> int:
         settings = ExporterSettings.from_env(os.environ)
         if args.store is not None:
             settings = settings.replace(store=args.store)
-        reg = registry.load()
+        reg = registry.registry_from_args(args)
     except (ExporterError, registry.RegistryError) as exc:
         print(f"rlvitals demo: {exc}", file=sys.stderr)
         return 2

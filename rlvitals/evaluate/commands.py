@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "dead_at_end}}), e.g. tests/fixtures/runs/expected.yaml",
     )
     p.add_argument("--framework", choices=("auto", *FRAMEWORKS), default="auto")
-    p.add_argument("--registry", metavar="DIR", help="registry folder instead of the built-in one")
+    registry.add_registry_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a Markdown table")
     add_config_arguments(p)
     p.set_defaults(handler=_evaluate)
@@ -107,7 +107,7 @@ def _as_json(v: RunVerdict) -> dict[str, Any]:
 
 def _evaluate(args: argparse.Namespace) -> int:
     try:
-        reg = registry.load(args.registry)
+        reg = registry.registry_from_args(args)
         config = read_config_arguments(args)
         folders = _run_folders(args.paths)
         expected = _expected(args.expected)

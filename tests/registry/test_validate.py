@@ -1,7 +1,13 @@
-"""`rlvitals validate` and `registry.load()` on broken files: every problem named, all at once."""
+"""`rlvitals validate` and `registry.load()` on broken files: every problem named, all at once;
+the README's `my_metrics.yaml` (minimal and fuller) passes the README's `rlvitals validate` line."""
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +17,7 @@ from rlvitals.cli import main
 
 BROKEN = sorted((Path(__file__).parent / "broken").glob("*.yaml"))
 MINI = Path(__file__).parents[1] / "fixtures" / "mini_registry"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _expectations(path: Path) -> list[str]:
@@ -86,3 +93,43 @@ def test_valid_user_extension_adds_a_metric_and_its_alias(tmp_path: Path) -> Non
     reg = registry.load(MINI, extensions=[ext])
     assert reg.resolve("custom/my_metric", "cleanrl").metric == "my_metric"
     assert main(["validate", "--registry-dir", str(MINI), str(ext)]) == 0
+
+
+def _extending_it() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("### Extending it")
+    return readme[start : readme.index("\n### ", start + 1)]
+
+
+def _blocks(section: str, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", section, flags=re.S)
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["minimal", "fuller"])
+def test_the_readme_template_validates(
+    tmp_path: Path, which: int, builtin: registry.Registry
+) -> None:
+    section = _extending_it()
+    block = _blocks(section, "yaml")[which]
+    (tmp_path / "my_metrics.yaml").write_text(block)
+    command = next(
+        line.split("#")[0].strip()
+        for b in _blocks(section, "bash")
+        for line in b.splitlines()
+        if line.startswith("rlvitals validate")
+    )
+    assert command == "rlvitals validate my_metrics.yaml"
+    argv = shlex.split(command)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "rlvitals", *argv[1:]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"registry OK: {len(builtin.metrics) + 1} metrics" in done.stdout
+    reg = registry.load(MINI, extensions=[tmp_path / "my_metrics.yaml"])
+    assert reg.resolve("custom/goal_distance", "sb3").metric == "goal_distance"
