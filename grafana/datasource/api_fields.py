@@ -77,7 +77,7 @@ def fields() -> Response:
     # Transforms of the run's own framework when it is known (else every framework's).
     framework = svc.store.run_info(run).framework
     out: list[dict[str, Any]] = []
-    for entry in ordered_fields(svc.registry, svc.store.logged_fields(run)):
+    for entry in ordered_fields(svc.registry, svc.store.logged_fields(run), framework):
         m = entry.metric
         row: dict[str, Any] = {
             "field": entry.field,
@@ -102,6 +102,13 @@ def fields() -> Response:
             ],
             "tooltip": None if m is None else tooltip_html(m, lang),
         }
+        if entry.bookkeeping is not None:
+            # what the framework's counter or clock is, and where that was read
+            row["bookkeeping"] = {
+                "framework": entry.bookkeeping.framework,
+                "meaning": entry.bookkeeping.meaning.get(lang),
+                "source": entry.bookkeeping.source,
+            }
         if m is not None and entry.field != m.id:
             row["title"] = f"{m.title.get(lang)} · {entry.field.partition('/')[2]}"
         out.append(row)

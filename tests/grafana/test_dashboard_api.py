@@ -36,6 +36,8 @@ BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.
 GRAFANA_ACCEPT = "application/json, text/plain, */*"
 N = 300
 CUSTOM = ("zz/late_key", "aa/early_key")
+# SB3's own counters, which registry/bookkeeping.yaml declares as such
+BOOKKEEPING = ("train/n_updates", "time/iterations")
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ def loaded(
                     "train/ent_coef": 0.1,
                     CUSTOM[0]: float(step),
                     CUSTOM[1]: float(-step),
+                    BOOKKEEPING[0]: float(step * 10),
+                    BOOKKEEPING[1]: float(step),
                 },
             )
         assert run.flush(60)
@@ -213,7 +217,7 @@ def test_influx_status_comes_from_the_newest_point(loaded: Loaded) -> None:
 
 
 def test_every_logged_field_is_listed_core_then_registered_then_unknown_by_name(
-    loaded: Loaded,
+    loaded: Loaded, builtin: registry.Registry
 ) -> None:
     for app in (loaded.embedded_app, loaded.influx_app):
         body = app.test_client().get("/api/fields?run=sb3-run").get_json()
@@ -222,7 +226,19 @@ def test_every_logged_field_is_listed_core_then_registered_then_unknown_by_name(
         assert names[-2:] == sorted(CUSTOM)  # unregistered last, by name
         assert {"policy_kl", "entropy_coef"} <= set(names)
         groups = [r["group"] for r in rows]
-        assert groups == sorted(groups, key=["core", "registered", "unregistered"].index)
+        order = ["core", "registered", "bookkeeping", "unregistered"]
+        assert groups == sorted(groups, key=order.index)
+        # a framework's counters are its bookkeeping, by name, with what each one is
+        kept = [r for r in rows if r["group"] == "bookkeeping"]
+        assert [r["field"] for r in kept] == sorted(BOOKKEEPING)
+        for r in kept:
+            key = builtin.bookkeeping_key(r["field"], "sb3")
+            assert key is not None
+            assert r["bookkeeping"] == {
+                "framework": "sb3",
+                "meaning": key.meaning.get("en"),
+                "source": key.source,
+            }
         # Hyperparameters are the config table's, not fields.
         assert "clip_epsilon" not in names and "config_json" not in names
         kl = next(r for r in rows if r["field"] == "policy_kl")

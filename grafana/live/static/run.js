@@ -13,8 +13,14 @@
   const LANG = boot.lang;
   const RUNS = boot.runs;
   const COLORS = boot.colors;
-  const GROUPS = ["pinned", "core", "registered", "unregistered"];
-  const GROUP_TITLE = { pinned: T.group_pinned, core: T.group_core, registered: T.group_registered, unregistered: T.group_unregistered };
+  const GROUPS = ["pinned", "core", "registered", "bookkeeping", "unregistered"];
+  const GROUP_TITLE = {
+    pinned: T.group_pinned,
+    core: T.group_core,
+    registered: T.group_registered,
+    bookkeeping: T.group_bookkeeping,
+    unregistered: T.group_unregistered,
+  };
   const COLUMNS = [1, 2, 3];
   const THEMES = ["auto", "light", "dark"];
   const THEME_KEY = "rlvitals.theme"; // theme.js reads the same key before the page paints
@@ -504,7 +510,7 @@
       ]);
       box = el("section", { class: "group", "data-group": group }, [el("h2", {}, [toggle]), el("div", { class: "group-panels" })]);
       const boxes = $("#panels");
-      // Keep pinned, core, registered, unregistered order whatever arrives first.
+      // Keep pinned, core, registered, bookkeeping, unregistered order whatever arrives first.
       const after = GROUPS.slice(GROUPS.indexOf(group) + 1).map((g) => $('.group[data-group="' + g + '"]')).find(Boolean);
       boxes.insertBefore(box, after || null);
       toggle.addEventListener("click", () => {
@@ -571,6 +577,10 @@
       el("code", { text: meta.field }),
       el("span", { class: "unit", "data-unit": meta.unit || "", text: unitLabel(meta.unit) }),
       transforms.length ? el("span", { class: "note", text: T.transform + ": " + transforms.join("; ") }) : null,
+      // a framework's counter or clock: what it is and the framework file that says so
+      meta.bookkeeping
+        ? el("span", { class: "note bookkeeping", text: meta.bookkeeping.framework + ": " + meta.bookkeeping.meaning, title: meta.bookkeeping.source })
+        : null,
     ]);
     const tools = el("div", { class: "tools" }, [
       el("label", { class: "log-y" }, [el("input", { type: "checkbox", class: "log-y-box", checked: state.logY.has(meta.field) }), document.createTextNode(" " + T.log_y)]),
@@ -645,7 +655,7 @@
         fields.get(meta.field).metas[run] = meta; // each run's own transforms (its framework's)
       }
     }
-    // Panels in the order the API gives (core, registered, unregistered), first run first.
+    // Panels in the order the API gives (core, registered, bookkeeping, unregistered), first run first.
     for (const { meta } of fields.values()) downloadLinks(ensurePanel(meta));
     applySearch();
   }
