@@ -43,9 +43,11 @@ import numpy.typing as npt
 from ..schema import MIN_BLOCK_POINTS, ROLLUP_LEVELS, RUN_CONFIG
 
 __all__ = [
+    "RUN_TABLES",
     "STATS_VERSION",
     "block_partials",
     "catch_up",
+    "delete_samples",
     "fold",
     "install",
     "installed",
@@ -194,6 +196,30 @@ _BACKFILL = (
                                   (SELECT coalesce(max(seq), 0) FROM events)) WHERE id = 0""",
     "INSERT OR REPLACE INTO stats_folded (id, seq) SELECT 0, n FROM sequence WHERE id = 0",
 )
+
+
+RUN_TABLES = ("sample_stats", "sample_rollups", "rollup_series", "stats_replaced")
+"""The tables here keyed by run: what deleting or renaming a run changes."""
+
+
+def delete_samples(db: sqlite3.Connection, run: str) -> int:
+    """Inside a write transaction: every sample of `run` and everything summed from them, gone.
+    The statistics are deleted whole, so the triggers that take a deleted row out of them (a
+    handful of statements per row) are dropped while the samples go and created again after,
+    in the same transaction: other connections never see the file without them. Returns the
+    samples deleted."""
+    for table in RUN_TABLES:
+        db.execute(f"DELETE FROM {table} WHERE run = ?", (run,))
+    have = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    for name, _, _, _ in _TRIGGERS:
+        db.execute(f"DROP TRIGGER IF EXISTS {name}")
+    deleted = db.execute("DELETE FROM samples WHERE run = ?", (run,)).rowcount
+    for name, event, condition, body in _TRIGGERS:
+        if name in have:
+            db.execute(
+                f"CREATE TRIGGER {name} AFTER {event} ON samples WHEN {condition}\nBEGIN{body}\nEND"
+            )
+    return int(deleted)
 
 
 def installed(db: sqlite3.Connection) -> bool:
