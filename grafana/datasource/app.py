@@ -14,6 +14,7 @@ from . import (
     api_cards,
     api_events,
     api_fields,
+    api_manage,
     api_runs,
     api_series,
     api_terms,
@@ -196,6 +197,7 @@ def create_app(
         simpod,
         report_page,
         api_fields,
+        api_manage,
         dashboard_page,
     ):
         app.register_blueprint(module.blueprint)
