@@ -288,15 +288,13 @@ def _post_paths(app: Flask) -> list[str]:
     return sorted(r.rule for r in rules)
 
 
-def test_the_post_routes_are_the_simpod_protocol(app: Flask) -> None:
-    assert _post_paths(app) == [
-        "/metric-payload-options",
-        "/metrics",
-        "/query",
-        "/tag-keys",
-        "/tag-values",
-        "/variable",
-    ]
+_SIMPOD = ["/metric-payload-options", "/metrics", "/query", "/tag-keys", "/tag-values", "/variable"]
+_MANAGE = ["/api/run/notes", "/api/run/rename", "/api/run/tags"]
+"""Run management (api_manage): answered where editing is on; tests/grafana/test_datasource_manage.py."""
+
+
+def test_the_post_routes_are_the_simpod_protocol_and_run_management(app: Flask) -> None:
+    assert _post_paths(app) == sorted(_SIMPOD + _MANAGE)
 
 
 @pytest.mark.parametrize(
@@ -329,7 +327,7 @@ def test_posts_not_sent_as_json_are_415_on_every_post_route(
     "content_type", ["application/json", "application/json; charset=utf-8", "Application/JSON"]
 )
 def test_posts_sent_as_json_are_answered(app: Flask, content_type: str) -> None:
-    for path in _post_paths(app):
+    for path in _SIMPOD:
         r = app.test_client().post(path, data=json.dumps(GOOD_BODY), content_type=content_type)
         assert r.status_code == 200, (path, r.data[:200])
 
