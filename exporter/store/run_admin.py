@@ -206,8 +206,11 @@ def rename_run(outbox: Outbox, old: str, new: str, *, lease_ttl_s: float = 60.0)
                     f"or delete that run first (`rlvitals runs delete {new}`)"
                 )
         _free_of_writer(db, old, "rename", lease_ttl_s)
+        running_stats.move_samples(db, old, new)
+        moved = {"samples", *running_stats.RUN_TABLES}
         for table in tables:
-            db.execute(f"UPDATE {table} SET run = ? WHERE run = ?", (new, old))
+            if table not in moved:
+                db.execute(f"UPDATE {table} SET run = ? WHERE run = ?", (new, old))
 
 
 def set_notes(outbox: Outbox, run: str, notes: str) -> str:
