@@ -73,6 +73,12 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     print(f"rlvitals serve: {_hosts_line(config)}", file=sys.stderr)
+    editing = "on" if config.allow_edit and not config.uses_influx else "off"
+    print(
+        f"rlvitals serve: deleting, renaming, notes and tags from the pages are {editing} "
+        "(RLVITALS_DATASOURCE_EDIT; on by default only when bound to loopback)",
+        file=sys.stderr,
+    )
     waitress.serve(app, host=args.host, port=args.port, threads=max(1, args.threads))
     return 0
 

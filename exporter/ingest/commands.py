@@ -8,6 +8,8 @@ Read positions. How far each file was read is stored in the outbox (`source_posi
 same transaction as the samples read up to there. `tail` goes on from the stored positions (a
 restarted sidecar neither re-reads its logs nor records a false `resume` event); a file that was
 truncated, rotated or replaced meanwhile is read from its start; `--from-start` ignores them.
+A position keeps the run it was read into, so a run renamed since (`rlvitals runs rename`) goes
+on under its new name, its files' folder name notwithstanding.
 `import` is a deliberate one-pass (re-)import, so it reads every file from its start unless
 `--resume` is given; it saves the positions it reached once everything it read was stored (and,
 with InfluxDB configured, sent), so a later `tail` or `import --resume` goes on from there.

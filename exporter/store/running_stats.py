@@ -205,7 +205,8 @@ RUN_TABLES = ("sample_stats", "sample_rollups", "rollup_series", "stats_replaced
 
 def _delete_untriggered(db: sqlite3.Connection, run: str) -> int:
     """Delete `run`'s samples with the triggers that take a deleted row out of the statistics (a
-    handful of statements per row, ~27x the time of the delete itself) dropped, and created
+    handful of statements per row: several times the delete itself, bench/bench_run_admin.py)
+    dropped, and created
     again after, in the caller's transaction: other connections never see the file without
     them. Only for rows whose statistics are dealt with whole by the caller."""
     have = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}

@@ -6,6 +6,13 @@ off unless configured; bad input gets a 4xx JSON naming what was wrong, never a 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +191,47 @@ def test_the_edit_setting_is_read_from_the_environment() -> None:
     assert DatasourceConfig.from_env({"RLVITALS_DATASOURCE_EDIT": "off"}).allow_edit is False
     with pytest.raises(ConfigError, match="RLVITALS_DATASOURCE_EDIT='maybe' must be 1 or 0"):
         DatasourceConfig.from_env({"RLVITALS_DATASOURCE_EDIT": "maybe"})
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _tag_over_http(port: int, proc: subprocess.Popen[bytes]) -> int:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/run/tags",
+        data=json.dumps({"run": "alpha", "add": ["x"]}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(request, timeout=5) as r:
+                return int(r.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.3)
+
+
+def test_rlvitals_serve_allows_edits_when_bound_to_loopback_only(store: Path) -> None:
+    env = {**os.environ, "RLVITALS_STORE": str(store)}
+    for name in ("RLVITALS_DATASOURCE_EDIT", "RLVITALS_DATASOURCE_TOKEN", "RLVITALS_INFLUX_URL"):
+        env.pop(name, None)
+    servers = {}
+    for host in ("127.0.0.1", "0.0.0.0"):
+        port = _free_port()
+        cmd = [sys.executable, "-m", "rlvitals.cli", "serve", "--host", host, "--port", str(port)]
+        servers[host] = (port, subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL))
+    try:
+        assert _tag_over_http(*servers["127.0.0.1"]) == 200
+        assert _tag_over_http(*servers["0.0.0.0"]) == 403
+    finally:
+        for _, proc in servers.values():
+            proc.terminate()
+            proc.wait(10)
