@@ -544,10 +544,8 @@ def _batch_run(
     """The one run a batch's rows belong to (a run's worker writes its read positions with its
     own rows), or None when it holds none or several: the position then keeps the run stored
     with it before. What `runs rename` and `runs delete` find a followed file's position by."""
-    runs = {run for run, _, _ in progress} | {b.run for _, b in blocks}
-    runs |= {
-        row[0] for row in samples
-    }  # only batches with positions: the sidecar's, not training's
+    # a scan of every row, but only of batches with positions (a log reader's, not training's)
+    runs = {run for run, _, _ in progress} | {b.run for _, b in blocks} | {r[0] for r in samples}
     return runs.pop() if len(runs) == 1 else None
 
 
