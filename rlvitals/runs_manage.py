@@ -3,7 +3,8 @@
 They are subcommands of `rlvitals runs` (whose list, `rlvitals runs [--json]`, is
 `exporter.store.runs_list`); the store changes are `exporter.store.run_admin`'s, one transaction
 each. With InfluxDB configured (RLVITALS_INFLUX_URL) `delete` drops the run's points there first
-(`exporter.influx.drop_run`; if InfluxDB refuses, the store is left as it was) and `rename` is
+(`exporter.influx.drop_run`; if InfluxDB refuses, the store is left as it was), and once more
+after the store's rows are gone (a forwarder may have sent some in between); `rename` is
 refused (`RENAME_REFUSED`).
 
 Refused with one line on stderr and exit 2: an unknown run (close names suggested), a run a
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from exporter.config import ExporterSettings
 from exporter.errors import ExporterError, WriteError
-from exporter.influx.drop_run import RENAME_REFUSED, drop_run_points
+from exporter.influx.drop_run import RENAME_REFUSED, drop_run_points, influxql_string
 from exporter.store import run_admin
 from exporter.store.outbox import Outbox
 
@@ -137,6 +138,18 @@ def _delete(args: argparse.Namespace) -> int:
                     )
                     return 1
             counts = run_admin.delete_run(box, name, lease_ttl_s=ttl)
+            if settings.influx_url:
+                # again: a forwarder (another run's process sends every unsent row of the store)
+                # may have read rows of this run before they were deleted and sent them since
+                try:
+                    drop_run_points(settings, name)
+                except WriteError as exc:
+                    print(
+                        f"rlvitals: warning: {exc}; points of {name!r} sent while it was being "
+                        "deleted may be left in InfluxDB: drop them with InfluxQL "
+                        f'DROP SERIES WHERE "run" = {influxql_string(name)}',
+                        file=sys.stderr,
+                    )
             where = " and from InfluxDB" if settings.influx_url else ""
             print(
                 f"deleted run {name!r}{where}: {counts.get('samples', 0):,} sample(s), "
