@@ -31,6 +31,10 @@ __all__ = ["register"]
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     runs = sub.choices["runs"]  # `exporter.store.runs_list` made it: the list is its default
+    runs.description = (
+        f"{runs.description} With an ACTION (delete, rename, note, tag), change a run instead; "
+        "`rlvitals runs ACTION --help` says how."
+    )
     actions = runs.add_subparsers(dest="runs_action", metavar="ACTION")
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
