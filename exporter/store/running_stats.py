@@ -51,7 +51,6 @@ __all__ = [
     "fold",
     "install",
     "installed",
-    "move_samples",
     "prepare",
 ]
 
@@ -227,24 +226,6 @@ def delete_samples(db: sqlite3.Connection, run: str) -> int:
     for table in RUN_TABLES:
         db.execute(f"DELETE FROM {table} WHERE run = ?", (run,))
     return _delete_untriggered(db, run)
-
-
-def move_samples(db: sqlite3.Connection, old: str, new: str) -> int:
-    """Inside a write transaction: `old`'s samples and statistics under the name `new` (which
-    holds none). The samples are copied in key order and the old ones deleted, which appends
-    to the table's b-tree instead of moving each row inside it (an UPDATE of the key's first
-    column: several times slower on a long run). Returns the samples moved."""
-    columns = [str(c[1]) for c in db.execute("PRAGMA table_info(samples)")]
-    picked = ", ".join("?" if c == "run" else c for c in columns)
-    moved = db.execute(
-        f"INSERT INTO samples ({', '.join(columns)}) SELECT {picked} FROM samples "
-        "WHERE run = ? ORDER BY field, step, rank, measurement, gpu",
-        (new, old),
-    ).rowcount
-    _delete_untriggered(db, old)
-    for table in RUN_TABLES:
-        db.execute(f"UPDATE {table} SET run = ? WHERE run = ?", (new, old))
-    return int(moved)
 
 
 def installed(db: sqlite3.Connection) -> bool:
