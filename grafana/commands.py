@@ -60,6 +60,9 @@ def _serve(args: argparse.Namespace) -> int:
         config = DatasourceConfig.from_env(os.environ)
         config = config.replace(allowed_hosts=(*config.allowed_hosts, *args.allow_host))
         config = _with_bind_host(config, args.host)
+        if config.allow_edit is None:
+            # run management from the pages: on for a server only this machine reaches
+            config = config.replace(allow_edit=_is_loopback(args.host))
         app = create_app(config, registry.load())
     except (ConfigError, registry.RegistryError) as exc:
         print(f"rlvitals serve: {exc}", file=sys.stderr)
@@ -70,8 +73,20 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     print(f"rlvitals serve: {_hosts_line(config)}", file=sys.stderr)
+    editing = "on" if config.allow_edit and not config.uses_influx else "off"
+    print(
+        f"rlvitals serve: deleting, renaming, notes and tags from the pages are {editing} "
+        "(RLVITALS_DATASOURCE_EDIT; on by default only when bound to loopback)",
+        file=sys.stderr,
+    )
     waitress.serve(app, host=args.host, port=args.port, threads=max(1, args.threads))
     return 0
+
+
+def _is_loopback(host: str) -> bool:
+    from .datasource.config import LOOPBACK_HOSTS
+
+    return host.strip("[]").lower() in LOOPBACK_HOSTS
 
 
 def _is_wildcard(host: str) -> bool:

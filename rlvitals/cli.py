@@ -17,6 +17,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "rlvitals.commands_registry",
     "exporter.ingest.commands",
     "exporter.store.runs_list",
+    "rlvitals.runs_manage",  # subcommands of `runs`: after it
     "rlvitals.evaluate.commands",
     "grafana.commands",
     "rlvitals.demo.commands",

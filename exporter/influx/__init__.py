@@ -9,6 +9,7 @@
 - `rollups`: the 64- and 4096-step rollups kept in InfluxDB as the outbox keeps them in sqlite;
   `rollup_worker` keeps them on a thread of their own during an import.
 - `direct`: `DirectRun`, `rlvitals import` straight to InfluxDB (the log file is the durable copy).
+- `drop_run`: a run's points deleted from every measurement (`rlvitals runs delete`).
 
 Names of measurements, tags, fields and rollup levels come from `exporter.schema`, which the
 datasource's InfluxQL readers (`grafana.datasource.history`) read too.

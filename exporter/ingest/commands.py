@@ -8,6 +8,8 @@ Read positions. How far each file was read is stored in the outbox (`source_posi
 same transaction as the samples read up to there. `tail` goes on from the stored positions (a
 restarted sidecar neither re-reads its logs nor records a false `resume` event); a file that was
 truncated, rotated or replaced meanwhile is read from its start; `--from-start` ignores them.
+A position keeps the run it was read into, so a run renamed since (`rlvitals runs rename`) goes
+on under its new name, its files' folder name notwithstanding.
 `import` is a deliberate one-pass (re-)import, so it reads every file from its start unless
 `--resume` is given; it saves the positions it reached once everything it read was stored (and,
 with InfluxDB configured, sent), so a later `tail` or `import --resume` goes on from there.
@@ -312,6 +314,31 @@ def _end_unread(
         print(f"rlvitals: warning: {str(exc).splitlines()[0]}", file=sys.stderr)
 
 
+def _position_runs(settings: ExporterSettings) -> dict[str, str]:
+    if not settings.outbox_path.exists():
+        return {}
+    with Outbox(settings.outbox_path) as box:
+        return box.position_runs()
+
+
+def _renames(
+    args: argparse.Namespace,
+    logs: LogSet,
+    positions: Mapping[str, SourcePosition],
+    runs: Mapping[str, str],
+) -> dict[str, str]:
+    """The name each run's logs give (`--run` or the folder) -> the run their stored positions
+    were read into, where the two differ (the run was renamed since, `rlvitals runs rename`):
+    every file of that run, new ones included, goes on under the new name instead of making
+    the old one again."""
+    out: dict[str, str] = {}
+    for log in logs.files:
+        key, named = path_key(log.path), args.run or log.run
+        if key in positions and runs.get(key, named) != named:
+            out[named] = runs[key]
+    return out
+
+
 def _stored_positions(settings: ExporterSettings) -> dict[str, SourcePosition]:
     if not settings.outbox_path.exists():
         return {}
@@ -443,6 +470,8 @@ def _run_ingest(
             return _fail(
                 f"no logs found under {', '.join(args.paths)}; check the paths or --format"
             )
+        if resume:
+            ingest.follow_renames(_renames(args, logs, positions, _position_runs(settings)))
         # Runs whose logs a reader of this store read before (a restarted sidecar): they are
         # this reader's own and go on, never becoming NAME-2 copies of themselves.
         attached.update(

@@ -143,6 +143,7 @@ class Ingest:
         self._follow = follow
         self._read: set[str] = set()  # files read at least once
         self._last_fed: str | None = None  # the run the last feed() logged records to
+        self._renamed: dict[str, str] = {}
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -153,7 +154,13 @@ class Ingest:
         return [state.run for state in self._runs.values() if state.run is not None]
 
     def run_name(self, log: LogFile) -> str:
-        return self._run_name or log.run
+        name = self._run_name or log.run
+        return self._renamed.get(name, name)
+
+    def follow_renames(self, renamed: Mapping[str, str]) -> None:
+        """Runs renamed since their logs were read (`rlvitals runs rename`): the name their
+        logs give (folder or `--run`) -> the name they have now, which they go on under."""
+        self._renamed = dict(renamed)
 
     def feed(self, log: LogFile, records: Iterable[Record | ScalarBlock | SourcePosition]) -> int:
         """Log one file's new records into its run; returns how many records were read. A

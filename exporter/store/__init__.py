@@ -7,7 +7,8 @@
   so readers get whole-run means and long series from a bounded number of rows.
   It records each run's life: the recorded end, when rows last arrived, the writer's lease
   (read by `exporter.lifecycle`, the one definition of a run's status).
-- `runs_list`: `rlvitals runs`.
+- `runs_list`: `rlvitals runs`. `run_admin`: a run deleted, renamed, given notes or tags, one
+  transaction each (the command line is `rlvitals.runs_manage`).
 - `repair`: `rlvitals doctor --repair`, a damaged file salvaged into a new one (tables read whole
   where sqlite can, else row by row from their surviving pages: `salvage`, sqlite's file format
   read directly), statistics recomputed, the damaged file kept beside it.

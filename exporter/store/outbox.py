@@ -69,6 +69,7 @@ __all__ = [
     "SeriesStats",
     "StoredField",
     "create_data_tables",
+    "tags_from_json",
 ]
 
 _log = logging.getLogger(__name__)
@@ -95,7 +96,9 @@ CREATE TABLE IF NOT EXISTS runs (
     state TEXT,
     state_reason TEXT,
     state_at REAL,
-    arrived REAL
+    arrived REAL,
+    notes TEXT,
+    tags TEXT
 );
 CREATE TABLE IF NOT EXISTS leases (
     run TEXT PRIMARY KEY,
@@ -143,7 +146,8 @@ CREATE TABLE IF NOT EXISTS source_positions (
     lines INTEGER NOT NULL,
     head BLOB NOT NULL,
     mark BLOB NOT NULL,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    run TEXT
 );
 CREATE TABLE IF NOT EXISTS rejected (
     id INTEGER PRIMARY KEY,
@@ -171,11 +175,13 @@ def create_data_tables(db: sqlite3.Connection) -> None:
     db.executescript(_SCHEMA)
 
 
+# A position keeps the run it was read into when the batch does not say (see `_batch_run`).
 _UPSERT_POSITION = """
-INSERT INTO source_positions (path, dev, ino, offset, lines, head, mark, updated)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO source_positions (path, dev, ino, offset, lines, head, mark, updated, run)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (path) DO UPDATE SET dev = excluded.dev, ino = excluded.ino, offset = excluded.offset,
-    lines = excluded.lines, head = excluded.head, mark = excluded.mark, updated = excluded.updated
+    lines = excluded.lines, head = excluded.head, mark = excluded.mark, updated = excluded.updated,
+    run = coalesce(excluded.run, source_positions.run)
 """
 
 _UPSERT_PROGRESS = """
@@ -349,6 +355,10 @@ class RunRecord:
     """When rows of the run last reached the store (store clock)."""
     lease: Lease | None = None
     """The live writer's lease, if one is held."""
+    notes: str = ""
+    """What a person wrote about the run (`rlvitals runs note`, the run page)."""
+    tags: tuple[str, ...] = ()
+    """Its tags, sorted (`rlvitals runs tag`, the run list)."""
 
     @property
     def recorded(self) -> Recorded:
@@ -424,7 +434,7 @@ every write (each trip is a GIL hand-off with the training loop)."""
 
 _RUN_COLUMNS = (
     "runs.run, project, config, framework, created, finished, last_activity, state, "
-    f"state_reason, state_at, arrived, {LEASE_COLUMNS}"
+    f"state_reason, state_at, arrived, {LEASE_COLUMNS}, runs.notes, runs.tags"
 )
 _RUN_FROM = "runs LEFT JOIN leases ON leases.run = runs.run"
 
@@ -437,6 +447,8 @@ _LIFECYCLE_COLUMNS = (
     ("state_reason", "TEXT"),
     ("state_at", "REAL"),
     ("arrived", "REAL"),
+    ("notes", "TEXT"),
+    ("tags", "TEXT"),
 )
 _LEASES = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS leases") :].split(";")[0]
 
@@ -508,7 +520,33 @@ def _run_record(row: Sequence[Any]) -> RunRecord:
         row[9],
         row[10],
         lease,
+        row[17] or "",
+        tags_from_json(row[18]),
     )
+
+
+def tags_from_json(text: str | None) -> tuple[str, ...]:
+    """A run's stored tags (a JSON list in `runs.tags`; NULL or damaged text: none)."""
+    if not text:
+        return ()
+    try:
+        tags = json.loads(text)
+    except ValueError:
+        return ()
+    return tuple(sorted({t for t in tags if isinstance(t, str)})) if isinstance(tags, list) else ()
+
+
+def _batch_run(
+    samples: Sequence[SampleRow],
+    progress: Sequence[tuple[str, int, int]],
+    blocks: Sequence[tuple[int, SampleBlock]],
+) -> str | None:
+    """The one run a batch's rows belong to (a run's worker writes its read positions with its
+    own rows), or None when it holds none or several: the position then keeps the run stored
+    with it before. What `runs rename` and `runs delete` find a followed file's position by."""
+    # a scan of every row, but only of batches with positions (a log reader's, not training's)
+    runs = {run for run, _, _ in progress} | {b.run for _, b in blocks} | {r[0] for r in samples}
+    return runs.pop() if len(runs) == 1 else None
 
 
 def _lease(db: sqlite3.Connection, run: str) -> Lease | None:
@@ -703,6 +741,12 @@ class Outbox:
                     self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
         with suppress(sqlite3.OperationalError):  # busy: the next open adds it
             self._db.execute(_LEASES)
+        # the run a read position was read into (`runs rename` / `delete` follow it); NULL in a
+        # file from before: such a position is found by no run
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(source_positions)")}
+        if have and "run" not in have:
+            with suppress(sqlite3.OperationalError):
+                self._db.execute("ALTER TABLE source_positions ADD COLUMN run TEXT")
 
     def _has_schema(self) -> bool:
         """Whether the file already has every table (then opening it writes nothing, so it
@@ -895,10 +939,11 @@ class Outbox:
                     )
                 if positions:
                     now = time.time()
+                    run = _batch_run(samples, progress, blocks)
                     db.executemany(
                         _UPSERT_POSITION,
                         [
-                            (p.path, p.dev, p.ino, p.offset, p.lines, p.head, p.mark, now)
+                            (p.path, p.dev, p.ino, p.offset, p.lines, p.head, p.mark, now, run)
                             for p in positions
                         ],
                     )
@@ -1069,6 +1114,31 @@ class Outbox:
     def lease(self, run: str) -> Lease | None:
         with self._lock:
             return _lease(self._db, run)
+
+    @contextmanager
+    def maintenance(self, *, wait: float = 10.0) -> Iterator[sqlite3.Connection]:
+        """One write transaction over every table, for changes to whole runs (`run_admin`:
+        delete, rename, notes, tags): all of it or none. Waits at most `wait` seconds for
+        another process's write lock."""
+        try:
+            with self._busy_wait(wait), self._transaction() as db:
+                yield db
+        except sqlite3.OperationalError as exc:
+            where = f"cannot change the outbox at {self.path}: {exc}"
+            if _is_busy(exc):
+                where += "; another process is writing it: try again in a moment"
+            raise OutboxError(where, retryable=_is_busy(exc)) from exc
+        except sqlite3.Error as exc:
+            raise OutboxError(f"cannot change the outbox at {self.path}: {exc}") from exc
+
+    def position_runs(self) -> dict[str, str]:
+        """The run each stored read position was read into, by file path (positions stored
+        before runs were recorded with them are absent)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path, run FROM source_positions WHERE run IS NOT NULL"
+            ).fetchall()
+        return {str(r[0]): str(r[1]) for r in rows}
 
     def source_positions(self) -> dict[str, SourcePosition]:
         """Every stored log-source position, by file path."""

@@ -43,9 +43,11 @@ import numpy.typing as npt
 from ..schema import MIN_BLOCK_POINTS, ROLLUP_LEVELS, RUN_CONFIG
 
 __all__ = [
+    "RUN_TABLES",
     "STATS_VERSION",
     "block_partials",
     "catch_up",
+    "delete_samples",
     "fold",
     "install",
     "installed",
@@ -194,6 +196,36 @@ _BACKFILL = (
                                   (SELECT coalesce(max(seq), 0) FROM events)) WHERE id = 0""",
     "INSERT OR REPLACE INTO stats_folded (id, seq) SELECT 0, n FROM sequence WHERE id = 0",
 )
+
+
+RUN_TABLES = ("sample_stats", "sample_rollups", "rollup_series", "stats_replaced")
+"""The tables here keyed by run: what deleting or renaming a run changes."""
+
+
+def _delete_untriggered(db: sqlite3.Connection, run: str) -> int:
+    """Delete `run`'s samples with the triggers that take a deleted row out of the statistics (a
+    handful of statements per row: several times the delete itself, bench/bench_run_admin.py)
+    dropped, and created
+    again after, in the caller's transaction: other connections never see the file without
+    them. Only for rows whose statistics are dealt with whole by the caller."""
+    have = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    for name, _, _, _ in _TRIGGERS:
+        db.execute(f"DROP TRIGGER IF EXISTS {name}")
+    deleted = db.execute("DELETE FROM samples WHERE run = ?", (run,)).rowcount
+    for name, event, condition, body in _TRIGGERS:
+        if name in have:
+            db.execute(
+                f"CREATE TRIGGER {name} AFTER {event} ON samples WHEN {condition}\nBEGIN{body}\nEND"
+            )
+    return int(deleted)
+
+
+def delete_samples(db: sqlite3.Connection, run: str) -> int:
+    """Inside a write transaction: every sample of `run` and everything summed from them, gone.
+    Returns the samples deleted."""
+    for table in RUN_TABLES:
+        db.execute(f"DELETE FROM {table} WHERE run = ?", (run,))
+    return _delete_untriggered(db, run)
 
 
 def installed(db: sqlite3.Connection) -> bool:

@@ -3,7 +3,9 @@
 Status is `Lifecycle.status(...)` with the settings' windows (RLVITALS_STALL_AFTER_S,
 RLVITALS_ENDED_AFTER_S): live, stalled, finished, crashed, incomplete, ended or unknown, with the
 reason that set it (see `lifecycle.py`); the one definition the datasource, `/metrics` and the
-alert rules use too. `--json` prints the same rows as a JSON list for scripts.
+alert rules use too. `--json` prints the same rows as a JSON list for scripts (with each run's
+tags and notes; the table shows a TAGS column once a run has tags). The subcommands that change
+runs (`delete`, `rename`, `note`, `tag`) are `rlvitals.runs_manage`'s.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ class RunRow:
     started: float
     finished: float | None
     last_activity: float | None
+    tags: tuple[str, ...] = ()
+    notes: str = ""
 
 
 def list_runs(
@@ -70,6 +74,8 @@ def _row(outbox: Outbox, r: RunRecord, status: str, reason: str) -> RunRow:
         started=r.created,
         finished=r.finished,
         last_activity=r.last_activity,
+        tags=r.tags,
+        notes=r.notes,
     )
 
 
@@ -99,7 +105,8 @@ def _step_cell(row: RunRow) -> str:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "runs",
-        help="list the runs in the store (project, framework, status, last step, started)",
+        help="list the runs in the store (project, framework, status, last step, started); "
+        "delete, rename, note, tag them",
         description="List the runs of the embedded store, oldest first. Status is live, "
         "stalled (its writer runs but stored nothing for 10 minutes), finished, crashed, "
         "incomplete (an import that stopped: run it again), ended or unknown; WHY says what "
@@ -141,7 +148,10 @@ def _runs(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no runs in {path}", file=sys.stderr)
         return 0
-    table = [("RUN", "PROJECT", "FRAMEWORK", "STATUS", "LAST STEP", "STARTED (UTC)", "WHY")]
+    # a TAGS column only once a run has tags: a store without them lists as it always did
+    tagged = any(r.tags for r in rows)
+    head = ("RUN", "PROJECT", "FRAMEWORK", "STATUS", "LAST STEP", "STARTED (UTC)")
+    table = [(*head, *(("TAGS",) if tagged else ()), "WHY")]
     table += [
         (
             r.name,
@@ -150,6 +160,7 @@ def _runs(args: argparse.Namespace) -> int:
             r.status,
             _step_cell(r),
             _when(r.started),
+            *((",".join(r.tags) or "-",) if tagged else ()),
             r.status_reason,
         )
         for r in rows

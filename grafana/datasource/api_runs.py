@@ -1,6 +1,6 @@
 """`GET /api/health` (status for anyone, detail for a caller with the token) and `GET /api/runs`
 (each run's project, framework, status and what set it (`exporter.lifecycle`), last step and wall
-time, start)."""
+time, start, tags and notes)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from flask import Blueprint, Response, jsonify, request
 from rlvitals import __version__
 
 from .history import HistoryError
+from .run_meta import read_meta, with_meta
 from .run_summary import run_summary
 from .services import services
 
@@ -70,5 +71,9 @@ def health() -> Response:
 def runs() -> Response:
     svc = services()
     now = time.time()
-    out = [run_summary(svc.store, svc.lifecycle, name, now) for name in svc.store.runs()]
+    meta = read_meta(svc.config.outbox_path)
+    out = [
+        with_meta(run_summary(svc.store, svc.lifecycle, name, now), meta)
+        for name in svc.store.runs()
+    ]
     return jsonify({"runs": out})

@@ -64,6 +64,17 @@ def _int(environ: Mapping[str, str], key: str, default: int) -> int:
         raise ConfigError(f"{key}={raw!r} is not an integer; set it to a whole number") from None
 
 
+def _flag(environ: Mapping[str, str], key: str) -> bool | None:
+    raw = environ.get(key, "").strip().lower()
+    if not raw:
+        return None
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{key}={raw!r} must be 1 or 0 (true/false, yes/no, on/off)")
+
+
 def _float(environ: Mapping[str, str], key: str, default: float) -> float:
     raw = environ.get(key, "").strip()
     if not raw:
@@ -109,6 +120,12 @@ class DatasourceConfig:
     """RLVITALS_STALL_AFTER_S, as the exporter reads it (`exporter.Lifecycle`)."""
     ended_after_s: float = 3600.0
     """RLVITALS_ENDED_AFTER_S, as the exporter reads it."""
+    allow_edit: bool | None = None
+    """Whether runs may be deleted, renamed, noted and tagged over HTTP (`api_manage`):
+    RLVITALS_DATASOURCE_EDIT (1/0); unset (None) is off, except that `rlvitals serve` bound to
+    a loopback address turns it on: only this machine's user reaches that, while a datasource
+    bound for a team (compose, a reverse proxy) would let anyone who reaches it, with no token
+    set, delete what everyone logged."""
     """Where browsers reach this server (`RLVITALS_PUBLIC_URL`, the address the bundle's links
     start with): its host is answered too, as a reverse proxy in front forwards it."""
 
@@ -180,6 +197,7 @@ class DatasourceConfig:
             public_url=_str(environ, "RLVITALS_PUBLIC_URL"),
             stall_after_s=_float(environ, "RLVITALS_STALL_AFTER_S", d.stall_after_s),
             ended_after_s=_float(environ, "RLVITALS_ENDED_AFTER_S", d.ended_after_s),
+            allow_edit=_flag(environ, "RLVITALS_DATASOURCE_EDIT"),
         )
 
     @property

@@ -20,6 +20,7 @@ from werkzeug.security import safe_join
 
 from . import params
 from .errors import BadRequest, NotFound
+from .run_meta import read_meta, with_meta
 from .run_summary import run_summary
 from .services import services
 
@@ -35,6 +36,12 @@ def wants_html(req: Request) -> bool:
     """Whether the client prefers HTML to JSON (a browser does; Grafana and curl do not)."""
     best = req.accept_mimetypes.best_match(["application/json", _HTML])
     return best == _HTML and req.accept_mimetypes[_HTML] > req.accept_mimetypes["application/json"]
+
+
+def _can_edit() -> bool:
+    """Whether the pages offer to change runs: what `api_manage` would accept."""
+    config = services().config
+    return bool(config.allow_edit) and not config.uses_influx
 
 
 def _page(html: str) -> Response:
@@ -55,9 +62,12 @@ def index_page() -> Response:
     refresh = params.integer(request.args, "refresh", 5, 1, 3600)
     assert refresh is not None
     now = time.time()
-    rows = [run_summary(svc.store, svc.lifecycle, r, now) for r in svc.store.runs()]
+    meta = read_meta(svc.config.outbox_path)
+    rows = [
+        with_meta(run_summary(svc.store, svc.lifecycle, r, now), meta) for r in svc.store.runs()
+    ]
     query = list(request.args.items(multi=True))
-    return _page(render_index(rows, lang, query, refresh_s=refresh))
+    return _page(render_index(rows, lang, query, refresh_s=refresh, can_edit=_can_edit()))
 
 
 @blueprint.get("/run")
@@ -86,6 +96,7 @@ def run_page() -> Response:
         refresh_s=refresh,
         points=min(svc.config.default_points, svc.config.max_points),
         max_points=svc.config.max_points,
+        can_edit=_can_edit(),
     )
     return _page(html)
 

@@ -77,7 +77,22 @@ def _status(status: str, lang: str, reason: str | None = None) -> str:
     )
 
 
-def _run_row(r: Mapping[str, Any], lang: str) -> str:
+def _manage_cells(r: Mapping[str, Any], lang: str, can_edit: bool) -> str:
+    """The row's tags cell and, when runs may be changed here, its rename / delete buttons;
+    runs.js builds the same (`manageCells()`)."""
+    ui = UI[lang]
+    tags = "".join(f'<span class="tag">{escape(str(t))}</span>' for t in r.get("tags") or ())
+    cells = f'<td class="tags">{tags}</td>'
+    if can_edit:
+        cells += (
+            f'<td class="actions"><button type="button" class="act-rename">'
+            f"{escape(ui['rename'])}</button> "
+            f'<button type="button" class="act-delete">{escape(ui["delete"])}</button></td>'
+        )
+    return cells
+
+
+def _run_row(r: Mapping[str, Any], lang: str, can_edit: bool = False) -> str:
     """One row of the run list; runs.js builds the same markup (`buildRow()`) for polled runs."""
     from urllib.parse import urlencode
 
@@ -87,8 +102,10 @@ def _run_row(r: Mapping[str, Any], lang: str) -> str:
     step = r.get("last_step")
     # why the run is in its state, e.g. "RuntimeError: boom" (None when the store does not say)
     reason = str(r["status_reason"]) if r.get("status_reason") else None
+    tags = " ".join(str(t) for t in r.get("tags") or ())
     return (
-        f'<tr data-run="{escape(name, quote=True)}" data-project="{escape(project, quote=True)}">'
+        f'<tr data-run="{escape(name, quote=True)}" data-project="{escape(project, quote=True)}" '
+        f'data-tags="{escape(tags, quote=True)}">'
         f'<td><input type="checkbox" class="pick" value="{escape(name, quote=True)}" '
         f'aria-label="{escape(name, quote=True)}"> '
         f'<a class="run-link" href="{escape(href, quote=True)}">{escape(name)}</a></td>'
@@ -96,7 +113,7 @@ def _run_row(r: Mapping[str, Any], lang: str) -> str:
         f"<td>{escape(str(r.get('framework') or '–'))}</td>"
         f'<td class="status-cell">{_status(str(r["status"]), lang, reason)}</td>'
         f'<td class="last-step">{"–" if step is None else f"{int(step):,}"}</td>'
-        f"<td>{escape(_when(r.get('started')))}</td></tr>"
+        f"<td>{escape(_when(r.get('started')))}</td>{_manage_cells(r, lang, can_edit)}</tr>"
     )
 
 
@@ -106,8 +123,10 @@ def render_index(
     query: Sequence[tuple[str, str]],
     *,
     refresh_s: int = 5,
+    can_edit: bool = False,
 ) -> str:
-    """The run list: one row per run of `/api/runs`, a filter box, and the compare button.
+    """The run list: one row per run of `/api/runs`, a filter box, and the compare button;
+    with `can_edit`, rename and delete buttons on each row (`api_manage`).
 
     The table with its filter box and the empty-store message are both rendered, whichever
     does not apply hidden: runs.js polls every `refresh_s` seconds and swaps them when the
@@ -117,8 +136,8 @@ def render_index(
     ui = UI[lang]
     head = "".join(
         f"<th>{escape(ui[k])}</th>"
-        for k in ("run", "project", "framework", "status", "last_step", "started")
-    )
+        for k in ("run", "project", "framework", "status", "last_step", "started", "tags")
+    ) + (f"<th>{escape(ui['actions'])}</th>" if can_edit else "")
     empty = not rows
     hidden = " hidden" if empty else ""
     wanted = next((v for k, v in reversed(query) if k == "filter"), "")
@@ -132,13 +151,13 @@ def render_index(
     )
     table = (
         f'<table class="runs"{hidden}><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(_run_row(r, lang) for r in rows)}</tbody></table>"
+        f"<tbody>{''.join(_run_row(r, lang, can_edit) for r in rows)}</tbody></table>"
         f'<p class="empty"{"" if empty else " hidden"}>{escape(ui["no_runs"])}</p>'
     )
-    boot = {"lang": lang, "strings": ui, "refresh_ms": refresh_s * 1000}
+    boot = {"lang": lang, "strings": ui, "refresh_ms": refresh_s * 1000, "can_edit": can_edit}
     body = (
         f"<header><h1>{escape(ui['title'])}</h1>{_lang_link(lang, query, '/')}</header>"
-        f"{filter_bar}{table}"
+        f'{filter_bar}<p id="manage-error" class="filter-error" role="alert" hidden></p>{table}'
         f'<p><button type="button" id="compare" disabled>{escape(ui["compare"])}</button> '
         f'<span class="hint">{escape(ui["compare_hint"])}</span></p>'
         f'<script type="application/json" id="boot">{_json(boot)}</script>'
@@ -159,10 +178,13 @@ def render_run(
     refresh_s: int,
     points: int,
     max_points: int,
+    can_edit: bool = False,
 ) -> str:
-    """The run page for one run, or several overlaid (a colour each)."""
+    """The run page for one run, or several overlaid (a colour each). One run's page shows
+    its tags and notes under the header (run_meta.js), editable with `can_edit`."""
     ui = UI[lang]
     boot = {
+        "can_edit": can_edit,
         "lang": lang,
         "runs": list(runs),
         "colors": [PALETTE[i % len(PALETTE)] for i in range(len(runs))],
@@ -176,10 +198,13 @@ def render_run(
     from urllib.parse import urlencode
 
     back = "/?" + urlencode([("lang", lang)])
+    # tags and notes belong to one run: an overlay of several shows none
+    meta = '<section id="run-meta"></section>' if len(runs) == 1 else ""
     body = (
         f'<header><p><a href="{escape(back, quote=True)}">← {escape(ui["all_runs"])}</a></p>'
         f"<h1>{escape(title)}</h1>{_lang_link(lang, query, '/run')}"
         '<div id="run-chips"></div><p id="live-state"></p></header>'
+        f"{meta}"
         '<div id="toolbar"></div><div id="error" role="alert" hidden></div>'
         f'<h2>{escape(ui["config"])}</h2><div id="config"></div>'
         '<div id="panels"></div>'
@@ -193,6 +218,7 @@ def render_run(
         scripts=(
             '<script src="/live/static/vendor/uplot/uPlot.iife.min.js"></script>'
             '<script src="/live/static/run.js"></script>'
+            '<script src="/live/static/run_meta.js"></script>'
         ),
     )
 

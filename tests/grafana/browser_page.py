@@ -68,10 +68,13 @@ class Page:
 
 
 @contextmanager
-def serving(store: Path, reg: registry.Registry) -> Iterator[str]:
+def serving(
+    store: Path, reg: registry.Registry, *, allow_edit: bool | None = None
+) -> Iterator[str]:
     """The real datasource app (what `rlvitals serve` runs) on the embedded store at `store`,
-    over HTTP on a free port; yields its base URL."""
-    app = create_app(DatasourceConfig(store=store), reg)
+    over HTTP on a free port; yields its base URL. `allow_edit`: runs may be changed from the
+    pages (what `serve` bound to 127.0.0.1 sets)."""
+    app = create_app(DatasourceConfig(store=store, allow_edit=allow_edit), reg)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -296,14 +296,16 @@ SIMPOD_POSTS = [
     "/tag-values",
     "/variable",
 ]
-# Besides the simpod protocol: signing a browser in and out, and Grafana's alert webhook.
+# Besides the simpod protocol: signing a browser in and out, Grafana's alert webhook, and run
+# management (api_manage: answered where editing is on; tests/grafana/test_datasource_manage.py).
 OWN_POSTS = ["/api/alert-notifications", "/api/login", "/api/logout"]
+MANAGE_POSTS = ["/api/run/notes", "/api/run/rename", "/api/run/tags"]
 
 
-def test_the_post_routes_are_the_simpod_protocol_sign_in_and_the_alert_receiver(
+def test_the_post_routes_are_simpod_sign_in_the_alert_receiver_and_run_management(
     app: Flask,
 ) -> None:
-    assert _post_paths(app) == sorted(SIMPOD_POSTS + OWN_POSTS)
+    assert _post_paths(app) == sorted(SIMPOD_POSTS + OWN_POSTS + MANAGE_POSTS)
 
 
 @pytest.mark.parametrize(

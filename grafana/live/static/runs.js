@@ -1,8 +1,9 @@
 // The run list keeps itself current: every few seconds (5 s unless ?refresh= says otherwise; also
 // on an empty store) it polls /api/runs, adds a row for each new run, refreshes each run's status
 // and last step, and drops the rows of runs no longer in the store. A filter box narrows the rows
-// by run name or project (substring, or /regex/); the filter is kept in the address (?filter=).
-// The ticked runs (of those shown) open overlaid on the run page.
+// by run name, project or tag (substring, or /regex/); the filter is kept in the address
+// (?filter=). The ticked runs (of those shown) open overlaid on the run page. Where the server
+// allows it (boot.can_edit), each row has rename and delete buttons (`manageCells`).
 (function () {
   "use strict";
   const boot = JSON.parse(document.getElementById("boot").textContent);
@@ -43,7 +44,8 @@
   // -- filter ------------------------------------------------------------------------------------
 
   // "/.../" is a regular expression, tried as written (case-sensitive, anywhere in the text);
-  // anything else a case-insensitive substring. Either is tried on the run's name and project.
+  // anything else a case-insensitive substring. Either is tried on the run's name, project and
+  // tags (space-separated, as in data-tags).
   // A pattern that does not compile filters nothing and says why next to the box.
   function compile(text) {
     const t = text.trim();
@@ -61,18 +63,22 @@
         input.setAttribute("aria-invalid", "true");
         return null;
       }
-      return (name, project) => re.test(name) || (project !== "" && re.test(project));
+      return (name, project, tags) =>
+        re.test(name) || (project !== "" && re.test(project)) || (tags !== "" && re.test(tags));
     }
     const needle = t.toLowerCase();
-    return (name, project) =>
-      name.toLowerCase().includes(needle) || project.toLowerCase().includes(needle);
+    return (name, project, tags) =>
+      name.toLowerCase().includes(needle) ||
+      project.toLowerCase().includes(needle) ||
+      tags.toLowerCase().includes(needle);
   }
   let match = compile(input.value);
 
   function applyFilter() {
     let shown = 0;
     for (const tr of rows()) {
-      tr.hidden = match !== null && !match(tr.dataset.run, tr.dataset.project || "");
+      tr.hidden =
+        match !== null && !match(tr.dataset.run, tr.dataset.project || "", tr.dataset.tags || "");
       if (!tr.hidden) shown += 1;
     }
     const total = tbody.rows.length;
@@ -158,7 +164,9 @@
       status,
       cell(formatStep(run.last_step), "last-step"),
       cell(formatWhen(run.started)),
+      ...manageCells(run),
     );
+    tr.dataset.tags = tagText(run);
     return tr;
   }
 
@@ -171,6 +179,7 @@
       if (tr) {
         badge(tr.querySelector(".run-status"), String(run.status), run.status_reason);
         tr.querySelector(".last-step").textContent = formatStep(run.last_step);
+        syncTags(tr, run);
       } else {
         tr = buildRow(run);
       }
@@ -186,6 +195,87 @@
     empty.hidden = any;
     applyFilter(); // new rows honour the filter; a removed ticked row no longer counts
   }
+
+  // -- run management: tags cell, rename / delete (grafana/datasource/api_manage.py) -----------
+
+  const manageError = document.getElementById("manage-error");
+  const tagText = (run) => (Array.isArray(run.tags) ? run.tags.join(" ") : "");
+  function fillTags(td, tags) {
+    td.replaceChildren(
+      ...(tags || []).map((t) => {
+        const span = document.createElement("span");
+        span.className = "tag";
+        span.textContent = t;
+        return span;
+      }),
+    );
+  }
+  // The same cells as the server's `_manage_cells` (grafana/live/pages.py).
+  function manageCells(run) {
+    const tags = document.createElement("td");
+    tags.className = "tags";
+    fillTags(tags, run.tags);
+    if (!boot.can_edit) return [tags];
+    const actions = document.createElement("td");
+    actions.className = "actions";
+    const button = (cls, label) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = cls;
+      b.textContent = label;
+      return b;
+    };
+    actions.append(button("act-rename", T.rename), " ", button("act-delete", T.delete));
+    return [tags, actions];
+  }
+  function syncTags(tr, run) {
+    const text = tagText(run);
+    if (tr.dataset.tags === text) return;
+    tr.dataset.tags = text;
+    const td = tr.querySelector("td.tags");
+    if (td) fillTags(td, run.tags);
+  }
+  function showManageError(message) {
+    manageError.textContent = T.change_failed.replace("{error}", message);
+    manageError.hidden = false;
+  }
+  // A JSON body and Content-Type: the server refuses anything else (no cross-site form post).
+  function change(method, path, body) {
+    manageError.hidden = true;
+    return fetch(path, {
+      method: method,
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify(body),
+      cache: "no-store",
+    })
+      .then((r) => r.json().then((b) => ({ ok: r.ok, body: b })))
+      .then(({ ok, body }) => {
+        if (!ok) throw new Error((body && body.error) || "refused");
+        return refreshNow();
+      })
+      .catch((e) => showManageError(e.message));
+  }
+  function refreshNow() {
+    return fetch("/api/runs", { headers: { Accept: "application/json" }, cache: "no-store" })
+      .then((r) => (r.ok ? r.json() : null))
+      .then((body) => {
+        if (body && Array.isArray(body.runs)) sync(body.runs);
+      });
+  }
+  tbody.addEventListener("click", (ev) => {
+    const target = ev.target;
+    if (!(target instanceof HTMLButtonElement)) return;
+    const tr = target.closest("tr");
+    if (!tr) return;
+    const run = tr.dataset.run;
+    if (target.classList.contains("act-rename")) {
+      const to = window.prompt(T.rename_prompt.replace("{run}", run), run);
+      if (to !== null && to !== run) change("POST", "/api/run/rename", { run: run, to: to });
+    } else if (target.classList.contains("act-delete")) {
+      if (window.confirm(T.delete_confirm.replace("{run}", run)))
+        change("DELETE", "/api/run", { run: run });
+    }
+  });
 
   function poll() {
     fetch("/api/runs", { headers: { Accept: "application/json" }, cache: "no-store" })
