@@ -97,6 +97,7 @@ def run_page() -> Response:
         points=min(svc.config.default_points, svc.config.max_points),
         max_points=svc.config.max_points,
         can_edit=_can_edit(),
+        max_compared=MAX_COMPARED,
     )
     return _page(html)
 

@@ -124,6 +124,7 @@ def render_index(
     *,
     refresh_s: int = 5,
     can_edit: bool = False,
+    max_compared: int = 8,
 ) -> str:
     """The run list: one row per run of `/api/runs`, a filter box, and the compare button;
     with `can_edit`, rename and delete buttons on each row (`api_manage`).
@@ -179,6 +180,7 @@ def render_run(
     points: int,
     max_points: int,
     can_edit: bool = False,
+    max_compared: int = 8,
 ) -> str:
     """The run page for one run, or several overlaid (a colour each). One run's page shows
     its tags and notes under the header (run_meta.js), editable with `can_edit`."""
@@ -193,6 +195,7 @@ def render_run(
         "refresh_ms": refresh_s * 1000,
         "points": points,
         "max_points": max_points,
+        "max_compared": max_compared,
     }
     title = f"{ui['run_title']}: {', '.join(runs)}"
     from urllib.parse import urlencode
@@ -203,7 +206,8 @@ def render_run(
     body = (
         f'<header><p><a href="{escape(back, quote=True)}">← {escape(ui["all_runs"])}</a></p>'
         f"<h1>{escape(title)}</h1>{_lang_link(lang, query, '/run')}"
-        '<div id="run-chips"></div><p id="live-state"></p></header>'
+        '<div id="run-chips"></div><p id="run-picker" class="run-picker"></p>'
+        '<p id="live-state"></p></header>'
         f"{meta}"
         '<div id="toolbar"></div><div id="error" role="alert" hidden></div>'
         f'<h2>{escape(ui["config"])}</h2><div id="config"></div>'
@@ -219,6 +223,7 @@ def render_run(
             '<script src="/live/static/vendor/uplot/uPlot.iife.min.js"></script>'
             '<script src="/live/static/run.js"></script>'
             '<script src="/live/static/run_meta.js"></script>'
+            '<script src="/live/static/run_picker.js"></script>'
         ),
     )
 
