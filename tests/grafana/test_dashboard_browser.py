@@ -419,7 +419,14 @@ def test_chinese_view(tab: Page, builtin: registry.Registry) -> None:
     assert zh["transform"] in note and zh["t_negate"] in note
     assert page.locator(".run-chip .hint").inner_text() == f"第 {STEPS - 1} 步"
     # None of the page's own English words is left in the Chinese view (cards are the report's).
-    chrome = " ".join(page.locator(sel).inner_text() for sel in ("header", "#toolbar"))
+    # (the run selector's options are run names, not the page's words)
+    chrome = page.evaluate(
+        "() => { const h = document.querySelector('header').cloneNode(true);"
+        " h.querySelectorAll('#add-run option:not(:first-child)').forEach((o) => o.remove());"
+        " return h.innerText; }"
+    )
+    chrome += " " + page.locator("#toolbar").inner_text()
+    assert zh["add_run"] in chrome
     chrome += " ".join(
         t
         for sel in (
