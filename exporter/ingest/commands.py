@@ -31,7 +31,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -48,13 +49,13 @@ from ..prometheus import live_states
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..prometheus.store_statuses import store_statuses
 from ..schema import SourcePosition
-from ..sources import FORMATS, LogSet, Malformed, Record, ScalarBlock, compile_pattern
+from ..sources import FORMATS, LogFile, LogSet, Malformed, Record, ScalarBlock, compile_pattern
 from ..sources.follow import path_key
 from ..store.outbox import Outbox
 from .feed import Ingest, RunSummary, import_end
 from .log_context import parse_assignment
 
-__all__ = ["register"]
+__all__ = ["follow_logs", "register", "tail_arguments"]
 
 _SHOWN_PROBLEMS = 20
 _PROGRESS_EVERY = 1.0  # seconds between progress lines on stderr
@@ -232,6 +233,42 @@ def _tail(args: argparse.Namespace) -> int:
     )
 
 
+def tail_arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """`rlvitals tail ARGV` parsed as the command line parses it (same flags, same defaults):
+    how `serve LOGDIR` follows its folders. Bad arguments raise SystemExit, as on the command
+    line; build ARGV from flags already checked."""
+    parser = argparse.ArgumentParser(prog="rlvitals")
+    register(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["tail", *argv])
+
+
+def follow_logs(
+    args: argparse.Namespace,
+    *,
+    stop: threading.Event,
+    err: TextIO,
+    on_poll: Callable[[Sequence[LogFile]], None] | None = None,
+) -> int:
+    """What `rlvitals tail --follow` does with `args` (`tail_arguments`), in the calling
+    thread, until `stop` is set: the runs it followed before go on from the stored read
+    positions, new files are picked up at each poll, quiet runs end (`finish_idle`). Every line
+    goes to `err`; `on_poll` gets the files known after each poll. Returns tail's exit code;
+    an unexpected exception ends it like a failure (said on `err`) rather than propagating."""
+    return _run_ingest(
+        args,
+        follow=True,
+        poll=args.poll,
+        max_polls=args.max_polls,
+        resume=not args.from_start,
+        direct=True,
+        resume_runs=args.resume,
+        stop=stop,
+        err=err,
+        on_poll=on_poll,
+        contain=True,
+    )
+
+
 def _log_set(
     args: argparse.Namespace, problems: _Problems, positions: dict[str, SourcePosition]
 ) -> LogSet:
@@ -340,8 +377,8 @@ def _sigterm_stops(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _fail(message: str) -> int:
-    print(f"rlvitals: error: {message}", file=sys.stderr)
+def _fail(message: str, out: TextIO | None = None) -> int:
+    print(f"rlvitals: error: {message}", file=out or sys.stderr)
     return 2
 
 
@@ -379,13 +416,20 @@ def _run_ingest(
     direct: bool,
     resume_runs: bool,
     stop: threading.Event,
+    err: TextIO | None = None,
+    on_poll: Callable[[Sequence[LogFile]], None] | None = None,
+    contain: bool = False,
 ) -> int:
-    err = sys.stderr
+    """The import / tail loop. `err` takes the lines meant for stderr, `on_poll` the files
+    found after each poll, and with `contain` an unexpected exception while reading ends the
+    loop like a bad file does (said on `err`, what was read stored) instead of propagating:
+    `follow_logs` runs it in a thread of another process."""
+    err = err or sys.stderr
     try:
         if args.pattern is not None:
             compile_pattern(args.pattern)
         elif args.format == "regex":
-            return _fail("--format regex needs --pattern REGEX")
+            return _fail("--format regex needs --pattern REGEX", err)
         settings = ExporterSettings.from_env(os.environ)
         if args.store:
             settings = settings.replace(store=Path(args.store))
@@ -396,7 +440,7 @@ def _run_ingest(
         if unfinished:
             positions = _positions_of(args, _stored_positions(settings), unfinished)
     except (ExporterError, registry.RegistryError) as exc:
-        return _fail(str(exc).splitlines()[0])
+        return _fail(str(exc).splitlines()[0], err)
     direct = direct and settings.influx_url is not None
     endpoint: MetricsEndpoint | None = None
     if follow and settings.prometheus_port is not None:
@@ -413,7 +457,8 @@ def _run_ingest(
         except OSError as exc:
             return _fail(
                 f"cannot serve /metrics on {settings.prometheus_host}:{settings.prometheus_port} "
-                f"({exc.strerror}); choose a free RLVITALS_PROMETHEUS_PORT"
+                f"({exc.strerror}); choose a free RLVITALS_PROMETHEUS_PORT",
+                err,
             )
         print(f"rlvitals: serving /metrics on {endpoint.host}:{endpoint.port}", file=err)
     settings = settings.replace(prometheus_port=None)
@@ -443,7 +488,7 @@ def _run_ingest(
     try:
         if not logs.refresh() and not follow:
             return _fail(
-                f"no logs found under {', '.join(args.paths)}; check the paths or --format"
+                f"no logs found under {', '.join(args.paths)}; check the paths or --format", err
             )
         # Runs whose logs a reader of this store read before (a restarted sidecar): they are
         # this reader's own and go on, never becoming NAME-2 copies of themselves.
@@ -511,6 +556,8 @@ def _run_ingest(
                 print("rlvitals: caught up; following the logs through the outbox", file=err)
             if follow:
                 ingest.finish_idle(settings.lifecycle, time.time())
+            if on_poll is not None:
+                on_poll(logs.files)
             polls += 1
             if not follow or (max_polls is not None and polls >= max_polls) or stop.is_set():
                 break
@@ -522,7 +569,14 @@ def _run_ingest(
         interrupted = True
         print("rlvitals: interrupted; storing what was read", file=err)
     except (ExporterError, OSError) as exc:
-        status = _fail(str(exc).splitlines()[0])
+        status = _fail(str(exc).splitlines()[0], err)
+    except Exception as exc:
+        if not contain:
+            raise
+        # a bug met while following inside `serve`: said with its traceback, and what was read
+        # is stored below, so the restarted follower goes on from there
+        traceback.print_exc(file=err)
+        status = _fail(f"{type(exc).__name__}: {exc}", err)
     finally:
         logs.close()
     progress.done()

@@ -20,6 +20,7 @@ from werkzeug.security import safe_join
 
 from . import params
 from .errors import BadRequest, NotFound
+from .reading import reading
 from .run_summary import run_summary
 from .services import services
 
@@ -57,7 +58,7 @@ def index_page() -> Response:
     now = time.time()
     rows = [run_summary(svc.store, svc.lifecycle, r, now) for r in svc.store.runs()]
     query = list(request.args.items(multi=True))
-    return _page(render_index(rows, lang, query, refresh_s=refresh))
+    return _page(render_index(rows, lang, query, refresh_s=refresh, source=reading(svc)))
 
 
 @blueprint.get("/run")
