@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
 import signal
 import sys
@@ -16,6 +17,7 @@ from registry import FRAMEWORKS
 
 if TYPE_CHECKING:
     from exporter.ingest.background import Follower
+    from registry import Registry
 
     from .datasource import DatasourceConfig
 
@@ -107,7 +109,7 @@ def _serve(args: argparse.Namespace) -> int:
         )
         config = _with_bind_host(config, args.host)
         reg = registry.load(args.registry)
-        follower = _follower(args, store) if args.logdirs else None
+        follower = _follower(args, store, reg) if args.logdirs else None
         if follower is not None:
             _create_store(config.outbox_path)
         app = create_app(config, reg, follow_state=follower.state if follower else None)
@@ -131,13 +133,18 @@ def _serve(args: argparse.Namespace) -> int:
         f"rlvitals dashboard and datasource on http://{args.host}:{port}/ reading {source}",
         file=sys.stderr,
     )
-    print(f"rlvitals serve: store {store}", file=sys.stderr)
+    if config.uses_influx:
+        if args.logdirs:
+            print(f"rlvitals serve: outbox {store} (sent on to InfluxDB)", file=sys.stderr)
+    else:
+        print(f"rlvitals serve: store {store}", file=sys.stderr)
     for logdir in args.logdirs:
         print(
             f"rlvitals serve: following {logdir} ({os.path.abspath(logdir)}) every {args.poll:g} s",
             file=sys.stderr,
         )
     print(f"rlvitals serve: {_hosts_line(config)}", file=sys.stderr, flush=True)
+    logging.basicConfig()  # as waitress.serve does: its warnings and the app's are shown
     # SIGTERM (a stopped container, a test) ends like Ctrl-C: the follower stores what it read
     previous = signal.signal(signal.SIGTERM, _interrupt)
     if follower is not None:
@@ -174,7 +181,7 @@ def _logdirs_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _follower(args: argparse.Namespace, store: Path) -> Follower:
+def _follower(args: argparse.Namespace, store: Path, reg: Registry) -> Follower:
     """The `tail --follow` of the LOGDIRs into `store`, with the flags serve shares with tail."""
     from exporter.ingest.background import Follower
 
@@ -184,7 +191,7 @@ def _follower(args: argparse.Namespace, store: Path) -> Follower:
         argv += ["--project", args.project]
     if args.registry is not None:
         argv += ["--registry", args.registry]
-    return Follower(argv)
+    return Follower(argv, reg=reg)
 
 
 def _is_wildcard(host: str) -> bool:

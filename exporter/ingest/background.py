@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, TextIO
 
+import registry
+
 from ..sources import LogFile
 from .commands import follow_logs, tail_arguments
 
@@ -87,7 +89,8 @@ class Follower:
     """`tail --follow ARGV` in a background thread; `start()`, `state()`, `stop()`.
 
     `argv` are tail's arguments (the paths and flags, as `rlvitals tail` takes them); they are
-    parsed at once, so bad ones raise SystemExit in the caller, not in the thread.
+    parsed at once, so bad ones raise SystemExit in the caller, not in the thread. `reg`, when
+    given, is the registry `--registry` names, already loaded (it is not loaded again).
     """
 
     def __init__(
@@ -96,8 +99,10 @@ class Follower:
         *,
         out: TextIO | None = None,
         first_pause: float = _FIRST_PAUSE,
+        reg: registry.Registry | None = None,
     ) -> None:
         self._args = tail_arguments(argv)
+        self._registry = reg
         self._paths = tuple(str(p) for p in self._args.paths)
         self._out = out or sys.stderr
         self._first_pause = first_pause
@@ -135,7 +140,13 @@ class Follower:
             said = _Said(self._out)
             started = time.monotonic()
             try:
-                code = follow_logs(self._args, stop=self._stop, err=said, on_poll=self._polled)
+                code = follow_logs(
+                    self._args,
+                    stop=self._stop,
+                    err=said,
+                    on_poll=self._polled,
+                    reg=self._registry,
+                )
                 error = said.last_error or f"the log follower ended (exit {code})"
             except BaseException as exc:  # nothing may end the thread unsaid
                 error = f"{type(exc).__name__}: {exc}"

@@ -248,11 +248,13 @@ def follow_logs(
     stop: threading.Event,
     err: TextIO,
     on_poll: Callable[[Sequence[LogFile]], None] | None = None,
+    reg: registry.Registry | None = None,
 ) -> int:
     """What `rlvitals tail --follow` does with `args` (`tail_arguments`), in the calling
     thread, until `stop` is set: the runs it followed before go on from the stored read
     positions, new files are picked up at each poll, quiet runs end (`finish_idle`). Every line
-    goes to `err`; `on_poll` gets the files known after each poll. Returns tail's exit code;
+    goes to `err`; `on_poll` gets the files known after each poll; `reg` is the registry of
+    `args.registry` when the caller loaded it already. Returns tail's exit code;
     an unexpected exception ends it like a failure (said on `err`) rather than propagating."""
     return _run_ingest(
         args,
@@ -266,6 +268,7 @@ def follow_logs(
         err=err,
         on_poll=on_poll,
         contain=True,
+        reg=reg,
     )
 
 
@@ -419,11 +422,12 @@ def _run_ingest(
     err: TextIO | None = None,
     on_poll: Callable[[Sequence[LogFile]], None] | None = None,
     contain: bool = False,
+    reg: registry.Registry | None = None,
 ) -> int:
     """The import / tail loop. `err` takes the lines meant for stderr, `on_poll` the files
     found after each poll, and with `contain` an unexpected exception while reading ends the
     loop like a bad file does (said on `err`, what was read stored) instead of propagating:
-    `follow_logs` runs it in a thread of another process."""
+    `follow_logs` runs it in a thread of another process (with the registry it loaded, `reg`)."""
     err = err or sys.stderr
     try:
         if args.pattern is not None:
@@ -433,7 +437,7 @@ def _run_ingest(
         settings = ExporterSettings.from_env(os.environ)
         if args.store:
             settings = settings.replace(store=Path(args.store))
-        reg = registry.load(args.registry)
+        reg = reg or registry.load(args.registry)
         run_config = read_config_arguments(args)
         positions = _stored_positions(settings) if resume else {}
         unfinished = {} if follow or resume else _incomplete_imports(settings)
