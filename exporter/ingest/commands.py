@@ -252,7 +252,8 @@ def follow_logs(
 ) -> int:
     """What `rlvitals tail --follow` does with `args` (`tail_arguments`), in the calling
     thread, until `stop` is set: the runs it followed before go on from the stored read
-    positions, new files are picked up at each poll, quiet runs end (`finish_idle`). Every line
+    positions, new files are picked up at each poll, quiet runs end (`finish_idle`), and each
+    run is started once its file was read (listed while the other files are read). Every line
     goes to `err`; `on_poll` gets the files known after each poll; `reg` is the registry of
     `args.registry` when the caller loaded it already. Returns tail's exit code;
     an unexpected exception ends it like a failure (said on `err`) rather than propagating."""
@@ -269,6 +270,7 @@ def follow_logs(
         on_poll=on_poll,
         contain=True,
         reg=reg,
+        start_each=True,
     )
 
 
@@ -423,11 +425,15 @@ def _run_ingest(
     on_poll: Callable[[Sequence[LogFile]], None] | None = None,
     contain: bool = False,
     reg: registry.Registry | None = None,
+    start_each: bool = False,
 ) -> int:
     """The import / tail loop. `err` takes the lines meant for stderr, `on_poll` the files
     found after each poll, and with `contain` an unexpected exception while reading ends the
     loop like a bad file does (said on `err`, what was read stored) instead of propagating:
-    `follow_logs` runs it in a thread of another process (with the registry it loaded, `reg`)."""
+    `follow_logs` runs it in a thread of another process (with the registry it loaded, `reg`).
+    With `start_each`, a run whose file was read through starts (and is listed) at once, its
+    framework detected from what it held, rather than after the whole pass: behind a folder's
+    small runs a big file can take minutes to read."""
     err = err or sys.stderr
     try:
         if args.pattern is not None:
@@ -494,6 +500,8 @@ def _run_ingest(
             return _fail(
                 f"no logs found under {', '.join(args.paths)}; check the paths or --format", err
             )
+        if on_poll is not None:
+            on_poll(logs.files)  # what was found, before the first pass reads it
         # Runs whose logs a reader of this store read before (a restarted sidecar): they are
         # this reader's own and go on, never becoming NAME-2 copies of themselves.
         attached.update(
@@ -528,6 +536,8 @@ def _run_ingest(
                         break
                     progress.file(log.path.name)
                     ingest.feed(log, progress.count(records))
+                    if start_each:
+                        ingest.settle()
                     position = logs.position(log)
                     if position is not None and saved.get(log.path) != position:
                         saved[log.path] = position
