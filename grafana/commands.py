@@ -116,7 +116,10 @@ def _serve(args: argparse.Namespace) -> int:
         server = waitress.create_server(
             app, host=args.host, port=args.port, threads=max(1, args.threads)
         )
-    except (ConfigError, registry.RegistryError, ExporterError) as exc:
+    except (ConfigError, registry.RegistryError) as exc:
+        print(f"rlvitals serve: {exc}", file=sys.stderr)  # a registry lists every problem
+        return 2
+    except ExporterError as exc:
         print(f"rlvitals serve: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     except OSError as exc:

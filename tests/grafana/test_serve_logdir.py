@@ -2,7 +2,8 @@
 the absolute store it read, also without LOGDIR and when that store is empty; the log follower
 never fails silently (its failure is said on stderr, in `/api/health` and on the page, and it
 starts again, going on once the folder is back); a LOGDIR that does not exist is refused by
-name (exit 2, no traceback). Real files, the real tail loop, the real app."""
+name (exit 2, no traceback); `--registry DIR` is the registry served. Real files, the real tail
+loop, the real app."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
-from test_serve_logdir_browser import ROLLOUT, Sb3Writer
+from logdir_serve import ROLLOUT, Sb3Writer, Served
 
 import registry
 from exporter.ingest.background import Follower
@@ -109,3 +111,20 @@ def test_serve_refuses_a_logdir_that_does_not_exist(tmp_path: Path) -> None:
     )
     assert r.returncode == 2
     assert "LOGDIR runs/: no such folder or file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_serve_answers_from_the_registry_given_with_registry(tmp_path: Path) -> None:
+    """`--registry DIR` (the issue: `serve` took none): the datasource reads that registry."""
+    mine = tmp_path / "my-registry"
+    mine.mkdir()
+    for name in ("metrics.yaml", "terms.yaml", "rules.yaml"):
+        text = (ROOT / "registry" / name).read_text(encoding="utf-8")
+        if name == "metrics.yaml":
+            text = text.replace('title: {en: "Raw reward"', 'title: {en: "Reward as logged"', 1)
+        (mine / name).write_text(text, encoding="utf-8")
+    served = Served(tmp_path, "--registry", str(mine), "--store", "store")
+    try:
+        with urllib.request.urlopen(served.url + "/api/terms/raw_reward?lang=en") as r:
+            assert "Reward as logged" in r.read().decode()
+    finally:
+        served.stop()
