@@ -1,14 +1,24 @@
-"""`rlvitals serve`: run the datasource under waitress."""
+"""`rlvitals serve [LOGDIR ...]`: run the datasource under waitress; with folders given, also
+import the logs under them and keep following them (`exporter.ingest.background.Follower`, the
+`tail --follow` loop in a thread of this process)."""
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import logging
 import os
+import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from registry import FRAMEWORKS, add_registry_argument
+
 if TYPE_CHECKING:
+    from exporter.ingest.background import Follower
+    from registry import Registry
+
     from .datasource import DatasourceConfig
 
 __all__ = ["register"]
@@ -27,7 +37,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "else the embedded store under RLVITALS_STORE. Set RLVITALS_DATASOURCE_TOKEN to require a "
         "bearer token. Requests are answered only when their Host header names this server: "
         "localhost, 127.0.0.1, ::1, the --host address, and the names of --allow-host and "
-        "RLVITALS_DATASOURCE_HOSTS (others get 400, a defence against DNS rebinding).",
+        "RLVITALS_DATASOURCE_HOSTS (others get 400, a defence against DNS rebinding). With "
+        "LOGDIRs, the TensorBoard / SB3 progress.csv / JSONL / trainer_state logs under them are "
+        "imported into the store and followed as they grow (what `rlvitals tail` does): new "
+        "runs and new steps appear by themselves, and a restart reads only what is new.",
+    )
+    p.add_argument(
+        "logdirs",
+        nargs="*",
+        metavar="LOGDIR",
+        help="folders (or log files) to import and keep following, like `tensorboard --logdir`",
+    )
+    p.add_argument("--store", metavar="DIR", help="embedded store folder (default $RLVITALS_STORE)")
+    add_registry_argument(p)
+    p.add_argument(
+        "--framework",
+        choices=("auto", *FRAMEWORKS),
+        default="auto",
+        help="with LOGDIR: framework that decides ambiguous names (default: detected from the keys)",
+    )
+    p.add_argument("--project", metavar="P", help="with LOGDIR: project tag for the run(s)")
+    p.add_argument(
+        "--poll",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="with LOGDIR: seconds between looks at the logs (default 2)",
     )
     p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
     p.add_argument(
@@ -50,37 +85,124 @@ def _serve(args: argparse.Namespace) -> int:
     import waitress
 
     import registry
+    from exporter.errors import ExporterError
 
     from .datasource import ConfigError, DatasourceConfig, create_app
 
     if not 0 <= args.port <= 65535:
         print(f"--port {args.port} is not a port number (0-65535)", file=sys.stderr)
         return 2
+    problem = _logdirs_problem(args)
+    if problem is not None:
+        print(f"rlvitals serve: {problem}", file=sys.stderr)
+        return 2
     try:
         config = DatasourceConfig.from_env(os.environ)
-        config = config.replace(allowed_hosts=(*config.allowed_hosts, *args.allow_host))
+        # absolute: the page and the terminal name the store actually read, wherever serve ran
+        store = Path(os.path.abspath(args.store or config.store))
+        config = config.replace(
+            store=store,
+            allowed_hosts=(*config.allowed_hosts, *args.allow_host),
+            following=tuple(args.logdirs),
+        )
         config = _with_bind_host(config, args.host)
         if config.allow_edit is None:
             # run management from the pages: on for a server only this machine reaches
             config = config.replace(allow_edit=_is_loopback(args.host))
-        app = create_app(config, registry.load())
+        reg = registry.registry_from_args(args)
+        follower = _follower(args, store, reg) if args.logdirs else None
+        if follower is not None:
+            _create_store(config.outbox_path)
+        app = create_app(config, reg, follow_state=follower.state if follower else None)
+        server = waitress.create_server(
+            app, host=args.host, port=args.port, threads=max(1, args.threads)
+        )
     except (ConfigError, registry.RegistryError) as exc:
-        print(f"rlvitals serve: {exc}", file=sys.stderr)
+        print(f"rlvitals serve: {exc}", file=sys.stderr)  # a registry lists every problem
+        return 2
+    except ExporterError as exc:
+        print(f"rlvitals serve: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(
+            f"rlvitals serve: cannot listen on {args.host}:{args.port} ({exc.strerror}); "
+            "choose a free --port",
+            file=sys.stderr,
+        )
         return 2
     source = config.influx_url or str(config.outbox_path)
+    # the port actually bound (--port 0 picks a free one)
+    port = getattr(server, "effective_port", args.port)
     print(
-        f"rlvitals dashboard and datasource on http://{args.host}:{args.port}/ reading {source}",
+        f"rlvitals dashboard and datasource on http://{args.host}:{port}/ reading {source}",
         file=sys.stderr,
     )
+    if config.uses_influx:
+        if args.logdirs:
+            print(f"rlvitals serve: outbox {store} (sent on to InfluxDB)", file=sys.stderr)
+    else:
+        print(f"rlvitals serve: store {store}", file=sys.stderr)
+    for logdir in args.logdirs:
+        print(
+            f"rlvitals serve: following {logdir} ({os.path.abspath(logdir)}) every {args.poll:g} s",
+            file=sys.stderr,
+        )
     print(f"rlvitals serve: {_hosts_line(config)}", file=sys.stderr)
     editing = "on" if config.allow_edit and not config.uses_influx else "off"
     print(
         f"rlvitals serve: deleting, renaming, notes and tags from the pages are {editing} "
         "(RLVITALS_DATASOURCE_EDIT; on by default only when bound to loopback)",
         file=sys.stderr,
+        flush=True,
     )
-    waitress.serve(app, host=args.host, port=args.port, threads=max(1, args.threads))
+    logging.basicConfig()  # as waitress.serve does: its warnings and the app's are shown
+    # SIGTERM (a stopped container, a test) ends like Ctrl-C: the follower stores what it read
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    if follower is not None:
+        follower.start()
+    try:
+        server.run()  # returns on KeyboardInterrupt
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if follower is not None and not follower.stop(timeout=15.0):
+            print("rlvitals serve: the log follower did not stop in 15 s", file=sys.stderr)
     return 0
+
+
+def _create_store(outbox: Path) -> None:
+    """Create the store the follower writes before serving it: a page asking while the
+    follower's first open is still making the tables would get a 503."""
+    from exporter.store import Outbox
+
+    with Outbox(outbox):
+        pass
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _logdirs_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the LOGDIR arguments and --poll, or None."""
+    if args.poll <= 0:
+        return f"--poll {args.poll} must be a positive number of seconds"
+    for logdir in args.logdirs:
+        if not os.path.exists(logdir):
+            return f"LOGDIR {logdir}: no such folder or file; check the path"
+    return None
+
+
+def _follower(args: argparse.Namespace, store: Path, reg: Registry) -> Follower:
+    """The `tail --follow` of the LOGDIRs into `store`, with the flags serve shares with tail."""
+    from exporter.ingest.background import Follower
+
+    argv = [*args.logdirs, "--store", str(store), "--poll", repr(args.poll)]
+    argv += ["--framework", args.framework]
+    if args.project is not None:
+        argv += ["--project", args.project]
+    for path in args.registry:
+        argv += ["--registry", str(path)]
+    return Follower(argv, reg=reg)
 
 
 def _is_loopback(host: str) -> bool:

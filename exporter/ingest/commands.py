@@ -33,7 +33,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -50,13 +51,13 @@ from ..prometheus import live_states
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..prometheus.store_statuses import store_statuses
 from ..schema import SourcePosition
-from ..sources import FORMATS, LogSet, Malformed, Record, ScalarBlock, compile_pattern
+from ..sources import FORMATS, LogFile, LogSet, Malformed, Record, ScalarBlock, compile_pattern
 from ..sources.follow import path_key
 from ..store.outbox import Outbox
 from .feed import Ingest, RunSummary, import_end
 from .log_context import parse_assignment
 
-__all__ = ["register"]
+__all__ = ["follow_logs", "register", "tail_arguments"]
 
 _SHOWN_PROBLEMS = 20
 _PROGRESS_EVERY = 1.0  # seconds between progress lines on stderr
@@ -232,6 +233,47 @@ def _tail(args: argparse.Namespace) -> int:
     )
 
 
+def tail_arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """`rlvitals tail ARGV` parsed as the command line parses it (same flags, same defaults):
+    how `serve LOGDIR` follows its folders. Bad arguments raise SystemExit, as on the command
+    line; build ARGV from flags already checked."""
+    parser = argparse.ArgumentParser(prog="rlvitals")
+    register(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["tail", *argv])
+
+
+def follow_logs(
+    args: argparse.Namespace,
+    *,
+    stop: threading.Event,
+    err: TextIO,
+    on_poll: Callable[[Sequence[LogFile]], None] | None = None,
+    reg: registry.Registry | None = None,
+) -> int:
+    """What `rlvitals tail --follow` does with `args` (`tail_arguments`), in the calling
+    thread, until `stop` is set: the runs it followed before go on from the stored read
+    positions, new files are picked up at each poll, quiet runs end (`finish_idle`), and each
+    run is started once its file was read (listed while the other files are read). Every line
+    goes to `err`; `on_poll` gets the files known after each poll; `reg` is the registry of
+    `args.registry` when the caller loaded it already. Returns tail's exit code;
+    an unexpected exception ends it like a failure (said on `err`) rather than propagating."""
+    return _run_ingest(
+        args,
+        follow=True,
+        poll=args.poll,
+        max_polls=args.max_polls,
+        resume=not args.from_start,
+        direct=True,
+        resume_runs=args.resume,
+        stop=stop,
+        err=err,
+        on_poll=on_poll,
+        contain=True,
+        reg=reg,
+        start_each=True,
+    )
+
+
 def _log_set(
     args: argparse.Namespace, problems: _Problems, positions: dict[str, SourcePosition]
 ) -> LogSet:
@@ -365,8 +407,8 @@ def _sigterm_stops(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _fail(message: str) -> int:
-    print(f"rlvitals: error: {message}", file=sys.stderr)
+def _fail(message: str, out: TextIO | None = None) -> int:
+    print(f"rlvitals: error: {message}", file=out or sys.stderr)
     return 2
 
 
@@ -404,24 +446,36 @@ def _run_ingest(
     direct: bool,
     resume_runs: bool,
     stop: threading.Event,
+    err: TextIO | None = None,
+    on_poll: Callable[[Sequence[LogFile]], None] | None = None,
+    contain: bool = False,
+    reg: registry.Registry | None = None,
+    start_each: bool = False,
 ) -> int:
-    err = sys.stderr
+    """The import / tail loop. `err` takes the lines meant for stderr, `on_poll` the files
+    found after each poll, and with `contain` an unexpected exception while reading ends the
+    loop like a bad file does (said on `err`, what was read stored) instead of propagating:
+    `follow_logs` runs it in a thread of another process (with the registry it loaded, `reg`).
+    With `start_each`, a run whose file was read through starts (and is listed) at once, its
+    framework detected from what it held, rather than after the whole pass: behind a folder's
+    small runs a big file can take minutes to read."""
+    err = err or sys.stderr
     try:
         if args.pattern is not None:
             compile_pattern(args.pattern)
         elif args.format == "regex":
-            return _fail("--format regex needs --pattern REGEX")
+            return _fail("--format regex needs --pattern REGEX", err)
         settings = ExporterSettings.from_env(os.environ)
         if args.store:
             settings = settings.replace(store=Path(args.store))
-        reg = registry.registry_from_args(args)
+        reg = reg or registry.registry_from_args(args)
         run_config = read_config_arguments(args)
         positions = _stored_positions(settings) if resume else {}
         unfinished = {} if follow or resume else _incomplete_imports(settings)
         if unfinished:
             positions = _positions_of(args, _stored_positions(settings), unfinished)
     except (ExporterError, registry.RegistryError) as exc:
-        return _fail(str(exc).splitlines()[0])
+        return _fail(str(exc).splitlines()[0], err)
     direct = direct and settings.influx_url is not None
     endpoint: MetricsEndpoint | None = None
     if follow and settings.prometheus_port is not None:
@@ -438,7 +492,8 @@ def _run_ingest(
         except OSError as exc:
             return _fail(
                 f"cannot serve /metrics on {settings.prometheus_host}:{settings.prometheus_port} "
-                f"({exc.strerror}); choose a free RLVITALS_PROMETHEUS_PORT"
+                f"({exc.strerror}); choose a free RLVITALS_PROMETHEUS_PORT",
+                err,
             )
         print(f"rlvitals: serving /metrics on {endpoint.host}:{endpoint.port}", file=err)
     settings = settings.replace(prometheus_port=None)
@@ -468,10 +523,12 @@ def _run_ingest(
     try:
         if not logs.refresh() and not follow:
             return _fail(
-                f"no logs found under {', '.join(args.paths)}; check the paths or --format"
+                f"no logs found under {', '.join(args.paths)}; check the paths or --format", err
             )
         if resume:
             ingest.follow_renames(_renames(args, logs, positions, _position_runs(settings)))
+        if on_poll is not None:
+            on_poll(logs.files)  # what was found, before the first pass reads it
         # Runs whose logs a reader of this store read before (a restarted sidecar): they are
         # this reader's own and go on, never becoming NAME-2 copies of themselves.
         attached.update(
@@ -506,6 +563,8 @@ def _run_ingest(
                         break
                     progress.file(log.path.name)
                     ingest.feed(log, progress.count(records))
+                    if start_each:
+                        ingest.settle()
                     position = logs.position(log)
                     if position is not None and saved.get(log.path) != position:
                         saved[log.path] = position
@@ -538,6 +597,8 @@ def _run_ingest(
                 print("rlvitals: caught up; following the logs through the outbox", file=err)
             if follow:
                 ingest.finish_idle(settings.lifecycle, time.time())
+            if on_poll is not None:
+                on_poll(logs.files)
             polls += 1
             if not follow or (max_polls is not None and polls >= max_polls) or stop.is_set():
                 break
@@ -549,7 +610,14 @@ def _run_ingest(
         interrupted = True
         print("rlvitals: interrupted; storing what was read", file=err)
     except (ExporterError, OSError) as exc:
-        status = _fail(str(exc).splitlines()[0])
+        status = _fail(str(exc).splitlines()[0], err)
+    except Exception as exc:
+        if not contain:
+            raise
+        # a bug met while following inside `serve`: said with its traceback, and what was read
+        # is stored below, so the restarted follower goes on from there
+        traceback.print_exc(file=err)
+        status = _fail(f"{type(exc).__name__}: {exc}", err)
     finally:
         logs.close()
     progress.done()

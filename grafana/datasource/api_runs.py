@@ -12,6 +12,7 @@ from flask import Blueprint, Response, jsonify, request
 from rlvitals import __version__
 
 from .history import HistoryError
+from .reading import reading
 from .run_meta import read_meta, with_meta
 from .run_summary import run_summary
 from .services import services
@@ -22,13 +23,16 @@ blueprint = Blueprint("api_runs", __name__)
 _log = logging.getLogger(__name__)
 _UNAVAILABLE = "history store unavailable"
 """The reason a degraded health gives everyone: no address, URL, path or exception text."""
+_FOLLOWER_FAILED = "the log follower failed and is being restarted"
 
 
 @blueprint.get("/api/health")
 def health() -> Response:
     """`status` "ok" or "degraded" (503: a health check reads the code), the version, and when
     degraded a short `reason`; to a caller trusted with it, the detail too: the store's kind, its
-    run count or error, the registry's size, whether a token is required.
+    run count or error, the registry's size, whether a token is required, and what is read
+    (`reading`: the store, and for `serve LOGDIR` the folders and the follower's state and last
+    error). A follower that failed and waits to restart makes health degraded too.
 
     Health is open, with no token, for compose and load-balancer checks. With a token configured,
     a caller without it gets no detail: the store's error text names where InfluxDB lives (URL,
@@ -50,19 +54,23 @@ def health() -> Response:
         "status": "ok" if store["ok"] else "degraded",
         "version": __version__,
     }
+    follower_failed = svc.follow_state is not None and svc.follow_state().state == "restarting"
     if not store["ok"]:
         out["reason"] = _UNAVAILABLE
+    elif follower_failed:
+        out.update(status="degraded", reason=_FOLLOWER_FAILED)
     if svc.config.accepts_token(request.headers.get("Authorization")):
         out.update(
             store=store,
             metrics=len(svc.registry.metrics),
             terms=len(svc.registry.terms),
             auth=svc.config.token is not None,
+            reading=reading(svc),
         )
     body = jsonify(out)
     # a health check (compose, a load balancer) reads the status code: the store being down is
     # not healthy, whatever the body says
-    if not store["ok"]:
+    if out["status"] != "ok":
         body.status_code = 503
     return body
 

@@ -4,6 +4,7 @@ auth, JSON-only request bodies, body-size limit."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from urllib.parse import urlencode
 
 from flask import Flask, Response, jsonify, redirect, request
@@ -11,6 +12,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response as BaseResponse
 
 import registry as registry_pkg
+from exporter.ingest.background import FollowState
 
 from . import (
     api_alert_notifications,
@@ -185,9 +187,12 @@ def create_app(
     registry: registry_pkg.Registry | None = None,
     *,
     history: HistoryStore | None = None,
+    follow_state: Callable[[], FollowState] | None = None,
 ) -> Flask:
     """The datasource app. The registry defaults to the built-in one and the history store to
-    what `config` names (InfluxDB when a URL is set, else the embedded outbox).
+    what `config` names (InfluxDB when a URL is set, else the embedded outbox). `follow_state`
+    tells what the follower of `config.following` (`rlvitals serve LOGDIR`) is doing: the run
+    list and `/api/health` show it.
 
     Every request passes, in order: the Host allowlist (`config.allows_host`, 400), the bearer
     token when one is set (401; not on the public paths), and for a method with a body the
@@ -200,7 +205,16 @@ def create_app(
     app = Flask("rlvitals.datasource", static_folder=None)
     app.json = SafeJSONProvider(app)
     app.config["MAX_CONTENT_LENGTH"] = config.max_body_bytes
-    attach(app, Services(config=config, registry=reg, store=store, lifecycle=config.lifecycle))
+    attach(
+        app,
+        Services(
+            config=config,
+            registry=reg,
+            store=store,
+            lifecycle=config.lifecycle,
+            follow_state=follow_state,
+        ),
+    )
     # in this order: a foreign Host learns nothing, not even whether a token is needed
     app.before_request(_check_host)
     app.before_request(_check_auth)

@@ -128,6 +128,9 @@ class DatasourceConfig:
     set, delete what everyone logged."""
     """Where browsers reach this server (`RLVITALS_PUBLIC_URL`, the address the bundle's links
     start with): its host is answered too, as a reverse proxy in front forwards it."""
+    following: tuple[str, ...] = ()
+    """The LOGDIRs `rlvitals serve LOGDIR...` imports and follows into `store`, as given on its
+    command line (the run list names them); empty when it serves an existing store."""
 
     def __post_init__(self) -> None:
         try:
@@ -143,6 +146,8 @@ class DatasourceConfig:
                 )
         if isinstance(self.allowed_hosts, str):  # would be read letter by letter
             raise ConfigError("allowed_hosts takes a tuple of host names, not one string")
+        if isinstance(self.following, str):
+            raise ConfigError("following takes a tuple of folders, not one string")
         # frozen: the canonical names replace the given ones once, here
         object.__setattr__(self, "allowed_hosts", tuple(_allowed(n) for n in self.allowed_hosts))
         if self.influx_api not in ("v1", "v2"):

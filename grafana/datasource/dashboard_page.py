@@ -20,6 +20,7 @@ from werkzeug.security import safe_join
 
 from . import params
 from .errors import BadRequest, NotFound
+from .reading import reading
 from .run_meta import read_meta, with_meta
 from .run_summary import run_summary
 from .services import services
@@ -67,7 +68,11 @@ def index_page() -> Response:
         with_meta(run_summary(svc.store, svc.lifecycle, r, now), meta) for r in svc.store.runs()
     ]
     query = list(request.args.items(multi=True))
-    return _page(render_index(rows, lang, query, refresh_s=refresh, can_edit=_can_edit()))
+    return _page(
+        render_index(
+            rows, lang, query, refresh_s=refresh, can_edit=_can_edit(), source=reading(svc)
+        )
+    )
 
 
 @blueprint.get("/run")

@@ -1,12 +1,15 @@
-"""What every handler needs (config, registry, history store), attached to the Flask app."""
+"""What every handler needs (config, registry, history store, the log follower's state), attached
+to the Flask app."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from flask import Flask, current_app
 
 import registry
+from exporter.ingest.background import FollowState
 from exporter.lifecycle import Lifecycle
 
 from .config import DatasourceConfig
@@ -23,6 +26,8 @@ class Services:
     registry: registry.Registry
     store: HistoryStore
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    follow_state: Callable[[], FollowState] | None = None
+    """What `serve LOGDIR`'s log follower is doing now (None when nothing is followed)."""
 
 
 def attach(app: Flask, svc: Services) -> None:

@@ -117,6 +117,45 @@ def _run_row(r: Mapping[str, Any], lang: str, can_edit: bool = False) -> str:
     )
 
 
+def _no_runs(ui: Mapping[str, str], source: Mapping[str, Any] | None) -> str:
+    if source is None:
+        return ui["no_runs"]
+    return ui["no_runs_in"].format(store=source["store"])
+
+
+def _reading_line(ui: Mapping[str, str], source: Mapping[str, Any] | None) -> str:
+    """ "store: /abs/path · following: runs/ (N logs)" and the follower's failure, if any; runs.js
+    updates the counts (`.logs-count`, in folder order) and the failure (`#follow-error`)."""
+    if source is None:
+        return ""
+    parts = [
+        escape(ui["reading_store"]).replace("{store}", f"<code>{escape(source['store'])}</code>")
+    ]
+    folders = source.get("following") or []
+    if folders:
+        shown = []
+        for folder in folders:
+            n = "…" if folder.get("logs") is None else str(folder["logs"])
+            shown.append(
+                escape(ui["reading_logs"])
+                .replace("{path}", f"<code>{escape(str(folder['path']))}</code>")
+                .replace("{n}", f'<span class="logs-count">{escape(n)}</span>')
+            )
+        parts.append(escape(ui["reading_following"]).replace("{folders}", ", ".join(shown)))
+    follower = source.get("follower") or {}
+    failed = follower.get("state") == "restarting"
+    error = (
+        ui["follow_failed"].format(error=follower.get("error"), n=follower.get("restarts"))
+        if failed
+        else ""
+    )
+    return (
+        f'<p class="reading" id="reading">{" · ".join(parts)} '
+        f'<span id="follow-error" class="filter-error" role="alert"{"" if failed else " hidden"}>'
+        f"{escape(error)}</span></p>"
+    )
+
+
 def render_index(
     rows: Sequence[Mapping[str, Any]],
     lang: str,
@@ -124,10 +163,14 @@ def render_index(
     *,
     refresh_s: int = 5,
     can_edit: bool = False,
-    max_compared: int = 8,
+    source: Mapping[str, Any] | None = None,
 ) -> str:
     """The run list: one row per run of `/api/runs`, a filter box, and the compare button;
     with `can_edit`, rename and delete buttons on each row (`api_manage`).
+
+    `source` is what the server reads (`grafana.datasource.reading`): the store, named in a line
+    above the table and in the empty-store message, and the LOGDIRs `serve` follows with their
+    log counts and the follower's last failure, which runs.js keeps current from `/api/health`.
 
     The table with its filter box and the empty-store message are both rendered, whichever
     does not apply hidden: runs.js polls every `refresh_s` seconds and swaps them when the
@@ -153,11 +196,18 @@ def render_index(
     table = (
         f'<table class="runs"{hidden}><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(_run_row(r, lang, can_edit) for r in rows)}</tbody></table>"
-        f'<p class="empty"{"" if empty else " hidden"}>{escape(ui["no_runs"])}</p>'
+        f'<p class="empty"{"" if empty else " hidden"}>{escape(_no_runs(ui, source))}</p>'
     )
-    boot = {"lang": lang, "strings": ui, "refresh_ms": refresh_s * 1000, "can_edit": can_edit}
+    boot = {
+        "lang": lang,
+        "strings": ui,
+        "refresh_ms": refresh_s * 1000,
+        "can_edit": can_edit,
+        "following": bool(source and source.get("following")),
+    }
     body = (
         f"<header><h1>{escape(ui['title'])}</h1>{_lang_link(lang, query, '/')}</header>"
+        f"{_reading_line(ui, source)}"
         f'{filter_bar}<p id="manage-error" class="filter-error" role="alert" hidden></p>{table}'
         f'<p><button type="button" id="compare" disabled>{escape(ui["compare"])}</button> '
         f'<span class="hint">{escape(ui["compare_hint"])}</span></p>'

@@ -86,7 +86,8 @@ def test_empty_store_page_shows_the_first_run_without_reload(
 ) -> None:
     page = tab.page
     page.goto(tab.base + "/")  # the default 5 s poll
-    assert page.locator("p.empty").inner_text() == UI["en"]["no_runs"]
+    # the message names the store it read, absolute (README, "Watch runs live")
+    assert page.locator("p.empty").inner_text() == UI["en"]["no_runs_in"].format(store=store)
     assert page.locator("table.runs").is_hidden() and page.locator("#filter").is_hidden()
     page.evaluate("window.__notReloaded = true")
     run = _start(store, builtin, "ppo-first")

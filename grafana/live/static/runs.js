@@ -4,6 +4,8 @@
 // by run name, project or tag (substring, or /regex/); the filter is kept in the address
 // (?filter=). The ticked runs (of those shown) open overlaid on the run page. Where the server
 // allows it (boot.can_edit), each row has rename and delete buttons (`manageCells`).
+// Under `rlvitals serve LOGDIR` the line naming the store and the folders followed keeps its log
+// counts current too.
 (function () {
   "use strict";
   const boot = JSON.parse(document.getElementById("boot").textContent);
@@ -291,6 +293,35 @@
       });
   }
 
+  // -- what is read (`rlvitals serve LOGDIR`): each folder's log count, the follower's failure ----
+
+  function showReading(reading) {
+    const counts = document.querySelectorAll("#reading .logs-count");
+    (reading.following || []).forEach((folder, i) => {
+      if (counts[i]) counts[i].textContent = folder.logs === null ? "…" : String(folder.logs);
+    });
+    const failure = document.getElementById("follow-error");
+    const follower = reading.follower || {};
+    failure.hidden = follower.state !== "restarting";
+    failure.textContent = failure.hidden
+      ? ""
+      : T.follow_failed.replace("{error}", follower.error).replace("{n}", follower.restarts);
+  }
+
+  function pollReading() {
+    fetch("/api/health", { headers: { Accept: "application/json" }, cache: "no-store" })
+      .then((r) => r.json()) // a failed follower answers 503 with the same body
+      .catch(() => null)
+      .then((body) => {
+        try {
+          if (body && body.reading) showReading(body.reading);
+        } finally {
+          window.setTimeout(pollReading, REFRESH_MS);
+        }
+      });
+  }
+
   applyFilter(); // a filter given in the address applies at once
   window.setTimeout(poll, REFRESH_MS);
+  if (boot.following) window.setTimeout(pollReading, REFRESH_MS);
 })();
