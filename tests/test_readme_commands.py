@@ -11,10 +11,12 @@ engine on these machines (the README says so; its files are checked by tests/gra
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -72,6 +74,7 @@ COVERED: dict[str, str] = {
     "rlvitals demo": f"{HERE}::test_demo_logs_eight_runs_and_writes_a_report_each",
     "rlvitals demo --scenario kl_blowup --steps 3000 --seed 1": f"{HERE}::test_demo_again_adds_a_numbered_run",
     "rlvitals serve": f"{HERE}::test_serve_shows_the_run_list_at_the_address_it_names",
+    "rlvitals serve runs/": f"{HERE}::test_serve_a_log_folder_lists_its_runs_beside_the_store",
     "rlvitals report --run demo-reward_hacking --out report.html": f"{HERE}::test_report_writes_one_self_contained_file_in_both_languages",
     "rlvitals report --run demo-reward_hacking --lang zh --png report.png": f"{HERE}::test_report_png_also_writes_the_html_it_names",
     "pip install -e '.[integrations]'": f"{HERE}::test_the_integrations_extra_installs_what_the_example_imports",
@@ -207,6 +210,8 @@ def test_demo_again_adds_a_numbered_run(
 
 def _port_free(port: int) -> bool:
     with socket.socket() as s:
+        # as a server binds it: a port the previous server just closed (TIME_WAIT) is free
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -214,13 +219,14 @@ def _port_free(port: int) -> bool:
     return True
 
 
-@pytest.fixture
-def serve(demo: subprocess.CompletedProcess[str], workdir: Path) -> Iterator[str]:
+@contextlib.contextmanager
+def _serving(command: str, workdir: Path) -> Iterator[str]:
+    """`command` (an `rlvitals serve` line of the README) running in `workdir`; its base URL."""
     # the README's command binds the default port; a test must not take someone else's
     if not _port_free(8686):
         pytest.fail("port 8686 is in use: `rlvitals serve` as written needs it")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rlvitals", "serve"],
+        [sys.executable, "-m", "rlvitals", *shlex.split(command)[1:]],
         cwd=workdir,
         env=_env(workdir),
         stdout=subprocess.DEVNULL,
@@ -241,7 +247,13 @@ def serve(demo: subprocess.CompletedProcess[str], workdir: Path) -> Iterator[str
         yield base
     finally:
         proc.terminate()
-        proc.wait(10)
+        proc.wait(30)
+
+
+@pytest.fixture
+def serve(demo: subprocess.CompletedProcess[str], workdir: Path) -> Iterator[str]:
+    with _serving("rlvitals serve", workdir) as base:
+        yield base
 
 
 def _get(url: str, accept: str = "text/html") -> str:
@@ -261,6 +273,32 @@ def test_serve_shows_the_run_list_at_the_address_it_names(serve: str) -> None:
     assert "demo-healthy" in json.dumps(runs)
     # the run page of the demo's "where to look"
     assert "demo-healthy" in _get(serve + "/run?run=demo-healthy")
+
+
+def test_serve_a_log_folder_lists_its_runs_beside_the_store(
+    demo: subprocess.CompletedProcess[str], workdir: Path
+) -> None:
+    # "a folder of TensorBoard / SB3 / JSONL logs": a real SB3 run's event file, and a JSONL log
+    runs = workdir / "runs"
+    shutil.copytree(ROOT / "tests/fixtures/runs/sb3_ppo_cartpole_healthy", runs / "ppo-cartpole")
+    (runs / "grpo-tiny").mkdir()
+    (runs / "grpo-tiny" / "metrics.jsonl").write_text(
+        "".join(f'{{"step": {i}, "kl": 0.01, "reward": {i / 10}}}\n' for i in range(20))
+    )
+    with _serving("rlvitals serve runs/", workdir) as base:
+        deadline = time.monotonic() + 120
+        while True:
+            listed = {
+                r["run"] for r in json.loads(_get(base + "/api/runs", "application/json"))["runs"]
+            }
+            if {"ppo-cartpole", "grpo-tiny"} <= listed:
+                break
+            assert time.monotonic() < deadline, f"after 120 s the run list has {sorted(listed)}"
+            time.sleep(0.5)
+        assert "demo-healthy" in listed  # the store the folder is imported into is ./rlvitals-data
+        page = _get(base + "/")
+        assert 'data-run="ppo-cartpole"' in page and "runs" in page
+        assert str(workdir / "rlvitals-data") in page  # the page names the store it reads
 
 
 def test_report_writes_one_self_contained_file_in_both_languages(
