@@ -7,8 +7,9 @@ not on PATH.
 
 Marks: a test is `slow` (left out of the quick loop, `python -m pytest -q -m "not slow"`) when
 it starts something heavy: Chromium or an InfluxDB server (by the fixtures it uses), or
-Prometheus, a real training or processes it kills (by its module, named in `SLOW_MODULES`).
-Every test runs with SB3's logger folder under its own `tmp_path`.
+Prometheus, a real training, processes it kills, or the calibration corpus's replay (by its
+module, named in `SLOW_MODULES`). Every test runs with SB3's logger folder under its own
+`tmp_path`.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ MINI_REGISTRY = Path(__file__).parent / "fixtures" / "mini_registry"
 # Fixtures that start Chromium or an InfluxDB server: every test using one (directly or through
 # another fixture) is slow.
 SLOW_FIXTURES = frozenset({"browser", "influxd", "influx_server_factory"})
-# Modules whose tests start such things themselves, with what they start; `*_browser.py` and
-# `*_processes.py` modules are slow by their name.
+# Modules whose tests start such things themselves (or replay a whole corpus), with what they
+# start; `*_browser.py` and `*_processes.py` modules are slow by their name.
 SLOW_MODULES: dict[str, str] = {
     "test_alerting_prometheus.py": "a Prometheus server",
     "test_report_png.py": "Chromium",
@@ -43,6 +44,7 @@ SLOW_MODULES: dict[str, str] = {
     "test_ingest_faults.py": "imports killed",
     "test_sources_resume.py": "readers killed",
     "test_repair.py": "writers killed",
+    "test_corpus_verdicts.py": "the calibration corpus replayed card by card at every step",
 }
 
 
