@@ -57,6 +57,10 @@ _FILES = {"metrics": "metrics.yaml", "terms": "terms.yaml", "rules": "rules.yaml
 # A registry folder may have it; the built-in one does (tests/registry/test_shipped.py).
 _OPTIONAL_FILES = {"bookkeeping": "bookkeeping.yaml"}
 _TOP_LEVEL = "metrics:, terms:, rules: or bookkeeping:"
+# libyaml's parser where PyYAML has it (its wheels do): the shipped registry parses in about a
+# seventh of the pure-Python parser's time (0.24 s of CPU instead of 1.6 s), which every command
+# and test that loads the registry paid; the same SafeConstructor builds the same objects.
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load(path: str | Path | None = None, extensions: Iterable[str | Path] = ()) -> Registry:
@@ -125,6 +129,15 @@ def _complete(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _parse(text: str) -> Any:
+    """The YAML document; on a syntax error, the pure-Python parser's error (the words and
+    marks users of the registry were shown), raised by parsing it again."""
+    try:
+        return yaml.load(text, Loader=_FAST_LOADER)
+    except yaml.YAMLError:
+        return yaml.safe_load(text)
+
+
 def _read(file: Path, problems: list[Problem]) -> dict[str, Any] | None:
     try:
         text = file.read_text(encoding="utf-8")
@@ -135,7 +148,7 @@ def _read(file: Path, problems: list[Problem]) -> dict[str, Any] | None:
         problems.append(Problem(str(file), "", "", f"cannot read: {exc}"))
         return None
     try:
-        doc = yaml.safe_load(text)
+        doc = _parse(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -4,6 +4,12 @@
 gives each test its own database on it. `influx_server_factory` starts a dedicated server a test
 may stop and restart (outage tests). Tests are skipped, with the reason, only when `influxd` is
 not on PATH.
+
+Marks: a test is `slow` (left out of the quick loop, `python -m pytest -q -m "not slow"`) when
+it starts something heavy: Chromium or an InfluxDB server (by the fixtures it uses), or
+Prometheus, a real training, processes it kills, or the calibration corpus's replay (by its
+module, named in `SLOW_MODULES`). Every test runs with SB3's logger folder under its own
+`tmp_path`.
 """
 
 from __future__ import annotations
@@ -16,10 +22,56 @@ from typing import Any
 
 import pytest
 from influx_server import InfluxDatabase, InfluxServer
+from installed import installed
 
 import registry
 
 MINI_REGISTRY = Path(__file__).parent / "fixtures" / "mini_registry"
+
+# Fixtures that start Chromium or an InfluxDB server: every test using one (directly or through
+# another fixture) is slow.
+SLOW_FIXTURES = frozenset({"browser", "influxd", "influx_server_factory"})
+# Modules whose tests start such things themselves (or replay a whole corpus), with what they
+# start; `*_browser.py` and `*_processes.py` modules are slow by their name.
+SLOW_MODULES: dict[str, str] = {
+    "test_alerting_prometheus.py": "a Prometheus server",
+    "test_report_png.py": "Chromium",
+    "test_integrations.py": "an SB3 PPO training",
+    "test_tail_catch_up.py": "a sidecar killed during its catch-up",
+    "test_durability.py": "writers killed mid-write",
+    "test_forward_process.py": "a forwarding child killed",
+    "test_import_rerun.py": "imports killed and stopped",
+    "test_ingest_faults.py": "imports killed",
+    "test_sources_resume.py": "readers killed",
+    "test_repair.py": "writers killed",
+    "test_corpus_verdicts.py": "the calibration corpus replayed card by card at every step",
+    "test_readme_commands.py": "the README's commands: the demo, serve, SB3 and corpus trainings",
+    "test_serve_logdir.py": "rlvitals serve processes following log folders",
+}
+
+
+def _is_slow(item: pytest.Item) -> bool:
+    name = item.path.name
+    return (
+        bool(SLOW_FIXTURES & set(getattr(item, "fixturenames", ())))
+        or name in SLOW_MODULES
+        or name.endswith(("_browser.py", "_processes.py"))
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    slow = pytest.mark.slow
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(slow)
+
+
+@pytest.fixture(autouse=True)
+def _sb3_logger_under_tmp_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SB3's logger writes to `$SB3_LOGDIR`, else to a new `/tmp/SB3-<date>` folder at each
+    `configure()` without a folder (stable_baselines3/common/logger.py, `configure`), which a
+    model's `learn()` calls: here, the test's own folder (the children it starts inherit it)."""
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "sb3-logger"))
 
 
 @pytest.fixture(scope="session")
@@ -81,7 +133,7 @@ def browser() -> Iterator[Any]:
     """Debian's Chromium under PyPI playwright (see `chromium.py`), one per test module."""
     from chromium import ARGS, CHROMIUM
 
-    pw = pytest.importorskip("playwright.sync_api", reason="PyPI playwright is in the test extra")
+    pw = installed("playwright.sync_api", "playwright")
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
     with pw.sync_playwright() as p:

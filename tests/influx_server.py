@@ -129,14 +129,16 @@ class InfluxServer:
     def raw_query(self, database: str, q: str, epoch: str = "ms") -> dict[str, Any]:
         """The response body as InfluxDB sends it (Grafana's InfluxQL backend asks epoch=ms)."""
         params = urllib.parse.urlencode({"db": database, "q": q, "epoch": epoch})
-        with urllib.request.urlopen(f"{self.url}/query?{params}", timeout=10) as r:
+        # a whole database read back (`SELECT * ... GROUP BY *`) outlasts 10 s on a loaded machine
+        with urllib.request.urlopen(f"{self.url}/query?{params}", timeout=60) as r:
             body: dict[str, Any] = json.loads(r.read())
         return body
 
     def query(self, database: str, q: str) -> list[dict[str, Any]]:
         """Rows of an InfluxQL query (epoch=s), each a dict with the series tags merged in."""
         params = urllib.parse.urlencode({"db": database, "q": q, "epoch": "s"})
-        with urllib.request.urlopen(f"{self.url}/query?{params}", timeout=10) as r:
+        # a whole database read back (`SELECT * ... GROUP BY *`) outlasts 10 s on a loaded machine
+        with urllib.request.urlopen(f"{self.url}/query?{params}", timeout=60) as r:
             body = json.loads(r.read())
         rows: list[dict[str, Any]] = []
         for result in body.get("results", []):

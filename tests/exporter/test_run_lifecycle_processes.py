@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from installed import installed
 
 from exporter import Lifecycle, Outbox, RunStatus
 from rlvitals.cli import main as rlvitals_main
@@ -188,9 +189,9 @@ _SB3 = """
 
 
 def _sb3_children(spawn: Callable[..., Child]) -> tuple[Child, Child]:
-    pytest.importorskip("stable_baselines3")
-    pytest.importorskip("gymnasium")
-    pytest.importorskip("torch")
+    installed("stable_baselines3", "stable-baselines3")
+    installed("gymnasium")
+    installed("torch")
     return spawn(_SB3, "ppo-crash", "200"), spawn(_SB3, "ppo-done", "0")
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from browser_page import Page
+from installed import installed
 from werkzeug.serving import make_server
 
 import exporter
@@ -27,7 +28,7 @@ from grafana.datasource.app import create_app
 from grafana.datasource.config import DatasourceConfig
 from grafana.live import PALETTE, UI
 
-pw = pytest.importorskip("playwright.sync_api", reason="PyPI playwright is in the test extra")
+pw = installed("playwright.sync_api", "playwright")
 
 STEPS = 400
 UNREGISTERED_KEY = "custom/my_probe"

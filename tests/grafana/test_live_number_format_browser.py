@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 from browser_page import Page, serving
+from installed import installed
 
 import exporter
 import registry
 from grafana.live import UI, UNITS
 
-pytest.importorskip("playwright.sync_api", reason="PyPI playwright is in the test extra")
+installed("playwright.sync_api", "playwright")
 
 RUN = "fmt"
 STEPS = 200

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 from browser_page import Page, serving
+from installed import installed
 
 import exporter
 import registry
 from grafana.live import UI
 
-pytest.importorskip("playwright.sync_api", reason="PyPI playwright is in the test extra")
+installed("playwright.sync_api", "playwright")
 
 # A poll is every 5 s by default (?refresh=1 makes it 1 s): a new row must show within this.
 APPEAR_MS = 20_000

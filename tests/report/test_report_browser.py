@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 from chromium import ARTIFACTS
+from installed import installed
 
 import registry
 from grafana.datasource.history.embedded import EmbeddedHistory
 from grafana.report import gather, render_report
 
-pw = pytest.importorskip("playwright.sync_api", reason="PyPI playwright is in the test extra")
+pw = installed("playwright.sync_api", "playwright")
 
 
 @pytest.mark.parametrize("run", ["r-kl_blowup", "r-nan_loss", "r-resume"])

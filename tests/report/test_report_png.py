@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from installed import installed
 
 from rlvitals.cli import main
 
-pytest.importorskip("playwright.sync_api", reason="PyPI playwright is in the test extra")
+installed("playwright.sync_api", "playwright")
 
 
 def test_png_option_uses_the_system_chromium(

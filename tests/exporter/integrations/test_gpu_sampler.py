@@ -10,6 +10,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
+from installed import installed
 
 from exporter.integrations.gpu import GpuSampler
 
@@ -67,7 +68,7 @@ def test_sampler_logs_each_device_at_the_current_step() -> None:
 
 
 def test_sampler_without_a_driver_says_so_once_and_stays_off() -> None:
-    pytest.importorskip("pynvml")
+    installed("pynvml", "nvidia-ml-py")
     run = _Recorder()
     sampler = GpuSampler(run, lambda: 7, interval=3600)
     if sampler.start():  # a machine with a GPU: nothing to check here

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from installed import installed
 
 import exporter
 import registry
@@ -71,7 +72,7 @@ def test_summary_writer_drop_in_logs_a_cleanrl_loop(
 def test_hf_callback_forwards_trl_logs_at_global_step(
     tmp_path: Path, mini: registry.Registry
 ) -> None:
-    transformers = pytest.importorskip("transformers")
+    transformers = installed("transformers")
     from exporter.integrations.hf import RlvitalsCallback
 
     run = _run(tmp_path, mini, "grpo-run", framework="trl")
@@ -105,8 +106,8 @@ def test_hf_callback_forwards_trl_logs_at_global_step(
 def test_sb3_ppo_cartpole_logs_through_the_callback_and_the_logger(
     tmp_path: Path, mini: registry.Registry
 ) -> None:
-    pytest.importorskip("stable_baselines3")
-    pytest.importorskip("gymnasium")
+    installed("stable_baselines3", "stable-baselines3")
+    installed("gymnasium")
     from stable_baselines3 import PPO
 
     from exporter.integrations.sb3 import RlvitalsCallback, configure_logger

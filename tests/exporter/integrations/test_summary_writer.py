@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from installed import installed
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import exporter
@@ -43,7 +44,7 @@ def test_drop_in_writes_event_files_tensorboard_reads_by_default(
     tmp_path: Path, reg: registry.Registry, monkeypatch: pytest.MonkeyPatch, torch_installed: bool
 ) -> None:
     if torch_installed:
-        pytest.importorskip("torch.utils.tensorboard")
+        installed("torch.utils.tensorboard", "torch")
     else:  # the writer made on TensorBoard's own EventFileWriter
         monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
     log_dir = tmp_path / "runs" / "CartPole__ppo__1"

@@ -23,6 +23,7 @@ from tensorboard.compat.proto.event_pb2 import Event
 from tensorboard.compat.proto.summary_pb2 import Summary
 from tensorboard.summary.writer.record_writer import RecordWriter
 
+from exporter.sources.linefile import MARK_EVERY
 from exporter.store.outbox import Outbox
 from rlvitals.cli import main
 
@@ -172,7 +173,13 @@ def test_a_tail_killed_during_its_catch_up_goes_on_and_loses_or_duplicates_nothi
     influx: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     logs = tmp_path / "logs"
-    steps = [*range(0, 30_000), *range(29_000, 40_000)]
+    # Long enough that the catch-up is far from the end when its first position is stored (the
+    # kill follows within a poll): an event file gets one per block read (the first is 64 KiB,
+    # about 120 steps of these nine keys), a text log one every MARK_EVERY lines. The log's own
+    # resume is in it.
+    last = 8_000 if kind == "tensorboard" else 2 * MARK_EVERY + 5_000
+    resume = last * 3 // 4 - 1_000
+    steps = [*range(0, last * 3 // 4), *range(resume, last)]
     if kind == "tensorboard":
         path = write_event_file(logs / "run_b", [(s, _values(s)) for s in steps])
     else:  # positions come every so many lines
@@ -220,7 +227,7 @@ def test_a_tail_killed_during_its_catch_up_goes_on_and_loses_or_duplicates_nothi
             a["entropy_gradient"] = b["entropy_gradient"] = None
     assert killed_points == whole
     resumes = [r["time"] for r in killed_points if r.get("kind") == "resume"]
-    assert resumes == [29_000]  # the log's own, and no replay taken for one
+    assert resumes == [resume]  # the log's own, and no replay taken for one
     db = sqlite3.connect(store / "outbox.sqlite")
     assert [name for (name,) in db.execute("SELECT run FROM runs")] == ["run_b"]
     db.close()
