@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from registry import FRAMEWORKS, add_registry_argument
+from registry import FRAMEWORKS, add_map_argument, add_registry_argument
 
 if TYPE_CHECKING:
     from exporter.ingest.background import Follower
@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--store", metavar="DIR", help="embedded store folder (default $RLVITALS_STORE)")
     add_registry_argument(p)
+    add_map_argument(p)
     p.add_argument(
         "--framework",
         choices=("auto", *FRAMEWORKS),
@@ -202,6 +203,8 @@ def _follower(args: argparse.Namespace, store: Path, reg: Registry) -> Follower:
         argv += ["--project", args.project]
     for path in args.registry:
         argv += ["--registry", str(path)]
+    for mapping in args.map:
+        argv += ["--map", mapping]
     return Follower(argv, reg=reg)
 
 

@@ -4,6 +4,8 @@ A PATH that is a folder replaces the built-in registry (its metrics.yaml, terms.
 any other PATH is a user file extending it (`my_metrics.yaml`). The option repeats: at most one
 folder, any number of files. A command adds it with `add_registry_argument(parser)` and loads
 with `registry_from_args(args)`; `load_paths` does the same for paths from elsewhere.
+`add_map_argument` adds `--map TAG=METRIC` (a run's own tag names), which `registry_from_args`
+then applies.
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ from pathlib import Path
 from .catalog import Registry
 from .errors import Problem, RegistryInvalid
 from .loader import load
+from .tag_map import MAP_HELP, parse_map
 
-__all__ = ["REGISTRY_HELP", "add_registry_argument", "load_paths", "registry_from_args"]
+__all__ = [
+    "REGISTRY_HELP",
+    "add_map_argument",
+    "add_registry_argument",
+    "load_paths",
+    "registry_from_args",
+]
 
 REGISTRY_HELP = (
     "a user registry file (my_metrics.yaml) extending the built-in registry, or a folder "
@@ -38,10 +47,17 @@ def add_registry_argument(parser: argparse.ArgumentParser, *aliases: str) -> Non
     )
 
 
+def add_map_argument(parser: argparse.ArgumentParser) -> None:
+    """Add `--map TAG=METRIC` (repeatable) to `parser`; `registry_from_args` applies it."""
+    parser.add_argument("--map", action="append", default=[], metavar="TAG=METRIC", help=MAP_HELP)
+
+
 def registry_from_args(args: argparse.Namespace, extra: Iterable[str | Path] = ()) -> Registry:
     """The registry `--registry` names (the built-in one without it), with `extra` user files
-    (a command's positional paths). Raises RegistryInvalid naming each problem."""
-    return load_paths([*(getattr(args, "registry", None) or ()), *extra])
+    (a command's positional paths) and the `--map` mappings, when the command has them (they
+    beat the files' `map:`). Raises RegistryInvalid naming each problem, BadMapping for --map."""
+    reg = load_paths([*(getattr(args, "registry", None) or ()), *extra])
+    return reg.with_map(parse_map(getattr(args, "map", None) or (), reg))
 
 
 def load_paths(paths: Sequence[str | Path]) -> Registry:

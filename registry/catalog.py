@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import UnknownName
-from .model import BookkeepingKey, Metric, Rule, Stage, Stages, Term, Timing
+from .model import Alias, BookkeepingKey, Metric, Rule, Stage, Stages, Term, Timing
 from .resolve import Resolution, Resolver
 
 __all__ = ["Registry"]
@@ -24,6 +24,8 @@ class Registry:
     sources: tuple[str, ...] = ()
     timing: Timing = field(default_factory=Timing)
     bookkeeping: tuple[BookkeepingKey, ...] = ()
+    mapped: tuple[Alias, ...] = ()
+    """Tag mappings (a user file's `map:`, `--map TAG=METRIC`): aliases that beat the others."""
     _by_id: Mapping[str, Metric] = field(init=False, repr=False, compare=False)
     _terms: Mapping[str, Term] = field(init=False, repr=False, compare=False)
     _rules: Mapping[str, Rule] = field(init=False, repr=False, compare=False)
@@ -33,7 +35,15 @@ class Registry:
         object.__setattr__(self, "_by_id", {m.id: m for m in self.metrics})
         object.__setattr__(self, "_terms", {t.id: t for t in self.terms})
         object.__setattr__(self, "_rules", {r.id: r for r in self.rules})
-        object.__setattr__(self, "_resolver", Resolver.build(self.metrics, self.bookkeeping))
+        object.__setattr__(
+            self, "_resolver", Resolver.build(self.metrics, self.bookkeeping, self.mapped)
+        )
+
+    def with_map(self, entries: Iterable[Alias]) -> Registry:
+        """This registry with more tag mappings (later ones win); each entry's metric must be
+        one of its ids (`tag_map.parse_map` checks that with a message)."""
+        entries = tuple(entries)
+        return replace(self, mapped=self.mapped + entries) if entries else self
 
     def metric(self, metric_id: str) -> Metric:
         try:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "AmbiguousName",
+    "BadMapping",
     "Problem",
     "RegistryError",
     "RegistryInvalid",
@@ -62,3 +63,7 @@ class UnknownName(ResolveError):
 
 class AmbiguousName(ResolveError):
     """The name means different metrics in different frameworks; pass framework= to choose."""
+
+
+class BadMapping(RegistryError):
+    """A `--map TAG=METRIC` that is malformed or names no metric id."""

@@ -20,6 +20,7 @@ from referencing import Resource
 from .catalog import Registry
 from .errors import Problem, RegistryInvalid
 from .model import (
+    IDENTITY,
     Alert,
     Alias,
     Band,
@@ -43,7 +44,7 @@ from .model import (
 from .semantics import check_meaning
 from .user_metric import complete_user_bookkeeping, complete_user_metric
 
-__all__ = ["BUILTIN_DIR", "load"]
+__all__ = ["BUILTIN_DIR", "load", "map_entry"]
 
 BUILTIN_DIR = Path(__file__).resolve().parent
 _SCHEMA_DIR = BUILTIN_DIR / "schema"
@@ -52,11 +53,12 @@ _SECTIONS = {
     "terms": "terms.schema.json",
     "rules": "rules.schema.json",
     "bookkeeping": "bookkeeping.schema.json",
+    "map": "map.schema.json",
 }
 _FILES = {"metrics": "metrics.yaml", "terms": "terms.yaml", "rules": "rules.yaml"}
 # A registry folder may have it; the built-in one does (tests/registry/test_shipped.py).
 _OPTIONAL_FILES = {"bookkeeping": "bookkeeping.yaml"}
-_TOP_LEVEL = "metrics:, terms:, rules: or bookkeeping:"
+_TOP_LEVEL = "metrics:, terms:, rules:, bookkeeping: or map:"
 # libyaml's parser where PyYAML has it (its wheels do): the shipped registry parses in about a
 # seventh of the pure-Python parser's time (0.24 s of CPU instead of 1.6 s), which every command
 # and test that loads the registry paid; the same SafeConstructor builds the same objects.
@@ -126,6 +128,9 @@ def _complete(doc: dict[str, Any]) -> dict[str, Any]:
         out["metrics"] = [complete_user_metric(m) for m in doc["metrics"]]
     if isinstance(doc.get("bookkeeping"), list):
         out["bookkeeping"] = [complete_user_bookkeeping(b) for b in doc["bookkeeping"]]
+    if isinstance(doc.get("map"), Mapping):
+        # the short form {TAG: metric_id} is the list form's key and metric
+        out["map"] = [{"key": str(k), "metric": v} for k, v in doc["map"].items()]
     return out
 
 
@@ -409,6 +414,7 @@ def _build(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> Registry:
     terms: list[Term] = []
     rules: list[Rule] = []
     bookkeeping: list[BookkeepingKey] = []
+    mapped: list[Alias] = []
     stages: Stages | None = None
     timing: Timing | None = None
     for _file, doc in docs:
@@ -424,6 +430,10 @@ def _build(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> Registry:
             )
             for g in doc.get("bookkeeping", ())
             for k in g["keys"]
+        ]
+        mapped += [
+            map_entry(e["key"], e["metric"], e.get("framework"), e.get("transform"))
+            for e in doc.get("map", ())
         ]
         if stages is None and "stages" in doc:
             s = doc["stages"]
@@ -454,4 +464,17 @@ def _build(docs: Sequence[tuple[str, Mapping[str, Any]]]) -> Registry:
         timing=timing or Timing(),
         sources=tuple(f for f, _ in docs),
         bookkeeping=tuple(bookkeeping),
+        mapped=tuple(mapped),
+    )
+
+
+def map_entry(key: str, metric: str, framework: str | None = None, transform: Any = None) -> Alias:
+    """A tag mapping as the resolver holds it: an alias of `metric` that beats the registry's
+    (`transform` as a metrics.yaml alias writes it)."""
+    return Alias(
+        key=key,
+        framework=framework or "generic",
+        metric=metric,
+        transform=IDENTITY if transform is None else _transform(transform),
+        note="mapped",
     )

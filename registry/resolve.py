@@ -76,6 +76,8 @@ class Resolver:
     _exact: Mapping[str, tuple[Alias, ...]] = field(repr=False)
     _patterns: tuple[_PatternAlias, ...] = field(repr=False)
     _bookkeeping: Mapping[str, tuple[BookkeepingKey, ...]] = field(default_factory=dict, repr=False)
+    # a run's own tag names (`--map`, a user file's `map:`): they beat every alias and id
+    _mapped: Mapping[str, tuple[Alias, ...]] = field(default_factory=dict, repr=False)
     # A cached failure is stored as its parts and raised as a fresh exception each time: re-raising
     # one object would grow its traceback on every raise and keep the callers' frames alive.
     _cache: dict[tuple[str, str | None], Resolution | _Failure] = field(
@@ -84,7 +86,10 @@ class Resolver:
 
     @classmethod
     def build(
-        cls, metrics: Iterable[Metric], bookkeeping: Iterable[BookkeepingKey] = ()
+        cls,
+        metrics: Iterable[Metric],
+        bookkeeping: Iterable[BookkeepingKey] = (),
+        mapped: Iterable[Alias] = (),
     ) -> Resolver:
         by_id = {m.id: m for m in metrics}
         kept: dict[str, list[BookkeepingKey]] = {}
@@ -98,8 +103,13 @@ class Resolver:
                     patterns.append(_PatternAlias(alias, _compile(alias.key)))
                 else:
                     exact.setdefault(alias.key, []).append(alias)
+        maps: dict[str, list[Alias]] = {}
+        for alias in mapped:
+            # a later mapping of the same key and framework (a --map flag after a file) wins
+            maps.setdefault(alias.key, []).insert(0, alias)
         return cls(
             metrics=by_id,
+            _mapped={k: tuple(v) for k, v in maps.items()},
             _exact={k: tuple(v) for k, v in exact.items()},
             _patterns=tuple(patterns),
             _bookkeeping={k: tuple(v) for k, v in kept.items()},
@@ -150,6 +160,8 @@ class Resolver:
         """The framework whose aliases match the most names; None when nothing is specific."""
         scores = dict.fromkeys(FRAMEWORKS, 0)
         for name in names:
+            if name in self._mapped:  # the user's own name says nothing of a framework
+                continue
             hits = {r.alias.framework for r in self._candidates(name) if r.alias}
             # a framework's own bookkeeping keys (SB3's time/iterations) say which one logs
             hits |= {b.framework for b in self._bookkeeping_candidates(name)}
@@ -168,6 +180,9 @@ class Resolver:
                 name,
                 f"unknown framework {framework!r}; use one of {', '.join(FRAMEWORKS)} or leave it unset",
             )
+        for alias in self._mapped.get(name, ()):
+            if alias.framework == "generic" or framework in (None, alias.framework):
+                return self._make(alias, {})
         direct = self._canonical(name)
         if direct is not None:
             return direct

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -69,6 +70,23 @@ def check_meaning(
                 problems.append(Problem(file, entry, "min_points", "cannot exceed window"))
             problems += [Problem(file, entry, f, msg) for f, msg in _language_problems(r)]
     problems += _bookkeeping_problems(docs, written or [doc for _, doc in docs], claimed)
+    for file, doc in docs:
+        for i, e in enumerate(doc.get("map", ())):
+            if e["metric"] not in metric_ids:
+                close = difflib.get_close_matches(e["metric"], sorted(metric_ids), n=3, cutoff=0.6)
+                hint = (
+                    f"; close ids: {', '.join(close)}"
+                    if close
+                    else "; registry/metrics.yaml lists them"
+                )
+                problems.append(
+                    Problem(
+                        file,
+                        f"map[{i}] '{e['key']}'",
+                        "metric",
+                        f"unknown metric id {e['metric']!r}{hint}",
+                    )
+                )
     return problems
 
 

@@ -57,7 +57,14 @@ from ..store.outbox import Outbox
 from .feed import Ingest, RunSummary, import_end
 from .log_context import parse_assignment
 
-__all__ = ["follow_logs", "register", "tail_arguments"]
+__all__ = [
+    "add_config_arguments",
+    "follow_logs",
+    "mapped_config",
+    "read_config_arguments",
+    "register",
+    "tail_arguments",
+]
 
 _SHOWN_PROBLEMS = 20
 _PROGRESS_EVERY = 1.0  # seconds between progress lines on stderr
@@ -163,7 +170,10 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def add_config_arguments(p: argparse.ArgumentParser) -> None:
-    """`--config FILE` and `--set KEY=VALUE`: the run config diagnosis reads (run context)."""
+    """`--config FILE`, `--set KEY=VALUE`: the run config diagnosis reads (run context), and
+    `--map TAG=METRIC`: the run's own tag names (`registry.registry_from_args` applies them;
+    `mapped_config` records them in the run config)."""
+    registry.add_map_argument(p)
     p.add_argument(
         "--config",
         metavar="FILE",
@@ -178,6 +188,15 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         help="one run-config key (repeatable; VALUE parsed as JSON when it can be, e.g. "
         "--set n_actions=2 --set algorithm=PPO); overrides --config",
     )
+
+
+def mapped_config(reg: registry.Registry, config: Mapping[str, Any]) -> dict[str, Any]:
+    """`config` with the registry's tag mappings (`--map`, a user file's `map:`) recorded under
+    `tag_map`, so a later reader of the stored run knows which names were mapped."""
+    out = dict(config)
+    if reg.mapped:
+        out[registry.MAP_RECORD_KEY] = dict(registry.map_record(reg))
+    return out
 
 
 def read_config_arguments(args: argparse.Namespace) -> dict[str, Any]:
@@ -469,7 +488,7 @@ def _run_ingest(
         if args.store:
             settings = settings.replace(store=Path(args.store))
         reg = reg or registry.registry_from_args(args)
-        run_config = read_config_arguments(args)
+        run_config = mapped_config(reg, read_config_arguments(args))
         positions = _stored_positions(settings) if resume else {}
         unfinished = {} if follow or resume else _incomplete_imports(settings)
         if unfinished:
@@ -640,7 +659,7 @@ def _run_ingest(
         _leave_incomplete(settings, ingest, f"{lost:,} value(s) read were not stored")
     statuses = _statuses(settings)
     for summary in ingest.summaries:
-        print(_summary_line(summary, statuses.get(summary.name)))
+        print(_summary_line(summary, statuses.get(summary.name), reg))
     if over_budget:
         print(
             f"rlvitals: error: {over_budget:,} value(s) were refused because the outbox reached "
@@ -806,7 +825,9 @@ def _statuses(settings: ExporterSettings) -> dict[str, Status]:
     return {r.run: settings.lifecycle.status(r.recorded) for r in records}
 
 
-def _summary_line(summary: RunSummary, status: Status | None = None) -> str:
+def _summary_line(
+    summary: RunSummary, status: Status | None = None, reg: registry.Registry | None = None
+) -> str:
     line = (
         f"run {summary.name!r}: {summary.steps:,} steps, {summary.values:,} values "
         f"from {len(summary.files)} file(s), framework {summary.framework or 'none'}"
@@ -827,4 +848,6 @@ def _summary_line(summary: RunSummary, status: Status | None = None) -> str:
             line += f", dropped {stats.dropped:,}"
         if stats.refused_disk:
             line += f", refused (disk budget) {stats.refused_disk:,}"
+    if reg is not None and summary.names:
+        line += "; " + registry.recognise(reg, summary.names, summary.framework).line()
     return line

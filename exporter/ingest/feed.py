@@ -52,6 +52,8 @@ class RunSummary:
     renamed_from: str | None = None
     """The name asked for, when a run of that name was already in the store."""
     config: dict[str, Any] = field(default_factory=dict)
+    names: set[str] = field(default_factory=set)
+    """Every name the run logged (how many the registry recognised is said at the end)."""
 
 
 class _Sink(Protocol):
@@ -199,6 +201,7 @@ class Ingest:
             self._grew(state, arrival)
             summary.steps += 1
             summary.values += len(record.values)
+            summary.names.update(record.values)
             if state.run is None:
                 state.pending.append(record)
                 if len(state.pending) >= DETECT_SAMPLE or state.handed_over:
@@ -233,6 +236,7 @@ class Ingest:
             return
         state.summary.steps += len(block)
         state.summary.values += block.value_count
+        state.summary.names.update(block.names)
         if state.run is None:
             # the detection sample is made of Records, as when they come one by one
             take = 0 if state.handed_over else min(len(block), DETECT_SAMPLE - len(state.pending))

@@ -9,14 +9,17 @@ newest point.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+import registry
 from exporter.lifecycle import Lifecycle, Recorded
+from exporter.translate.derive import NONFINITE_FIELD
 
-from .history import HistoryStore
+from .history import HistoryStore, metric_of_field
 
-__all__ = ["run_summary"]
+__all__ = ["name_counts", "run_summary"]
 
 
 def run_summary(
@@ -42,4 +45,29 @@ def run_summary(
         "started": info.created,
         "finished": info.finished,
         "last_activity": activity,
+    }
+
+
+def name_counts(
+    reg: registry.Registry, logged: Mapping[str, str], framework: str | None
+) -> dict[str, Any]:
+    """How many of the names a run logged the registry recognises (`registry.recognise`): its
+    stored fields less those rlvitals computes (derived metrics, `nonfinite_count`); a mapped
+    name (`--map`) is stored under its metric id, so it counts as recognised."""
+    names = []
+    for name in logged:
+        metric = metric_of_field(reg, name)
+        if name == NONFINITE_FIELD or (metric is not None and metric.kind == "derived"):
+            continue
+        names.append(name)
+    rec = registry.recognise(reg, names, framework)
+    return {
+        "recognised": len(rec.recognised),
+        "total": rec.total,
+        "unrecognised": list(rec.unknown),
+        "suggestions": [
+            {"name": s.name, "metric": s.metric, "also": list(s.alternatives)}
+            for s in rec.suggestions
+        ],
+        "text": rec.counts(),
     }

@@ -13,10 +13,10 @@ import yaml
 
 import registry
 from exporter.errors import ExporterError
-from exporter.ingest.commands import add_config_arguments, read_config_arguments
+from exporter.ingest.commands import add_config_arguments, mapped_config, read_config_arguments
 from registry import FRAMEWORKS
 
-from .replay import Expected, RunVerdict, load_run, table, verdict
+from .replay import Expected, RunVerdict, load_run, table, tags_cell, verdict
 
 __all__ = ["register"]
 
@@ -29,7 +29,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "folders is searched one level down). Every core metric's card is built at every logged "
         "step from the history up to it; per run: the first watch / warning / critical step, the "
         "status at the end, and, with --expected, the lag of the first flag behind the failure "
-        "step (in logged updates) and whether the flag names the failure.",
+        "step (in logged updates) and whether the flag names the failure, and how many of "
+        "its tag names the registry recognised (none: the --map flags its names suggest). "
+        "Exit 0; 1 when a run disagrees with --expected; 2 on bad input or when a run's files "
+        "could not be read (every other run's row is printed first).",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="run folders (or folders of them)")
     p.add_argument(
@@ -102,29 +105,66 @@ def _as_json(v: RunVerdict) -> dict[str, Any]:
         "reading": v.flag_reading,
         "as_expected": v.passed if v.expected is not None else None,
         "problems": list(v.problems),
+        "tags": None
+        if v.recognition is None
+        else {
+            "recognised": len(v.recognition.recognised),
+            "names": v.recognition.total,
+            "unrecognised": list(v.recognition.unknown),
+            "bookkeeping": list(v.recognition.bookkeeping),
+            "suggestions": [
+                {"name": x.name, "metric": x.metric, "also": list(x.alternatives)}
+                for x in v.recognition.suggestions
+            ],
+            "summary": tags_cell(v.recognition),
+        },
     }
+
+
+def _unread(name: str, why: str) -> RunVerdict:
+    """The row of a run whose files could not be read: it says why, and the others go on."""
+    return RunVerdict(
+        name=name,
+        context=f"not read: {why}",
+        first=dict.fromkeys(("watch", "warning", "critical")),
+        end_status="not read",
+        verdict="not read",
+        flag_step=None,
+        flag_kinds=(),
+        flag_reading=None,
+        lag_points=None,
+        problems=(f"not read: {why}",),
+    )
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     try:
         reg = registry.registry_from_args(args)
-        config = read_config_arguments(args)
+        config = mapped_config(reg, read_config_arguments(args))
         folders = _run_folders(args.paths)
         expected = _expected(args.expected)
     except (registry.RegistryError, ExporterError, OSError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0])
     framework = None if args.framework == "auto" else args.framework
     verdicts = []
+    unread = 0
     for folder in folders:
         try:
             run = load_run(folder, reg, framework, config)
-        except (OSError, ValueError) as exc:
-            return _fail(str(exc).splitlines()[0])
+        except (OSError, ValueError, ExporterError) as exc:
+            # one unreadable run must not cost the others their rows
+            why = str(exc).splitlines()[0]
+            print(f"rlvitals: error: {folder.name}: {why}", file=sys.stderr)
+            verdicts.append(_unread(folder.name, why))
+            unread += 1
+            continue
         verdicts.append(verdict(reg, run, expected.get(folder.name)))
         print(f"rlvitals: {folder.name}: {verdicts[-1].context}", file=sys.stderr)
     if args.json:
         print(json.dumps([_as_json(v) for v in verdicts], indent=2))
     else:
         print(table(verdicts))
+    if unread:
+        return 2
     judged = [v for v in verdicts if v.expected is not None]
     return 1 if any(not v.passed for v in judged) else 0

@@ -22,7 +22,7 @@ import numpy as np
 from exporter.ingest.log_context import context_from_logs
 from exporter.sources.tensorboard import TensorBoardSource, is_event_file
 from exporter.sources.text_summaries import read_text_summaries
-from registry import Registry
+from registry import Recognition, Registry, recognise
 from registry.diagnosis import build_card
 from registry.diagnosis.card import Card
 from registry.diagnosis.context import RunContext, run_context
@@ -37,6 +37,7 @@ __all__ = [
     "StepStatus",
     "failure_kinds",
     "load_run",
+    "tags_cell",
     "timeline",
     "verdict",
 ]
@@ -70,6 +71,8 @@ class LoadedRun:
     series: Mapping[str, Series]
     config: Mapping[str, Any]
     context: RunContext
+    recognition: Recognition | None = None
+    """How many of its logged names the registry recognised; suggestions for the others."""
 
 
 def load_run(
@@ -91,11 +94,13 @@ def load_run(
     keys = sorted({k for r in records for k in r.values})
     fw = framework or registry.detect_framework(keys)
     raw: dict[str, dict[int, tuple[int, float]]] = {}
+    unknown: dict[str, tuple[float, float]] = {}  # lowest, highest value: for the suggestions
     for r in records:
         for key, value in r.values.items():
             try:
                 res = registry.resolve(key, framework=fw)
             except (UnknownName, AmbiguousName):
+                _widen(unknown, key, value)
                 continue
             if res.field != res.metric:
                 continue
@@ -112,7 +117,15 @@ def load_run(
         for m, v in raw.items()
     }
     cfg = {**context_from_logs(fw, keys, texts), **dict(config or {})}
-    return LoadedRun(folder.name, fw, series, cfg, run_context(cfg, series))
+    names = recognise(registry, keys, fw, unknown)
+    return LoadedRun(folder.name, fw, series, cfg, run_context(cfg, series), names)
+
+
+def _widen(ranges: dict[str, tuple[float, float]], key: str, value: float | list[float]) -> None:
+    finite = [v for v in (value if isinstance(value, list) else [value]) if math.isfinite(v)]
+    if finite:
+        lo, hi = ranges.get(key, (math.inf, -math.inf))
+        ranges[key] = (min(lo, *finite), max(hi, *finite))
 
 
 @dataclass(frozen=True)
@@ -131,6 +144,8 @@ def timeline(
 ) -> list[StepStatus]:
     """The worst card status at every logged step (or at `steps`), with the cards at it."""
     ids = _core_ids(registry, run)
+    if not run.series:  # no name recognised: no card, and no step to build one at
+        return []
     all_steps = np.unique(np.concatenate([s.steps for s in run.series.values()]))
     out = []
     for step in all_steps.tolist() if steps is None else steps:
@@ -209,6 +224,7 @@ class RunVerdict:
     lag_points: int | None  # logged update points from the failure step to the first flag
     expected: Expected | None = None
     problems: tuple[str, ...] = field(default_factory=tuple)
+    recognition: Recognition | None = None
 
     @property
     def passed(self) -> bool:
@@ -227,6 +243,8 @@ def _update_steps(run: LoadedRun) -> np.ndarray[Any, np.dtype[np.int64]]:
     for m in ("policy_entropy", "policy_kl", "grad_norm", "policy_loss", "value_loss"):
         if m in run.series:
             return run.series[m].steps
+    if not run.series:
+        return np.array([], dtype=np.int64)
     return np.unique(np.concatenate([s.steps for s in run.series.values()]))
 
 
@@ -282,6 +300,7 @@ def verdict(registry: Registry, run: LoadedRun, expected: Expected | None = None
         lag_points=lag,
         expected=expected,
         problems=tuple(problems),
+        recognition=run.recognition,
     )
 
 
@@ -292,8 +311,8 @@ def _fmt(step: int | None) -> str:
 def table(verdicts: Sequence[RunVerdict]) -> str:
     """The evaluation as a Markdown table, and the totals under it."""
     rows = [
-        "| run | expected | failure step | first watch | first warning | first critical | end | lag (updates) | names | ok |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| run | expected | failure step | first watch | first warning | first critical | end | lag (updates) | names | ok | tags |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for v in verdicts:
         e = v.expected
@@ -303,7 +322,7 @@ def table(verdicts: Sequence[RunVerdict]) -> str:
         rows.append(
             f"| {v.name} | {exp} | {fail} | {_fmt(v.first['watch'])} | {_fmt(v.first['warning'])} |"
             f" {_fmt(v.first['critical'])} | {v.end_status} | {lag} | {', '.join(v.flag_kinds) or '–'} |"
-            f" {'yes' if v.passed else 'NO: ' + '; '.join(v.problems)} |"
+            f" {'yes' if v.passed else 'NO: ' + '; '.join(v.problems)} | {tags_cell(v.recognition)} |"
         )
     judged = [v for v in verdicts if v.expected is not None]
     passed = sum(v.passed for v in judged)
@@ -319,6 +338,19 @@ def table(verdicts: Sequence[RunVerdict]) -> str:
         f"dead at end critical: {sum(v.end_status == 'critical' for v in dead)}/{len(dead)}"
     )
     return "\n".join(rows)
+
+
+def tags_cell(names: Recognition | None) -> str:
+    """What a run's row says of its tag names: how many were recognised, and when none was,
+    the `--map` flags its names suggest."""
+    if names is None:
+        return "–"
+    if names.recognised:
+        return names.line()
+    offers = "; ".join(s.phrase() for s in names.suggestions) or (
+        "no registry metric looks like any of them; name them with --map TAG=METRIC"
+    )
+    return f"no recognised tags ({names.total} names): --map suggestions: {offers}"
 
 
 def _finite(x: float | None) -> bool:

@@ -368,6 +368,9 @@
           document.createTextNode(" "),
           el("span", { class: "hint", text: info[run] && info[run].last_step !== null ? fmt(T.step_n, { n: Number(info[run].last_step).toLocaleString("en-US") }) : "" }),
           document.createTextNode(" "),
+          // how many of its logged names the registry knows (/api/run `names`): none says why the cards are empty
+          el("span", { class: "hint names-recognised", text: info[run] && info[run].names ? fmt(T.names_recognised, { n: info[run].names.recognised, m: info[run].names.total }) : "" }),
+          document.createTextNode(" "),
           el("a", { href: href, text: T.report }),
         ])
       );
