@@ -53,7 +53,8 @@ class Suggestion:
 
     def phrase(self) -> str:
         also = f" or {' or '.join(self.alternatives)}" if self.alternatives else ""
-        return f"`{self.name}` looks like {self.metric}{also} (--map {self.name}={self.metric})"
+        name = _printable(self.name)
+        return f"`{name}` looks like {self.metric}{also} (--map {name}={self.metric})"
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,18 @@ class Recognition:
         """`12 of 15 logged names recognised; unrecognised: a, b, c (suggestions: ...)`."""
         out = self.counts()
         if self.unknown:
-            shown = ", ".join(self.unknown[:_SHOWN])
+            # a name with lone surrogates (undecodable bytes in a log) is shown escaped: the
+            # line must print on any terminal, as the warnings about such names are
+            shown = ", ".join(_printable(n) for n in self.unknown[:_SHOWN])
             more = f" and {len(self.unknown) - _SHOWN} more" if len(self.unknown) > _SHOWN else ""
             out += f"; unrecognised: {shown}{more}"
             if self.suggestions:
                 out += f" (suggestions: {'; '.join(s.phrase() for s in self.suggestions)})"
         return out
+
+
+def _printable(name: str) -> str:
+    return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def recognise(

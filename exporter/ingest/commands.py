@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -382,20 +382,29 @@ def _position_runs(settings: ExporterSettings) -> dict[str, str]:
         return box.position_runs()
 
 
+def _run_names(settings: ExporterSettings) -> set[str]:
+    if not settings.outbox_path.exists():
+        return set()
+    with Outbox(settings.outbox_path) as box:
+        return {r.run for r in box.runs()}
+
+
 def _renames(
     args: argparse.Namespace,
     logs: LogSet,
     positions: Mapping[str, SourcePosition],
     runs: Mapping[str, str],
+    existing: Collection[str] = (),
 ) -> dict[str, str]:
     """The name each run's logs give (`--run` or the folder) -> the run their stored positions
     were read into, where the two differ (the run was renamed since, `rlvitals runs rename`):
     every file of that run, new ones included, goes on under the new name instead of making
-    the old one again."""
+    the old one again. A name still in the store (`existing`) was not renamed: an earlier
+    re-import made NAME-2 from the same files, and `--resume` goes on with NAME."""
     out: dict[str, str] = {}
     for log in logs.files:
         key, named = path_key(log.path), args.run or log.run
-        if key in positions and runs.get(key, named) != named:
+        if key in positions and runs.get(key, named) != named and named not in existing:
             out[named] = runs[key]
     return out
 
@@ -545,7 +554,9 @@ def _run_ingest(
                 f"no logs found under {', '.join(args.paths)}; check the paths or --format", err
             )
         if resume:
-            ingest.follow_renames(_renames(args, logs, positions, _position_runs(settings)))
+            ingest.follow_renames(
+                _renames(args, logs, positions, _position_runs(settings), _run_names(settings))
+            )
         if on_poll is not None:
             on_poll(logs.files)  # what was found, before the first pass reads it
         # Runs whose logs a reader of this store read before (a restarted sidecar): they are
@@ -834,6 +845,9 @@ def _summary_line(
     )
     if status is not None:
         line += f"; now {status.status} ({status.reason})"
+    if reg is not None and summary.names:
+        # before the counts, which scripts read up to the line's end
+        line += "; " + registry.recognise(reg, summary.names, summary.framework).line()
     stats = summary.stats
     if stats is not None:
         line += (
@@ -848,6 +862,4 @@ def _summary_line(
             line += f", dropped {stats.dropped:,}"
         if stats.refused_disk:
             line += f", refused (disk budget) {stats.refused_disk:,}"
-    if reg is not None and summary.names:
-        line += "; " + registry.recognise(reg, summary.names, summary.framework).line()
     return line

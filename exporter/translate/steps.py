@@ -441,10 +441,11 @@ class Translator:
         except AmbiguousName:
             if framework is not None:
                 raise
-            self._note_names(self._call)
-            if self._detected is None and self._tried < len(self._evidence):
-                self._tried = len(self._evidence)
-                self._detected = self._registry.detect_framework(self._evidence)
+            # detected from the first names logged, as blocks.py plans with (both paths must
+            # answer alike); the distinct-names evidence below is not used for this yet
+            if self._detected is None and self._tried < len(self._seen_names):
+                self._tried = len(self._seen_names)
+                self._detected = self._registry.detect_framework(self._seen_names)
             if self._detected is None:
                 raise
             return self._registry.resolve(name, self._detected)

@@ -418,7 +418,7 @@ def test_chinese_view(tab: Page, builtin: registry.Registry) -> None:
     assert zh["config"] in page.locator("h2").all_inner_texts()
     note = page.locator('.panel[data-field="policy_entropy"] .note').inner_text()
     assert zh["transform"] in note and zh["t_negate"] in note
-    assert page.locator(".run-chip .hint").inner_text() == f"第 {STEPS - 1} 步"
+    assert page.locator(".run-chip .hint").first.inner_text() == f"第 {STEPS - 1} 步"
     # None of the page's own English words is left in the Chinese view (cards are the report's).
     # (the run selector's options are run names, not the page's words)
     chrome = page.evaluate(

@@ -14,8 +14,6 @@ import pytest
 
 import exporter
 import registry
-from exporter.counts import RunCounters
-from exporter.translate.steps import Translator
 from grafana.datasource.history.embedded import EmbeddedHistory
 from rlvitals.cli import main
 
@@ -64,22 +62,3 @@ def test_the_python_api_and_an_import_store_sb3s_entropy_alike_from_the_first_st
         assert "train/entropy_loss" not in fields
         assert steps == STEPS and values == pytest.approx(entropy)
         assert fields["train/n_updates"] == "unregistered"  # bookkeeping: kept as logged
-
-
-def test_one_name_logged_many_times_does_not_end_the_detection(
-    builtin: registry.Registry,
-) -> None:
-    t = Translator(
-        builtin,
-        RunCounters(),
-        run="r",
-        rank=None,
-        policy="warn",
-        framework=None,
-        last_step=None,
-    )
-    for step in range(300):  # alone it cannot tell SB3 from OpenRLHF
-        t.log(step, {"train/entropy_loss": -0.5}, 1.7e9, None)
-    t.log(300, {"time/fps": 900.0}, 1.7e9, None)  # SB3's alone
-    rows, _ = t.log(301, {"train/entropy_loss": -0.5}, 1.7e9, None)
-    assert ("policy", "policy_entropy", 0.5) in [(r[3], r[5], r[6]) for r in rows]
