@@ -46,6 +46,7 @@ __all__ = [
     "MARKER_VERSION_FIELD",
     "MAX_STEP",
     "MIN_BLOCK_POINTS",
+    "NONFINITE_SUFFIX",
     "NOT_METRICS",
     "NO_RANK",
     "POINT_FIELDS",
@@ -65,6 +66,7 @@ __all__ = [
     "SampleRow",
     "SourcePosition",
     "is_rollup_measurement",
+    "nonfinite_field",
     "rollup_key",
     "rollup_measurement",
     "transforms_from_json",
@@ -77,7 +79,11 @@ RUN_CONFIG = "run_config"
 """The run's hyperparameters, one point at step 0."""
 SPREAD = "spread"
 """`<field>/count`, `<field>/min` and `<field>/max` for a step that logged several values of one
-name (one per finishing episode); the field itself holds their mean."""
+name (one per finishing episode); the field itself holds their mean. `<field>/nonfinite`: how
+many NaN/Inf values of a registry metric a step logged (they are not stored as values), so a
+reader can tell "every value was NaN" from "nothing was logged"."""
+NONFINITE_SUFFIX = "/nonfinite"
+"""The `SPREAD` field `<field>/nonfinite` (see `nonfinite_field`)."""
 UNREGISTERED = "unregistered"
 """Names the registry does not know, stored as logged."""
 EVENTS = "events"
@@ -270,3 +276,8 @@ def transforms_from_json(text: str) -> dict[str, tuple[FieldTransform, ...]]:
         if found:
             out[str(field)] = tuple(found)
     return out
+
+
+def nonfinite_field(field: str) -> str:
+    """The `SPREAD` field counting the non-finite values `field` logged at a step."""
+    return field + NONFINITE_SUFFIX

@@ -300,6 +300,7 @@ def _metric(raw: Mapping[str, Any]) -> Metric:
             max=limits.get("max"),
             reason=limits["reason"],
             source=limits.get("source"),
+            undefined_when_constant=bool(limits.get("undefined_when_constant", False)),
         ),
         bands=_bands(bands) if bands else None,
         bands_by_space={

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -59,6 +60,9 @@ class Limits:
     max: float | None
     reason: str
     source: str | None = None
+    undefined_when_constant: bool = False
+    """NaN is what the metric is on constant input (a ratio of variances, 0/0): a logged NaN
+    is a fact about the data, not a numerical failure of the training."""
 
     def contains(self, value: float) -> bool:
         return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
@@ -298,7 +302,7 @@ class Rule:
     source: str | None = None
     sentinel: str | None = None
 
-    @property
+    @functools.cached_property
     def metrics(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(c.metric for c in self.conditions))
 

@@ -45,6 +45,7 @@ SLOW_MODULES: dict[str, str] = {
     "test_sources_resume.py": "readers killed",
     "test_repair.py": "writers killed",
     "test_corpus_verdicts.py": "the calibration corpus replayed card by card at every step",
+    "test_replay_matches_live.py": "the corpus replayed, and each run logged and served again",
     "test_readme_commands.py": "the README's commands: the demo, serve, SB3 and corpus trainings",
     "test_serve_logdir.py": "rlvitals serve processes following log folders",
 }

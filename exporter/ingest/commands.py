@@ -60,6 +60,7 @@ from .log_context import parse_assignment
 __all__ = [
     "add_config_arguments",
     "follow_logs",
+    "import_into",
     "mapped_config",
     "read_config_arguments",
     "register",
@@ -259,6 +260,47 @@ def tail_arguments(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="rlvitals")
     register(parser.add_subparsers(dest="command"))
     return parser.parse_args(["tail", *argv])
+
+
+def import_into(
+    paths: Sequence[Path],
+    *,
+    settings: ExporterSettings,
+    reg: registry.Registry,
+    run: str,
+    config: Mapping[str, Any],
+    framework: str | None = None,
+    err: TextIO,
+) -> tuple[int, list[RunSummary]]:
+    """What `rlvitals import PATHS --run RUN` does, into the store of `settings` (never the
+    environment's), with the run config `config` and the registry `reg` (its `--map`s
+    applied): the diagnosis replay stores a run exactly as an import would, then reads it as
+    the datasource does. Every line goes to `err`; returns import's exit code and what each
+    run received (the names it logged, its framework)."""
+    argv = ["import", *map(str, paths), "--run", run]
+    if framework is not None:
+        argv += ["--framework", framework]
+    parser = argparse.ArgumentParser(prog="rlvitals")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    received: list[RunSummary] = []
+    code = _run_ingest(
+        args,
+        follow=False,
+        poll=0.0,
+        max_polls=1,
+        resume=False,
+        direct=False,
+        resume_runs=False,
+        stop=threading.Event(),
+        err=err,
+        reg=reg,
+        settings=settings,
+        config=config,
+        out=err,
+        summaries=received,
+    )
+    return code, received
 
 
 def follow_logs(
@@ -479,6 +521,10 @@ def _run_ingest(
     contain: bool = False,
     reg: registry.Registry | None = None,
     start_each: bool = False,
+    settings: ExporterSettings | None = None,
+    config: Mapping[str, Any] | None = None,
+    out: TextIO | None = None,
+    summaries: list[RunSummary] | None = None,
 ) -> int:
     """The import / tail loop. `err` takes the lines meant for stderr, `on_poll` the files
     found after each poll, and with `contain` an unexpected exception while reading ends the
@@ -486,18 +532,22 @@ def _run_ingest(
     `follow_logs` runs it in a thread of another process (with the registry it loaded, `reg`).
     With `start_each`, a run whose file was read through starts (and is listed) at once, its
     framework detected from what it held, rather than after the whole pass: behind a folder's
-    small runs a big file can take minutes to read."""
+    small runs a big file can take minutes to read. `settings`, `config` (the run config) and
+    `out` (the summary lines) replace what the environment, `--config`/`--set` and stdout give,
+    and `summaries` receives each run's `RunSummary`: `import_into` passes them."""
     err = err or sys.stderr
     try:
         if args.pattern is not None:
             compile_pattern(args.pattern)
         elif args.format == "regex":
             return _fail("--format regex needs --pattern REGEX", err)
-        settings = ExporterSettings.from_env(os.environ)
-        if args.store:
-            settings = settings.replace(store=Path(args.store))
+        if settings is None:
+            settings = ExporterSettings.from_env(os.environ)
+            if args.store:
+                settings = settings.replace(store=Path(args.store))
         reg = reg or registry.registry_from_args(args)
-        run_config = mapped_config(reg, read_config_arguments(args))
+        given = read_config_arguments(args) if config is None else dict(config)
+        run_config = mapped_config(reg, given)
         positions = _stored_positions(settings) if resume else {}
         unfinished = {} if follow or resume else _incomplete_imports(settings)
         if unfinished:
@@ -670,7 +720,9 @@ def _run_ingest(
         _leave_incomplete(settings, ingest, f"{lost:,} value(s) read were not stored")
     statuses = _statuses(settings)
     for summary in ingest.summaries:
-        print(_summary_line(summary, statuses.get(summary.name), reg))
+        print(_summary_line(summary, statuses.get(summary.name), reg), file=out or sys.stdout)
+    if summaries is not None:
+        summaries.extend(ingest.summaries)
     if over_budget:
         print(
             f"rlvitals: error: {over_budget:,} value(s) were refused because the outbox reached "

@@ -32,6 +32,7 @@ from ..schema import (
     FieldTransform,
     SampleBlock,
     SampleRow,
+    nonfinite_field,
 )
 from .derive import StepDeriver
 
@@ -479,6 +480,9 @@ class Translator:
         preferred: dict[tuple[str, str], int] = {}  # only precedences other than 0
         # several values at one step: (measurement-free key) -> (field, gpu, count, min, max)
         spreads: dict[tuple[str, str], tuple[str, str, int, float, float]] = {}
+        # registry metrics' non-finite values at this step, (field, gpu) -> how many: stored as
+        # `<field>/nonfinite` so a reader can tell "all NaN" from "never logged"
+        marks: dict[tuple[str, str], int] = {}
         targets = self._targets.get(framework)
         if targets is None:
             targets = self._targets[framework] = {}
@@ -530,6 +534,9 @@ class Translator:
             spread: tuple[int, float, float] | None = None
             if members is not None:
                 converted = [self._convert(transform, m) for m in members]
+                bad = sum(1 for m in converted if not isfinite(m))
+                if bad:
+                    marks[(field, gpu)] = marks.get((field, gpu), 0) + bad
                 origin = "" if name == field else f" from {name!r}"
                 summary = self._summarise(converted, field, origin, nonfinite)
                 if summary is None:
@@ -551,6 +558,7 @@ class Translator:
                     origin = "" if name == field else f" from {name!r}"
                     nonfinite.append(f"{field}={canonical!r}{origin}")
                     self._count_nonfinite(field)
+                    marks[(field, gpu)] = marks.get((field, gpu), 0) + 1
                     continue
                 problem = limits_problem(self._registry, res, name, canonical, istep)
                 if problem is not None:
@@ -573,6 +581,9 @@ class Translator:
             latest[key] = canonical
             if spread is not None:
                 spreads[key] = (field, gpu, *spread)
+        for (field, gpu), count in marks.items():
+            mark = nonfinite_field(field)
+            rows.append((run, rank, istep, SPREAD, gpu, mark, float(count), wall_time))
         for field, gpu, count, lowest, highest in spreads.values():
             rows.append((run, rank, istep, SPREAD, gpu, f"{field}/count", float(count), wall_time))
             rows.append((run, rank, istep, SPREAD, gpu, f"{field}/min", lowest, wall_time))

@@ -68,9 +68,15 @@ EXPORTER_COUNTERS = {"nonfinite_count": "rlvitals_nonfinite_samples_total"}
 exporter's Prometheus counter over the look-back window, against the registry's threshold."""
 
 
-def metric_alert_expr(metric: Metric, alert: Alert, timing: Timing = Timing()) -> str:
+def metric_alert_expr(
+    metric: Metric, alert: Alert, timing: Timing = Timing(), benign: Sequence[str] = ()
+) -> str:
+    """`benign`: metrics whose non-finite values are facts about the data
+    (`limits.undefined_when_constant`), left out of the non-finite counter."""
     counter = EXPORTER_COUNTERS.get(metric.id)
     if counter is not None:
+        if benign:
+            counter += '{metric!~"' + "|".join(sorted(benign)) + '"}'
         return f"sum by (run) {_increase(counter, f'{timing.lookback_seconds}s')}"
     return (
         f'max by (run) ({ALERT_GAUGE}{{metric="{metric.id}", severity="{alert.severity}", '
@@ -218,14 +224,16 @@ def _condition(alert: Alert) -> str:
     return f"{alert.condition} {alert.threshold:g}{basis} for {alert.for_steps} consecutive steps{scope}"
 
 
-def _metric_rule(metric: Metric, group: tuple[Alert, ...], timing: Timing) -> dict[str, Any]:
+def _metric_rule(
+    metric: Metric, group: tuple[Alert, ...], timing: Timing, benign: Sequence[str] = ()
+) -> dict[str, Any]:
     alert = group[0]
     cond = " or ".join(_condition(a) for a in group)
     more = f" (or {len(group) - 1} more, see summary)" if len(group) > 1 else ""
     return _rule(
         _uid("rlv", metric.id, alert.severity[0], alert.condition),
         f"{metric.title.en}: {_condition(alert)}{more}",
-        metric_alert_expr(metric, alert, timing),
+        metric_alert_expr(metric, alert, timing, benign),
         timing,
         {"severity": alert.severity, "metric": metric.id, "layer": metric.layer},
         {
@@ -339,8 +347,9 @@ def _pipeline_rules(reg: Registry, timing: Timing) -> list[dict[str, Any]]:
 
 def alert_rule_groups(reg: Registry, timing: Timing = Timing()) -> dict[str, Any]:
     """The alert rules file as a mapping (apiVersion 1, three groups)."""
+    benign = [m.id for m in reg.metrics if m.limits.undefined_when_constant]
     metric_rules = [
-        _metric_rule(m, group, timing) for m in reg.metrics for group in _alert_groups(m)
+        _metric_rule(m, group, timing, benign) for m in reg.metrics for group in _alert_groups(m)
     ]
     rule_rules = [_rule_rule(reg, r, timing) for r in reg.rules]
     groups: Sequence[tuple[str, list[dict[str, Any]]]] = (

@@ -1,4 +1,5 @@
-"""`GET /api/cards?run=R[&metric=M][&lang=en|zh]`: diagnosis cards (all core metrics by default)."""
+"""`GET /api/cards?run=R[&metric=M][&lang=en|zh]`: diagnosis cards (by default every core metric
+and every other registry metric the run logged)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,7 @@ def cards() -> Response:
     lang = params.lang(args) or "en"
     run = params.check_run(svc.store, args)
     metric = params.text(args, "metric", required=False)
-    if metric is None:
-        ids = [m.id for m in svc.registry.core_metrics()]
-    else:
-        ids = [params.check_metric(svc.registry, metric).id]
+    # every core metric and every other metric the run logged (`carded_metrics`)
+    ids = None if metric is None else [params.check_metric(svc.registry, metric).id]
     result = cards_for(svc.registry, svc.store, run, ids, lang, svc.config.card_window)
     return jsonify({"run": run, "lang": lang, "cards": result})

@@ -11,13 +11,15 @@ from typing import Any
 import numpy as np
 
 import registry
-from registry.diagnosis import build_card
+from exporter.schema import nonfinite_field
+from registry.diagnosis import Card
+from registry.diagnosis.run_cards import carded_metrics, diagnose
 from registry.diagnosis.stats import RunMean, Series, as_series
 
 from .card_words import labelled
 from .history import HistoryStore, Points
 
-__all__ = ["EARLY_SKETCH_POINTS", "card_inputs", "cards_for"]
+__all__ = ["EARLY_SKETCH_POINTS", "card_inputs", "cards_for", "run_cards"]
 
 EARLY_SKETCH_POINTS = 32
 
@@ -77,37 +79,77 @@ def _with_early_sketches(
     return series
 
 
-def cards_for(
+def _with_nonfinite(
+    series: dict[str, Series], windows: Mapping[str, Points], marks: Mapping[str, str]
+) -> None:
+    """Each metric's non-finite values put back as NaN at their steps (the store keeps them as
+    `<field>/nonfinite` counts, never as values): a card then tells "every value was NaN" from
+    "nothing was logged". Marks older than the metric's window are left out with it."""
+    for metric, mark in marks.items():
+        bad = windows.get(mark)
+        if bad is None or not len(bad):
+            continue
+        have = series.get(metric)
+        steps = bad.steps
+        if have is not None and len(have):
+            steps = steps[(steps >= have.steps[0]) & ~np.isin(steps, have.steps)]
+            if not steps.size:
+                continue
+            both = np.concatenate([have.steps, steps])
+            values = np.concatenate([have.values, np.full(steps.size, np.nan)])
+        else:
+            both, values = steps, np.full(steps.size, np.nan)
+        order = np.argsort(both, kind="stable")
+        series[metric] = as_series((both[order], values[order]))
+
+
+def run_cards(
     reg: registry.Registry,
     store: HistoryStore,
     run: str,
-    metric_ids: Sequence[str],
+    metric_ids: Sequence[str] | None,
     lang: str,
     window: int,
-) -> list[dict[str, Any]]:
-    """One card per metric, reading each needed field's last `window` points once and the
-    whole-run count and mean of each metric carded."""
-    inputs = {m: card_inputs(reg, m) for m in metric_ids}
-    fields = list(dict.fromkeys(f for needed in inputs.values() for f in needed))
+) -> list[Card]:
+    """One card per metric (None: `carded_metrics`, the run's own), judged with the last
+    `window` points of everything the run logged and the whole-run mean of each metric carded:
+    what `registry.diagnosis.diagnose` needs, read from any history store."""
+    # what the run logged (not its hyperparameters, stored once at step 0)
+    logged = [f for f in store.logged_fields(run) if reg.has_metric(f)]
+    ids = list(carded_metrics(reg, logged) if metric_ids is None else metric_ids)
+    needed = {f for m in ids for f in card_inputs(reg, m)}
+    fields = list(dict.fromkeys([*logged, *(f for f in needed if f not in logged)]))
+    # a store answers an unknown field with no points: every metric's marks are asked for
+    marks = {f: nonfinite_field(f) for f in fields if reg.has_metric(f)}
     config = dict(store.run_config(run))
     stages = reg.stages_for(config)
     early = _early_fields(reg, fields) if stages.early_end > 0 else []
     # The whole-run statistics and the early-stage sketches do not depend on the windows (at any
     # length a run is long past its early stage): read beside them, each a wait on the store.
     with ThreadPoolExecutor(2, thread_name_prefix="rlvitals-cards") as pool:
-        stats_read = pool.submit(store.stats, run, list(metric_ids))
+        stats_read = pool.submit(store.stats, run, ids)
         early_read = pool.submit(
             store.series_many, run, early, 0, stages.early_end - 1, EARLY_SKETCH_POINTS
         )
-        windows = store.windows(run, fields, window)
+        windows = store.windows(run, [*fields, *marks.values()], window)
         stats, whole_early = stats_read.result(), early_read.result()
-    whole_run = {m: s for m, s in stats.items() if len(windows.get(m, ()))}
-    series = _with_early_sketches(reg, store, run, windows, stages, whole_early)
-    cards = []
-    for metric_id in metric_ids:
-        subset = {m: series[m] for m in inputs[metric_id] if m in series}
-        stats_of = whole_run.get(metric_id)
-        run_mean = None if stats_of is None else RunMean(stats_of.count, stats_of.mean)
-        card = build_card(reg, metric_id, subset, config, lang, whole_run=run_mean)
-        cards.append(labelled(card.to_dict(), lang))
-    return cards
+    values = {f: windows[f] for f in fields if f in windows}
+    series = _with_early_sketches(reg, store, run, values, stages, whole_early)
+    _with_nonfinite(series, windows, marks)
+    series = {f: s for f, s in series.items() if len(s)}
+    whole_run = {m: RunMean(s.count, s.mean) for m, s in stats.items() if len(windows.get(m, ()))}
+    return diagnose(reg, series, config, ids, lang, whole_run)
+
+
+def cards_for(
+    reg: registry.Registry,
+    store: HistoryStore,
+    run: str,
+    metric_ids: Sequence[str] | None,
+    lang: str,
+    window: int,
+) -> list[dict[str, Any]]:
+    """`run_cards` as the JSON the datasource answers, with the words of `lang`."""
+    return [
+        labelled(c.to_dict(), lang) for c in run_cards(reg, store, run, metric_ids, lang, window)
+    ]

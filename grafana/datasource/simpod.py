@@ -177,11 +177,8 @@ def _cards(svc: Services, ref: str, p: Mapping[str, Any], _: int | None) -> list
     run = params.check_run(svc.store, p)
     lang = params.lang(p) or "en"
     metric = params.text(p, "metric", required=False)
-    ids = (
-        [params.check_metric(svc.registry, metric).id]
-        if metric
-        else [m.id for m in svc.registry.core_metrics()]
-    )
+    # as /api/cards: every core metric and every other metric the run logged
+    ids = [params.check_metric(svc.registry, metric).id] if metric else None
     cards = cards_for(svc.registry, svc.store, run, ids, lang, svc.config.card_window)
     return [_table(ref, _CARD_COLUMNS, cards)]
 

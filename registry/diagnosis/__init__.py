@@ -1,7 +1,9 @@
 """The diagnosis engine: pure numpy functions over step series that evaluate the registry's declarations.
 
-`build_card()` is the entry point for one metric's diagnosis card; `evaluate_rules()` evaluates
-`rules.yaml` in batch and `StreamingDiagnosis` incrementally (the exporter's live rule states).
+`diagnose()` builds a run's cards (one context, one preparation of its series; every entry point
+asks it: the datasource, the replay, the demo) and `run_status()` condenses them; `build_card()`
+is one metric's card; `evaluate_rules()` evaluates `rules.yaml` in batch and `StreamingDiagnosis`
+incrementally (the exporter's live rule states).
 A series is `(steps, values)`; values may be NaN.
 """
 
@@ -28,6 +30,7 @@ from .fingerprint import (
 )
 from .kl_zone import KlZone, kl_zone
 from .rules import Observation, RuleContext, RuleResult, evaluate_rule, evaluate_rules, window_stat
+from .run_cards import carded_metrics, diagnose, run_status, verdict_cards
 from .stats import (
     RunMean,
     Series,
@@ -74,12 +77,14 @@ __all__ = [
     "band_state",
     "basis_scale",
     "build_card",
+    "carded_metrics",
     "change_pct",
     "classify_entropy",
     "consecutive_violations",
     "couplings",
     "cv",
     "deviation_pct",
+    "diagnose",
     "early_mean",
     "ema",
     "ema_lag_points",
@@ -93,6 +98,7 @@ __all__ = [
     "refusal_rising_with_reward",
     "reward_fingerprint",
     "rm_rising_eval_not",
+    "run_status",
     "shaped_up_raw_down",
     "slope_per_1k",
     "summarize",

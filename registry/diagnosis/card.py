@@ -76,7 +76,6 @@ STATUSES: tuple[Status, ...] = ("ok", "watch", "warning", "critical", "no_data")
 _RANK: dict[Status, int] = {"no_data": -1, "ok": 0, "watch": 1, "warning": 2, "critical": 3}
 MIN_POINTS = 3  # the registry's warm-up (2 points) plus one to judge
 _KL_DANGER_POINTS = 3
-_UNDEFINED_WHEN_CONSTANT = ("explained_variance",)
 _ALWAYS_READ = ("band", "warmup", "entropy_shape", "kl_zone", "fingerprint")
 
 SentinelFn = Callable[[Series, Series], Sentinel]
@@ -332,20 +331,26 @@ def build_card(
     options: CardOptions | None = None,
     whole_run: RunMean | None = None,
     context: RunContext | None = None,
+    prepared: bool = False,
 ) -> Card:
     """The diagnosis card of one metric from the histories of it and its neighbours.
 
     `whole_run` is the metric's mean over its whole run when `series_by_metric` holds only a
     recent window of a long one; without it the mean is that of the series given. `context` is
-    the run's context (see `context.py`); without it, it is read from `config` and the series."""
+    the run's context (see `context.py`); without it, it is read from `config` and the series.
+    `prepared`: `series_by_metric` and `config` already went through `prepare_series` and
+    `with_context` for this context (`diagnose` does it once for all of a run's cards)."""
     opts = options or CardOptions()
     t = _Lang(lang)
     metric = registry.metric(metric_id)
     title = metric.title.get(lang)
     series = {k: as_series(v) for k, v in series_by_metric.items()}
     ctx = context if context is not None else run_context(config, series)
-    cfg = with_context(config, ctx, series)
-    series = prepare_series(registry, ctx, series)
+    if prepared:
+        cfg = dict(config or {})
+    else:
+        cfg = with_context(config, ctx, series)
+        series = prepare_series(registry, ctx, series)
     s = series.get(metric_id)
     finite = 0 if s is None else int(np.isfinite(s.values).sum())
     if s is None or finite < MIN_POINTS:
@@ -504,6 +509,9 @@ def prepare_series(
     seconds since start) becomes the rate between consecutive points, Δsteps / Δseconds, so a
     slowdown shows when it happens and the first point (measured before any update) drops out."""
     out = dict(series)
+    nonfinite = _health_nonfinite(registry, series)
+    if nonfinite is not None:
+        out[NONFINITE_COUNT] = nonfinite
     updates = next((series[m] for m in _UPDATE_METRICS if m in series and len(series[m])), None)
     for metric_id in ("episodic_return", "episode_length"):
         s = series.get(metric_id)
@@ -534,6 +542,27 @@ def prepare_series(
 
 
 _UPDATE_METRICS = ("policy_entropy", "policy_kl", "value_loss", "policy_loss", "grad_norm")
+NONFINITE_COUNT = "nonfinite_count"
+
+
+def _health_nonfinite(registry: Registry, series: Mapping[str, Series]) -> Series | None:
+    """The step's count of non-finite values less those that are facts about the data (a
+    variance ratio's NaN on constant returns, `undefined_when_constant`): NaN in the series of
+    such a metric is taken off the count at its step."""
+    count = series.get(NONFINITE_COUNT)
+    if count is None:
+        return None
+    benign = [
+        s.steps[np.isnan(s.values)]
+        for m, s in series.items()
+        if registry.has_metric(m) and registry.metric(m).limits.undefined_when_constant
+    ]
+    if not any(b.size for b in benign):
+        return None
+    values = count.values.copy()
+    for steps in benign:
+        values[np.isin(count.steps, steps)] -= 1.0
+    return Series(count.steps, np.maximum(values, 0.0))
 
 
 def _per_update(s: Series, updates: npt.NDArray[np.int64]) -> Series:
@@ -719,7 +748,7 @@ def _limit_evidence(t: _Lang, metric: Metric, s: Series, summary: Summary) -> li
                 "nonfinite",
                 # a ratio whose denominator is a variance is undefined (0/0) on constant
                 # inputs: SB3 logs explained variance as NaN when the returns do not vary
-                "watch" if metric.id in _UNDEFINED_WHEN_CONSTANT else "warning",
+                "watch" if metric.limits.undefined_when_constant else "warning",
                 t(
                     f"the latest logged value (step {s.last_step:,}) is {raw}; last finite value at step {summary.step:,}",
                     f"最新记录值（第 {s.last_step:,} 步）为 {raw}；最后一个有效值在第 {summary.step:,} 步",

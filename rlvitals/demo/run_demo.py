@@ -17,7 +17,8 @@ from exporter.config import ExporterSettings
 from exporter.run import Run, init
 from exporter.store.outbox import Outbox
 from registry import Registry
-from registry.diagnosis import Card, RuleResult, Series, as_series, build_card, evaluate_rules
+from registry.diagnosis import Card, RuleResult, Series, as_series, evaluate_rules
+from registry.diagnosis.run_cards import diagnose
 
 from .scenarios import SCENARIOS, Scenario, build
 from .simulate import SimConfig, SimEvent, Trajectory
@@ -126,9 +127,9 @@ def run_scenario(
     if sc.expect is not None:
         detection = detect(reg, sc.expect, tr.injection, sc.tolerance, series, events, config)
     cards = tuple(
-        build_card(reg, m.id, series, config, options.lang)
-        for m in reg.core_metrics()
-        if m.id in series
+        diagnose(
+            reg, series, config, [m.id for m in reg.core_metrics() if m.id in series], options.lang
+        )
     )
     firing = tuple(r for r in evaluate_rules(reg, series, config) if r.fired)
     counts: dict[str, int] = {}

@@ -16,7 +16,7 @@ from exporter.errors import ExporterError
 from exporter.ingest.commands import add_config_arguments, mapped_config, read_config_arguments
 from registry import FRAMEWORKS
 
-from .replay import Expected, RunVerdict, load_run, table, tags_cell, verdict
+from .replay import Expected, ReplayError, RunVerdict, load_run, table, tags_cell, verdict
 
 __all__ = ["register"]
 
@@ -151,7 +151,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     for folder in folders:
         try:
             run = load_run(folder, reg, framework, config)
-        except (OSError, ValueError, ExporterError) as exc:
+        except (OSError, ValueError, ExporterError, ReplayError) as exc:
             # one unreadable run must not cost the others their rows
             why = str(exc).splitlines()[0]
             print(f"rlvitals: error: {folder.name}: {why}", file=sys.stderr)

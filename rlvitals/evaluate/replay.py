@@ -11,23 +11,31 @@ expected.yaml).
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import math
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from exporter.ingest.log_context import context_from_logs
-from exporter.sources.tensorboard import TensorBoardSource, is_event_file
-from exporter.sources.text_summaries import read_text_summaries
+from exporter.config import ExporterSettings
+from exporter.ingest.commands import import_into
+from exporter.schema import TRANSFORMS_FIELD
+from grafana.datasource.cards import run_cards
+from grafana.datasource.config import DatasourceConfig
+from grafana.datasource.history.embedded import EmbeddedHistory
+from grafana.datasource.history.memory import MemoryHistory
 from registry import Recognition, Registry, recognise
-from registry.diagnosis import build_card
 from registry.diagnosis.card import Card
 from registry.diagnosis.context import RunContext, run_context
+from registry.diagnosis.run_cards import run_status
 from registry.diagnosis.stats import Series, as_series
-from registry.errors import AmbiguousName, UnknownName
 
 __all__ = [
     "FAILURE_KINDS",
@@ -42,6 +50,7 @@ __all__ = [
     "verdict",
 ]
 
+CARD_WINDOW = DatasourceConfig.card_window  # the points a card reads, as `rlvitals serve`'s
 _RANK = {"no_data": -1, "ok": 0, "watch": 1, "warning": 2, "critical": 3}
 FAILURE_KINDS = (
     "entropy_collapse",
@@ -66,13 +75,41 @@ _METRIC_KINDS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class LoadedRun:
+    """A run as the store holds it after `rlvitals import`: every stored field's raw points
+    (registry metrics, derived ones, `nonfinite_count`, each metric's non-finite marks), the
+    stored run config, and what was read from the logs."""
+
     name: str
     framework: str | None
-    series: Mapping[str, Series]
+    fields: Mapping[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
     config: Mapping[str, Any]
     context: RunContext
     recognition: Recognition | None = None
     """How many of its logged names the registry recognised; suggestions for the others."""
+    logged: tuple[str, ...] = ()
+    """The fields the run logged (its hyperparameters, stored at step 0, aside)."""
+
+    @property
+    def series(self) -> dict[str, Series]:
+        """The registry metrics' finite points (what the cards read, without the marks)."""
+        return {f: as_series(p).finite() for f, p in self.fields.items() if f in self._metrics}
+
+    @property
+    def _metrics(self) -> frozenset[str]:
+        return frozenset(f for f in self.fields if "/" not in f)
+
+    def until(self, step: int) -> MemoryHistory:
+        """The store as it was when the run had logged up to `step`: what `/api/cards` reads."""
+        cut = {}
+        for f, (steps, values) in self.fields.items():
+            k = int(np.searchsorted(steps, step, side="right"))
+            if k:
+                cut[f] = (steps[:k], values[:k])
+        return MemoryHistory({self.name: cut}, configs={self.name: dict(self.config)})
+
+
+class ReplayError(Exception):
+    """A run's logs could not be imported for the replay (the import's own message)."""
 
 
 def load_run(
@@ -81,83 +118,91 @@ def load_run(
     framework: str | None = None,
     config: Mapping[str, Any] | None = None,
 ) -> LoadedRun:
-    """One run from the event files under `folder`; `config` overrides what the logs say."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and is_event_file(p))
-    if not files:
-        raise FileNotFoundError(f"{folder}: no TensorBoard event files under it")
-    records = []
-    texts: dict[str, str] = {}
-    for path in files:
-        records += list(TensorBoardSource(path, lambda _m: None).poll(final=True))
-        for tag, text in read_text_summaries(path).items():
-            texts.setdefault(tag, text)
-    keys = sorted({k for r in records for k in r.values})
-    fw = framework or registry.detect_framework(keys)
-    raw: dict[str, dict[int, tuple[int, float]]] = {}
-    unknown: dict[str, tuple[float, float]] = {}  # lowest, highest value: for the suggestions
-    for r in records:
-        for key, value in r.values.items():
-            try:
-                res = registry.resolve(key, framework=fw)
-            except (UnknownName, AmbiguousName):
-                _widen(unknown, key, value)
-                continue
-            if res.field != res.metric:
-                continue
-            per_step = raw.setdefault(res.metric, {})
-            # the alias listed first wins a step (CleanRL's approx_kl over old_approx_kl)
-            rank = res.alias.precedence if res.alias is not None else 0
-            prev = per_step.get(r.step)
-            if prev is None or rank <= prev[0]:
-                # several values at one step (episode returns): their mean, as the store keeps
-                number = float(np.mean(value)) if isinstance(value, list) else float(value)
-                per_step[r.step] = (rank, res.transform.apply(number))
-    series = {
-        m: as_series((np.array(sorted(v)), np.array([v[s][1] for s in sorted(v)])))
-        for m, v in raw.items()
+    """One run from the logs under `folder`, imported as `rlvitals import FOLDER` imports it
+    (into a store of its own, thrown away after), then read back as the datasource reads it.
+    `config` (`--config`/`--set`) overrides what the logs say; `registry` carries any `--map`."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: not a folder")
+    name = folder.name
+    with tempfile.TemporaryDirectory(prefix="rlvitals-replay-") as tmp:
+        settings = ExporterSettings(store=Path(tmp))
+        err = io.StringIO()
+        with _warnings_to(err):
+            code, received = import_into(
+                [folder],
+                settings=settings,
+                reg=registry,
+                run=name,
+                config=dict(config or {}),
+                framework=framework,
+                err=err,
+            )
+        said = [line for line in err.getvalue().splitlines() if "error" in line]
+        if code != 0:
+            raise ReplayError(said[-1] if said else f"{folder}: import exit code {code}")
+        store = EmbeddedHistory(settings.outbox_path)
+        fields = {}
+        for f in store.fields(name):
+            p = store.series(name, f, None, None, _ALL_POINTS)
+            fields[f] = (p.steps, p.values)
+        cfg = dict(store.run_config(name))
+        info = store.run_info(name)
+        logged = store.logged_fields(name)
+    series = {f: as_series(p).finite() for f, p in fields.items() if "/" not in f}
+    series = {f: s for f, s in series.items() if registry.has_metric(f)}
+    ranges = {
+        f: (float(np.min(s.values)), float(np.max(s.values)))
+        for f, s in ((f, as_series(fields[f]).finite()) for f in logged)
+        if not registry.has_metric(f) and len(s)
     }
-    cfg = {**context_from_logs(fw, keys, texts), **dict(config or {})}
-    names = recognise(registry, keys, fw, unknown)
-    return LoadedRun(folder.name, fw, series, cfg, run_context(cfg, series), names)
+    names = recognise(registry, received[0].names if received else (), info.framework, ranges)
+    fields = {f: p for f, p in fields.items() if f != TRANSFORMS_FIELD}
+    return LoadedRun(
+        name, info.framework, fields, cfg, run_context(cfg, series), names, tuple(logged)
+    )
 
 
-def _widen(ranges: dict[str, tuple[float, float]], key: str, value: float | list[float]) -> None:
-    finite = [v for v in (value if isinstance(value, list) else [value]) if math.isfinite(v)]
-    if finite:
-        lo, hi = ranges.get(key, (math.inf, -math.inf))
-        ranges[key] = (min(lo, *finite), max(hi, *finite))
+_ALL_POINTS = 2**62  # raw points, never bucketed
+
+
+@contextlib.contextmanager
+def _warnings_to(out: io.StringIO) -> Iterator[None]:
+    """The exporter's warnings (unknown names, ...) into `out` while the replay imports: the
+    evaluation's table says what it found of the names, once per run."""
+    log = logging.getLogger("exporter")
+    handler = logging.StreamHandler(out)
+    saved = log.propagate
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.propagate = saved
 
 
 @dataclass(frozen=True)
 class StepStatus:
     step: int
     status: str
-    worst: tuple[Card, ...]  # the cards at that status
-
-
-def _core_ids(registry: Registry, run: LoadedRun) -> list[str]:
-    return [m.id for m in registry.metrics if m.id in run.series and m.pattern is None]
+    worst: tuple[Card, ...]  # the training-health cards at that status
+    statuses: Mapping[str, str] = field(default_factory=dict)  # every card's, by metric
 
 
 def timeline(
     registry: Registry, run: LoadedRun, steps: Sequence[int] | None = None
 ) -> list[StepStatus]:
-    """The worst card status at every logged step (or at `steps`), with the cards at it."""
-    ids = _core_ids(registry, run)
-    if not run.series:  # no name recognised: no card, and no step to build one at
+    """The run's status at every step it logged a registry metric (or at `steps`): the cards
+    `/api/cards` answers for the run cut at that step, and the worst training-health card."""
+    metric_steps = [run.fields[f][0] for f in run.logged if registry.has_metric(f)]
+    if not metric_steps:  # no name recognised: no card, and no step to build one at
         return []
-    all_steps = np.unique(np.concatenate([s.steps for s in run.series.values()]))
+    all_steps = np.unique(np.concatenate(metric_steps))
     out = []
     for step in all_steps.tolist() if steps is None else steps:
-        upto = {m: s.until(int(step)) for m, s in run.series.items()}
-        upto = {m: s for m, s in upto.items() if len(s)}
-        cards = [build_card(registry, m, upto, run.config) for m in ids if m in upto]
-        cards = [c for c in cards if c.step is not None and c.step <= step]
-        worst = max((_RANK[c.status] for c in cards), default=-1)
-        status = next(k for k, v in _RANK.items() if v == worst)
-        out.append(
-            StepStatus(int(step), status, tuple(c for c in cards if _RANK[c.status] == worst))
-        )
+        cards = run_cards(registry, run.until(int(step)), run.name, None, "en", CARD_WINDOW)
+        status, worst = run_status(registry, cards)
+        out.append(StepStatus(int(step), status, worst, {c.metric: c.status for c in cards}))
     return out
 
 
@@ -251,9 +296,15 @@ def _update_steps(run: LoadedRun) -> np.ndarray[Any, np.dtype[np.int64]]:
 MAX_LAG_POINTS = 2
 
 
-def verdict(registry: Registry, run: LoadedRun, expected: Expected | None = None) -> RunVerdict:
-    """The run's verdict from its timeline, and what disagrees with `expected`."""
-    tl = timeline(registry, run)
+def verdict(
+    registry: Registry,
+    run: LoadedRun,
+    expected: Expected | None = None,
+    replayed: Sequence[StepStatus] | None = None,
+) -> RunVerdict:
+    """The run's verdict from its timeline (`replayed`, when it was built already), and what
+    disagrees with `expected`."""
+    tl = timeline(registry, run) if replayed is None else replayed
     first: dict[str, int | None] = {"watch": None, "warning": None, "critical": None}
     for st in tl:
         for level in first:

@@ -26,7 +26,7 @@ from typing import Any
 
 from exporter.lease import LEASE_COLUMNS, Lease, lease_from_row
 from exporter.lifecycle import Recorded
-from exporter.schema import ROLLUP_LEVELS, RUN_CONFIG, UNREGISTERED
+from exporter.schema import ROLLUP_LEVELS, RUN_CONFIG, SPREAD, UNREGISTERED
 
 from .base import (
     BucketPlan,
@@ -287,7 +287,9 @@ class EmbeddedHistory:
                 return out
             for (name,) in db.execute(_FIELDS, (run, run)).fetchall():
                 row = db.execute(_MEASUREMENT, (run, name)).fetchone()
-                if row is not None:
+                # `spread` holds facts about other fields' values (count, min, max, non-finite
+                # counts), not names the run logged
+                if row is not None and row[0] != SPREAD:
                     out[str(name)] = str(row[0])
         return out
 

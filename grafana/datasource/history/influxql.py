@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 
 import registry
-from exporter.schema import CONFIG_FIELD, EVENTS, ROLLUP_LEVELS, RUN_CONFIG, UNREGISTERED
+from exporter.schema import (
+    CONFIG_FIELD,
+    EVENTS,
+    NONFINITE_SUFFIX,
+    ROLLUP_LEVELS,
+    RUN_CONFIG,
+    SPREAD,
+    UNREGISTERED,
+)
 
 from .base import (
     Event,
@@ -123,6 +131,9 @@ class InfluxHistory:
     # -- quoting helpers: every query text goes through these ----------------------------------
 
     def _from(self, field: str) -> str:
+        base = field.removesuffix(NONFINITE_SUFFIX)
+        if base != field and self.registry.has_metric(base):
+            return quote_ident(SPREAD)  # a metric's per-step non-finite count
         if metric_of_field(self.registry, field) is None and field in self._unregistered():
             return quote_ident(UNREGISTERED)
         return quote_ident(measurement_of(self.registry, field))

@@ -11,6 +11,8 @@ import numpy as np
 from .base import (
     Event,
     FieldStats,
+    FloatArray,
+    IntArray,
     Latest,
     Points,
     RunInfo,
@@ -43,7 +45,7 @@ def downsample(points: Points, start: int | None, end: int | None, max_points: i
 class MemoryHistory:
     """Runs held as `{run: {field: (steps, values)}}` with optional configs and events."""
 
-    data: Mapping[str, Mapping[str, tuple[Sequence[int], Sequence[float]]]]
+    data: Mapping[str, Mapping[str, tuple[Sequence[int] | IntArray, Sequence[float] | FloatArray]]]
     configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     event_log: Mapping[str, Sequence[Event]] = field(default_factory=dict)
     info: Mapping[str, RunInfo] = field(default_factory=dict)

@@ -5,6 +5,7 @@ the engine was tuned (tests/fixtures/runs/expected.yaml)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,20 @@ import pytest
 import yaml
 
 import registry
-from rlvitals.evaluate.replay import MAX_LAG_POINTS, Expected, RunVerdict, load_run, verdict
+from rlvitals.evaluate.replay import (
+    MAX_LAG_POINTS,
+    Expected,
+    LoadedRun,
+    RunVerdict,
+    StepStatus,
+    load_run,
+    verdict,
+)
 
 RUNS = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 EXPECTED: dict[str, Any] = yaml.safe_load((RUNS / "expected.yaml").read_text())["runs"]
+# the session's replay of a corpus run (tests/rlvitals/evaluate/conftest.py)
+Replayed = Callable[[str], tuple[LoadedRun, list[StepStatus]]]
 # Disagreements the engine still has with the written verdicts: kept visible, not hidden by
 # editing either side (none left: grpo_mu1_beta_lr was warned for its KL climbing out of zero
 # until `ref_kl_surge_with_reward_up` asked for a surge, see registry/rules.yaml).
@@ -23,17 +34,13 @@ KNOWN: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
-def shipped() -> registry.Registry:
-    return registry.load()
+def shipped(builtin: registry.Registry) -> registry.Registry:
+    return builtin
 
 
-_cache: dict[str, RunVerdict] = {}
-
-
-def _verdict(reg: registry.Registry, name: str) -> RunVerdict:
-    if name not in _cache:
-        _cache[name] = verdict(reg, load_run(RUNS / name, reg), Expected.of(EXPECTED[name]))
-    return _cache[name]
+def _verdict(reg: registry.Registry, name: str, replayed: Replayed) -> RunVerdict:
+    run, steps = replayed(name)
+    return verdict(reg, run, Expected.of(EXPECTED[name]), steps)
 
 
 def _params() -> list[Any]:
@@ -51,8 +58,10 @@ def test_the_corpus_is_the_size_the_issue_asks_for() -> None:
 
 
 @pytest.mark.parametrize("name", _params())
-def test_each_corpus_run_gets_its_verdict_class(shipped: registry.Registry, name: str) -> None:
-    v = _verdict(shipped, name)
+def test_each_corpus_run_gets_its_verdict_class(
+    shipped: registry.Registry, name: str, replayed: Replayed
+) -> None:
+    v = _verdict(shipped, name, replayed)
     exp = Expected.of(EXPECTED[name])
     if exp.verdict == "healthy":
         assert v.flag_step is None, v.flag_reading
@@ -115,17 +124,19 @@ def _readme_rows() -> dict[str, list[str]]:
     return rows
 
 
-def test_readme_table_is_what_the_corpus_gives(shipped: registry.Registry) -> None:
+def test_readme_table_is_what_the_corpus_gives(
+    shipped: registry.Registry, replayed: Replayed
+) -> None:
     """The README's corpus table, row by row, is what `python bench/corpus_vs_rlwatch.py`
     prints: rlvitals' verdicts (the replay `evaluate` runs) and rlwatch 0.5.1's first alerts."""
     bench = _bench()
     rows = _readme_rows()
     assert sorted(rows) == sorted(EXPECTED), "the README's table lists every corpus run"
     for name, cells in rows.items():
-        v = _verdict(shipped, name)
+        v = _verdict(shipped, name, replayed)
         exp = Expected.of(EXPECTED[name])
         w, c = v.first["warning"], v.first["critical"]
-        rw = bench.rlwatch_first(load_run(RUNS / name, shipped))
+        rw = bench.rlwatch_first(replayed(name)[0])
         assert cells[1:] == [
             exp.verdict + (", dead at end" if exp.dead_at_end else ""),
             "–" if exp.failure_step is None else f"{exp.failure_step:,} {exp.failure}",
