@@ -103,5 +103,6 @@ __all__ = [
     "slope_per_1k",
     "summarize",
     "trend",
+    "verdict_cards",
     "window_stat",
 ]
