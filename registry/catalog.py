@@ -90,6 +90,15 @@ class Registry:
     def core_metrics(self) -> tuple[Metric, ...]:
         return tuple(m for m in self.metrics if m.core)
 
+    def update_metrics(self) -> tuple[str, ...]:
+        """The metrics whose points are the run's updates: measured once per optimizer update
+        (`sampling: per_update`, not a hyperparameter or a derived value). The first of them
+        marks the first update (off-policy learners log none during `learning_starts`); their
+        spacing is the run's cadence."""
+        return tuple(
+            m.id for m in self.metrics if m.sampling == "per_update" and m.kind == "measured"
+        )
+
     def by_group(self, group: str) -> tuple[Metric, ...]:
         return tuple(m for m in self.metrics if m.group == group)
 

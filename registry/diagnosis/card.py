@@ -32,7 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..catalog import Registry
-from ..model import Metric, Rule, Stages
+from ..model import Alert, Metric, Rule, Stages
+from ..references import random_returns
 from .bands import (
     AlertState,
     BandState,
@@ -345,7 +346,7 @@ def build_card(
     metric = registry.metric(metric_id)
     title = metric.title.get(lang)
     series = {k: as_series(v) for k, v in series_by_metric.items()}
-    ctx = context if context is not None else run_context(config, series)
+    ctx = context if context is not None else context_of(registry, config, series)
     if prepared:
         cfg = dict(config or {})
     else:
@@ -354,7 +355,10 @@ def build_card(
     s = series.get(metric_id)
     finite = 0 if s is None else int(np.isfinite(s.values).sum())
     if s is None or finite < MIN_POINTS:
-        why = _no_data_reason(t, s, finite)
+        why = _no_data_reason(t, s, finite, metric, ctx)
+        facts = [] if s is None else _physical_facts(t, metric, s, cfg)
+        if any(e.severity != "ok" for e in facts):
+            return _facts_card(t, metric, title, lang, s, finite, why, facts, ctx)
         reading = t(f"{title}: no diagnosis: {why}.", f"{title}：无法诊断：{why}。")
         return Card(
             metric_id,
@@ -412,12 +416,20 @@ def build_card(
     warm = registry.timing.warmup_points
     if in_warmup(summary.step, stages, cfg, s.finite(), warm) and status != "ok":
         end = warmup_end(stages, cfg, s.finite(), warm)
+        # physical facts need no history: a NaN, a value past its limits or an update far past
+        # any trust region is alarmed in warm-up too
+        physical: Status = "ok"
+        for e in evidence:
+            if _is_fact(e):
+                physical = _max(physical, e.severity)
         reason = t(
-            f"warm-up: step {summary.step:,} < {end:,}; the evidence is listed but not alarmed",
-            f"预热期：第 {summary.step:,} 步 < {end:,}；证据仅列出，不报警",
+            f"warm-up: step {summary.step:,} < {end:,}; the evidence is listed but not alarmed"
+            + (", except physical facts" if physical != "ok" else ""),
+            f"预热期：第 {summary.step:,} 步 < {end:,}；证据仅列出，不报警"
+            + ("（物理事实除外）" if physical != "ok" else ""),
         )
         evidence.append(Evidence("warmup", "ok", reason, {"step": summary.step, "warmup_end": end}))
-        status = "ok"
+        status = physical
 
     # older points weigh under s^50/(1-s) of the latest: the tail gives the same last value
     tail = max(1000, int(50 / max(1e-3, 1.0 - opts.smoothing)))
@@ -478,6 +490,13 @@ def _run_points(ctx: RunContext) -> int | None:
     return ctx.points or None
 
 
+def context_of(
+    registry: Registry, config: Mapping[str, Any] | None, series: Mapping[str, Series]
+) -> RunContext:
+    """`run_context` with what the registry knows: its update metrics and random-policy returns."""
+    return run_context(config, series, registry.update_metrics(), random_returns())
+
+
 def with_context(
     config: Mapping[str, Any] | None, ctx: RunContext, series: Mapping[str, Series]
 ) -> dict[str, Any]:
@@ -512,7 +531,8 @@ def prepare_series(
     nonfinite = _health_nonfinite(registry, series)
     if nonfinite is not None:
         out[NONFINITE_COUNT] = nonfinite
-    updates = next((series[m] for m in _UPDATE_METRICS if m in series and len(series[m])), None)
+    logged = [series[m] for m in registry.update_metrics() if m in series and len(series[m])]
+    updates = max(logged, key=len, default=None)
     for metric_id in ("episodic_return", "episode_length"):
         s = series.get(metric_id)
         if s is not None and updates is not None and len(s) > len(updates):
@@ -533,15 +553,14 @@ def prepare_series(
         d_s = np.diff(steps).astype(np.float64)
         keep = d_t > 0
         rates = as_series((steps[1:][keep], d_s[keep] / d_t[keep]))
-        # throughput before the first update (SAC's learning_starts) is not the training's
-        first = [series[m].steps[0] for m in _UPDATE_METRICS if m in series and len(series[m])]
-        if first:
-            rates = _from(rates, int(min(first)))
+        # throughput before the first update (an off-policy learner's learning_starts, random
+        # actions and no gradient: 10-100x the learning rate) is not the training's
+        if ctx.first_update is not None:
+            rates = _from(rates, ctx.first_update)
         out[metric_id] = rates
     return out
 
 
-_UPDATE_METRICS = ("policy_entropy", "policy_kl", "value_loss", "policy_loss", "grad_norm")
 NONFINITE_COUNT = "nonfinite_count"
 
 
@@ -697,8 +716,15 @@ def _entropy_cliff(t: _Lang, s: Series, ctx: RunContext, early: float | None) ->
     return [Evidence("entropy_cliff", "warning", text, {"from": top, "to": now, "since": since})]
 
 
-def _no_data_reason(t: _Lang, s: Series | None, finite: int) -> str:
+def _no_data_reason(
+    t: _Lang, s: Series | None, finite: int, metric: Metric, ctx: RunContext
+) -> str:
     if s is None or s.empty:
+        if ctx.algorithm and not _applies(metric, ctx):
+            return t(
+                f"not logged: {ctx.algorithm} has none (it applies to {', '.join(metric.applies_to)})",
+                f"未记录：{ctx.algorithm} 没有这一指标（适用于 {', '.join(metric.applies_to)}）",
+            )
         return t("no points logged", "没有记录任何数据点")
     if finite == 0:
         return t(
@@ -739,37 +765,152 @@ def _band_evidence(t: _Lang, band: BandState | None, summary: Summary) -> list[E
     return [Evidence("band", "watch", text, data)]
 
 
-def _limit_evidence(t: _Lang, metric: Metric, s: Series, summary: Summary) -> list[Evidence]:
-    out = []
-    if not summary.latest_is_finite:
-        raw = float(s.values[-1])
-        out.append(
-            Evidence(
-                "nonfinite",
-                # a ratio whose denominator is a variance is undefined (0/0) on constant
-                # inputs: SB3 logs explained variance as NaN when the returns do not vary
-                "watch" if metric.limits.undefined_when_constant else "warning",
-                t(
-                    f"the latest logged value (step {s.last_step:,}) is {raw}; last finite value at step {summary.step:,}",
-                    f"最新记录值（第 {s.last_step:,} 步）为 {raw}；最后一个有效值在第 {summary.step:,} 步",
-                ),
-                {"step": s.last_step, "last_finite_step": summary.step},
-            )
+_FACT_KINDS = ("nonfinite", "limits")
+
+
+def _is_fact(e: Evidence) -> bool:
+    """A physical fact: judged from the first point, in warm-up too."""
+    return e.kind in _FACT_KINDS or bool(e.data.get("physical"))
+
+
+def _is_physical(alert: Alert) -> bool:
+    """An alert whose one point is already the damage: an absolute threshold held for one point
+    (policy KL above 1 nat in one update, a non-finite value counted)."""
+    return alert.basis == "absolute" and alert.for_steps == 1
+
+
+def _applies(metric: Metric, ctx: RunContext) -> bool:
+    names = {a.lower() for a in metric.applies_to}
+    if names & {"all", "unknown"} or ctx.algorithm is None:
+        return True
+    algo = ctx.algorithm.lower()
+    mine = {algo, *algo.split("/"), "qr-dqn" if algo == "dqn" else algo}
+    if ctx.family == "off_policy":
+        mine.add("off_policy")
+    if ctx.family == "llm":
+        mine |= {"llm", "rlhf_ppo"}
+    return bool(names & mine)
+
+
+def _nonfinite_evidence(t: _Lang, metric: Metric, s: Series) -> list[Evidence]:
+    """NaN/Inf at the latest points: one is a warning; two in a row, or every value the metric
+    ever logged, is critical (a loss that overflowed stays overflowed; parameters a NaN reached
+    stay NaN). A variance ratio's NaN on constant input (`undefined_when_constant`) is a fact
+    about the batch and only `watch`."""
+    bad = ~np.isfinite(s.values)
+    if not bad.size or not bad[-1]:
+        return []
+    good = np.flatnonzero(~bad)
+    run = int(bad.size - 1 - good[-1]) if good.size else int(bad.size)
+    since = int(s.steps[bad.size - run])
+    total = int(bad.sum())
+    data: dict[str, object] = {
+        "step": s.last_step,
+        "since_step": since,
+        "consecutive": run,
+        "nonfinite_points": total,
+        "last_finite_step": int(s.steps[good[-1]]) if good.size else None,
+    }
+    if not good.size:
+        severity: Status = "critical"
+        text = t(
+            f"every one of the {total} logged value(s) (steps {int(s.steps[0]):,}-{s.last_step:,}) is NaN or"
+            " infinite: whatever computes it is broken (an overflowed loss, NaN parameters), and"
+            " updates driven by it are not learning",
+            f"记录的全部 {total} 个值（第 {int(s.steps[0]):,}-{s.last_step:,} 步）都是 NaN 或无穷大："
+            "计算它的环节已经坏了（损失溢出、参数变成 NaN），由它驱动的更新不是在学习",
         )
+    else:
+        last = int(s.steps[good[-1]])
+        severity = "critical" if run >= 2 else "warning"
+        text = t(
+            f"the last {run} logged value(s) (since step {since:,}) are NaN or infinite; the last"
+            f" finite value was at step {last:,}",
+            f"最近 {run} 个记录值（自第 {since:,} 步）是 NaN 或无穷大；最后一个有效值在第 {last:,} 步",
+        )
+    if metric.limits.undefined_when_constant:
+        # a ratio whose denominator is a variance is undefined (0/0) on constant inputs: SB3
+        # logs explained variance as NaN when the returns do not vary
+        severity = "watch"
+    return [Evidence("nonfinite", severity, text, data)]
+
+
+def _physical_facts(t: _Lang, metric: Metric, s: Series, cfg: Mapping[str, Any]) -> list[Evidence]:
+    """What a card judges before the metric has history: non-finite values, the latest finite
+    value past its physical limits, and the physical alerts (`_is_physical`)."""
+    out = _nonfinite_evidence(t, metric, s)
+    f = s.finite()
+    if not len(f):
+        return out
+    value = float(f.values[-1])
+    if not metric.limits.contains(value):
+        out += _limits_evidence(t, metric, value)
+    states = [a for a in alert_states(metric, s, cfg, None) if _is_physical(a.alert)]
+    out += _alert_evidence(t, states, False, ())
+    return out
+
+
+def _facts_card(
+    t: _Lang,
+    metric: Metric,
+    title: str,
+    lang: str,
+    s: Series | None,
+    finite: int,
+    why: str,
+    facts: Sequence[Evidence],
+    ctx: RunContext,
+) -> Card:
+    """The card of a metric too new to judge against its history but whose physical facts are
+    already alarming."""
+    status: Status = "ok"
+    for e in facts:
+        status = _max(status, e.severity)
+    f = None if s is None else s.finite()
+    value = float(f.values[-1]) if f is not None and len(f) else None
+    step = int(f.steps[-1]) if f is not None and len(f) else (None if s is None else s.last_step)
+    texts = "; ".join(e.text for e in facts if e.severity != "ok")
+    reading = t(
+        f"{title}: {why}, too few to judge against its history; judged on physical facts: {texts}."
+        f" Status: {status}. ({ctx.describe()})",
+        f"{title}：{why}，不足以对照历史判断；按物理事实判断：{texts}。状态：{_zh(status)}。（{ctx.describe('zh')}）",
+    )
+    return Card(
+        metric.id,
+        title,
+        metric.unit,
+        lang,
+        status,
+        reading,
+        step=step,
+        value=value,
+        reason=why,
+        actions=_actions(metric, (), status, lang),
+        evidence=tuple(facts),
+        context=ctx,
+    )
+
+
+def _limits_evidence(t: _Lang, metric: Metric, value: float) -> list[Evidence]:
+    lim = f"[{_num(metric.limits.min)}, {_num(metric.limits.max)}]"
+    return [
+        Evidence(
+            "limits",
+            "warning",
+            t(
+                f"{_num(value)} is outside the physical limits {lim}: check how it is logged",
+                f"{_num(value)} 超出物理范围 {lim}：请检查记录方式",
+            ),
+            {"value": value, "min": metric.limits.min, "max": metric.limits.max},
+        )
+    ]
+
+
+def _limit_evidence(t: _Lang, metric: Metric, s: Series, summary: Summary) -> list[Evidence]:
+    out = _nonfinite_evidence(t, metric, s)
     assert summary.value is not None
     if not metric.limits.contains(summary.value):
-        lim = f"[{_num(metric.limits.min)}, {_num(metric.limits.max)}]"
-        out.append(
-            Evidence(
-                "limits",
-                "warning",
-                t(
-                    f"{_num(summary.value)} is outside the physical limits {lim}: check how it is logged",
-                    f"{_num(summary.value)} 超出物理范围 {lim}：请检查记录方式",
-                ),
-                {"value": summary.value, "min": metric.limits.min, "max": metric.limits.max},
-            )
-        )
+        out += _limits_evidence(t, metric, summary.value)
     return out
 
 
@@ -811,7 +952,10 @@ def _alert_evidence(
                     f"; corroborated by {names}, past its own alert threshold at the same time",
                     f"；相关指标 {names} 同时越过其自身告警阈值，佐证成立",
                 )
-        out.append(Evidence("alert", severity, head, a.to_dict()))
+        data = a.to_dict()
+        if _is_physical(a.alert):
+            data["physical"] = True
+        out.append(Evidence("alert", severity, head, data))
     return out
 
 

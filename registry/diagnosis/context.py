@@ -11,7 +11,7 @@ the framework, which metrics were logged and their values, saying where each fie
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ __all__ = [
     "ACTION_SPACES",
     "ALGORITHMS",
     "CONTEXT_KEYS",
+    "DEFAULT_UPDATE_METRICS",
     "RunContext",
     "run_context",
 ]
@@ -30,7 +31,36 @@ __all__ = [
 ActionSpace = Literal["discrete", "continuous", "token"]
 StepUnit = Literal["env_steps", "updates"]
 ACTION_SPACES: tuple[str, ...] = ("discrete", "continuous", "token")
-ALGORITHMS: tuple[str, ...] = ("PPO", "A2C", "SAC", "TD3", "DQN", "GRPO", "RLOO", "REINFORCE")
+ALGORITHMS: tuple[str, ...] = (
+    "PPO",
+    "A2C",
+    "REINFORCE",
+    "DQN",
+    "QR-DQN",
+    "SAC",
+    "TD3",
+    "DDPG",
+    "TD3/DDPG",
+    "GRPO",
+    "RLOO",
+)
+Family = Literal["on_policy", "off_policy", "llm"]
+# Which vital signs a family has (DESIGN.md: "every family has its own vital signs"): on-policy
+# learners KL, clip fraction and entropy; off-policy learners a TD/critic loss, Q values and an
+# exploration phase; LLM trainers group statistics and lengths.
+_FAMILY: dict[str, Family] = {
+    "PPO": "on_policy",
+    "A2C": "on_policy",
+    "REINFORCE": "on_policy",
+    "DQN": "off_policy",
+    "QR-DQN": "off_policy",
+    "SAC": "off_policy",
+    "TD3": "off_policy",
+    "DDPG": "off_policy",
+    "TD3/DDPG": "off_policy",
+    "GRPO": "llm",
+    "RLOO": "llm",
+}
 # run-config keys the context reads (beside clip_epsilon / n_actions, read since before it)
 CONTEXT_KEYS: tuple[str, ...] = (
     "framework",
@@ -45,6 +75,9 @@ CONTEXT_KEYS: tuple[str, ...] = (
     "clip_epsilon",
     "kl_coef",
     "lr_schedule",
+    "learning_starts",
+    "env",
+    "random_return",
 )
 _UPDATE_FRAMEWORKS = ("trl", "openrlhf", "verl")
 _ENV_FRAMEWORKS = ("sb3", "cleanrl", "rllib")
@@ -76,7 +109,18 @@ class RunContext:
     kl_coef: float | None = None
     lr_schedule: str | None = None
     lr_annealed: bool = False
+    learning_starts: int | None = None
+    first_update: int | None = None
+    env: str | None = None
+    random_return: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def family(self) -> Family | None:
+        """on_policy, off_policy or llm (an LLM trainer: a token action space)."""
+        if self.action_space == "token":
+            return "llm"
+        return _FAMILY.get(self.algorithm or "")
 
     @property
     def max_entropy(self) -> float | None:
@@ -142,6 +186,14 @@ class RunContext:
                 if zh
                 else f"planned {self.planned_steps:,} {unit}"
             )
+        if self.learning_starts is not None and self.family == "off_policy":
+            parts.append(
+                f"第 {self.learning_starts:,} 步开始学习"
+                if zh
+                else f"learning from step {self.learning_starts:,}"
+            )
+        if self.env:
+            parts.append(f"{'环境' if zh else 'env'} {self.env}")
         if self.clip_epsilon is not None:
             parts.append(f"{'裁剪' if zh else 'clip'} {self.clip_epsilon:g}")
         if self.kl_coef is not None:
@@ -171,6 +223,11 @@ class RunContext:
             "kl_coef": self.kl_coef,
             "lr_schedule": self.lr_schedule,
             "lr_annealed": self.lr_annealed,
+            "family": self.family,
+            "learning_starts": self.learning_starts,
+            "first_update": self.first_update,
+            "env": self.env,
+            "random_return": self.random_return,
             "sources": dict(self.sources),
             "text": self.describe(),
             "text_zh": self.describe("zh"),
@@ -185,8 +242,29 @@ _FRAMEWORK_NAMES = {
     "verl": "verl",
     "rllib": "RLlib",
 }
-# the metrics whose points are the run's updates (cadence is measured on them)
-_UPDATE_METRICS = ("policy_entropy", "policy_kl", "value_loss", "policy_loss", "grad_norm", "loss")
+# The built-in registry's `Registry.update_metrics()`, for a caller without a registry (a test
+# holds the two equal): the metrics whose points are the run's updates.
+DEFAULT_UPDATE_METRICS: tuple[str, ...] = (
+    "advantage_mean",
+    "advantage_std",
+    "returns_mean",
+    "policy_entropy",
+    "action_std",
+    "policy_kl",
+    "ref_kl",
+    "clip_fraction",
+    "policy_loss",
+    "value_loss",
+    "explained_variance",
+    "value_mean",
+    "td_error",
+    "q_value",
+    "q_consistency",
+    "total_loss",
+    "grad_norm",
+    "grad_norm_clipped",
+    "critic_grad_norm",
+)
 
 
 def _int(value: Any) -> int | None:
@@ -214,19 +292,31 @@ def _last(series: Mapping[str, Series], metric: str) -> float | None:
     return float(f.values[-1]) if len(f) else None
 
 
-def _cadence(series: Mapping[str, Series]) -> tuple[float | None, int]:
-    for m in (*_UPDATE_METRICS, *sorted(series)):
-        s = series.get(m)
-        if s is not None and len(s) >= 2:
-            return float(np.median(np.diff(s.steps))), len(s)
-    s = next(iter(series.values()), None)
-    return None, 0 if s is None else len(s)
+def _cadence(
+    series: Mapping[str, Series], updates: Sequence[str]
+) -> tuple[float | None, int, int | None]:
+    """The median step gap of the update metric logged most often, its point count, and the
+    first step any update metric was logged at (None: no update logged yet)."""
+    logged = [series[m] for m in updates if m in series and len(series[m])]
+    first = min((int(s.steps[0]) for s in logged), default=None)
+    ranked = sorted(logged, key=len, reverse=True) or [
+        series[m] for m in sorted(series) if len(series[m])
+    ]
+    for s in ranked:
+        if len(s) >= 2:
+            return float(np.median(np.diff(s.steps))), len(s), first
+    return None, len(ranked[0]) if ranked else 0, first
 
 
 def run_context(
-    config: Mapping[str, Any] | None, series: Mapping[str, Series] | None = None
+    config: Mapping[str, Any] | None,
+    series: Mapping[str, Series] | None = None,
+    update_metrics: Sequence[str] = DEFAULT_UPDATE_METRICS,
+    random_returns: Mapping[str, float] | None = None,
 ) -> RunContext:
-    """The context of a run from its config, completed by inference from its series."""
+    """The context of a run from its config, completed by inference from its series.
+    `update_metrics` are the registry's (`Registry.update_metrics()`); `random_returns` the
+    measured return of a uniformly random policy by env id (`registry.random_returns()`)."""
     cfg = dict(config or {})
     ser = dict(series or {})
     src: dict[str, str] = {}
@@ -255,9 +345,24 @@ def run_context(
         elif framework in _ENV_FRAMEWORKS:
             step_unit, src["step_unit"] = "env_steps", f"{framework} steps are env timesteps"
 
-    cadence, points = _cadence(ser)
+    cadence, points, first_update = _cadence(ser, update_metrics)
     if cadence is not None:
         src["cadence"] = "measured: median step gap between logged update points"
+    if first_update is not None:
+        src["first_update"] = "measured: the first step an update metric was logged at"
+    learning_starts = _int(given("learning_starts"))
+    if learning_starts is None and _FAMILY.get(algorithm or "") == "off_policy" and first_update:
+        # SB3 and CleanRL log no update metric before learning starts: the first one marks it
+        learning_starts = first_update
+        src["learning_starts"] = f"inferred: the first update was logged at step {first_update:,}"
+    env = given("env")
+    if env is None:
+        env = given("env_id")
+    env = env if isinstance(env, str) else None
+    random_return = _float(given("random_return"))
+    if random_return is None and env is not None and env in (random_returns or {}):
+        random_return = float((random_returns or {})[env])
+        src["random_return"] = f"measured for {env} (registry/random_returns.yaml)"
     planned = _int(given("planned_steps"))
 
     action_space = given("action_space")
@@ -278,7 +383,7 @@ def run_context(
                 "token",
                 f"{framework or algorithm}: a language model",
             )
-        elif "action_std" in ser or algorithm in ("SAC", "TD3"):
+        elif "action_std" in ser or algorithm in ("SAC", "TD3", "DDPG", "TD3/DDPG"):
             action_space = "continuous"
             src["action_space"] = (
                 "inferred: action std logged" if "action_std" in ser else f"{algorithm}"
@@ -336,21 +441,39 @@ def run_context(
         kl_coef=kl_coef,
         lr_schedule=schedule,
         lr_annealed=annealed,
+        learning_starts=learning_starts,
+        first_update=first_update,
+        env=env,
+        random_return=random_return,
         sources=src,
     )
 
 
 def _infer_algorithm(framework: str | None, ser: Mapping[str, Series]) -> str | None:
-    if framework in _UPDATE_FRAMEWORKS and (
-        "zero_std_group_fraction" in ser or "reward_std" in ser
-    ):
-        return "GRPO"
-    if "entropy_coef" in ser and "clip_fraction" not in ser:
+    """The algorithm from the metrics a run logs (each family logs its own set, reference
+    rl-metric-names.md §1-5): GRPO's group statistics, SAC's temperature, PPO's clip fraction,
+    DQN's ε or a lone TD loss, a deterministic actor-critic's actor and critic losses with no
+    entropy at all, A2C's policy loss and entropy without clipping."""
+    if framework in _UPDATE_FRAMEWORKS:
+        if "zero_std_group_fraction" in ser or "reward_std" in ser:
+            return "GRPO"
+        if "value_loss" in ser:
+            return "PPO"  # an LLM trainer with a critic (TRL PPO, verl/OpenRLHF PPO)
+        return None
+    if "entropy_coef" in ser and "clip_fraction" not in ser and "policy_entropy" not in ser:
         return "SAC"
     if "clip_fraction" in ser or "clip_epsilon" in ser:
         return "PPO"
-    if framework in _ENV_FRAMEWORKS and "policy_loss" in ser and "policy_entropy" in ser:
-        return "A2C"
+    if "exploration_rate" in ser:
+        return "DQN"
+    if framework not in _ENV_FRAMEWORKS:
+        return None
+    policy = "policy_entropy" in ser or "action_std" in ser
+    critic = "value_loss" in ser or "q_value" in ser
+    if "policy_loss" in ser:
+        return "A2C" if policy else "TD3/DDPG" if critic else None
+    if not policy and ("total_loss" in ser or "q_value" in ser or "td_error" in ser):
+        return "DQN"  # a value-based learner: its TD loss is its whole loss
     return None
 
 

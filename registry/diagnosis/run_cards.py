@@ -13,8 +13,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..catalog import Registry
-from .card import STATUSES, Card, CardOptions, Status, build_card, prepare_series, with_context
-from .context import RunContext, run_context
+from .card import (
+    STATUSES,
+    Card,
+    CardOptions,
+    Status,
+    build_card,
+    context_of,
+    prepare_series,
+    with_context,
+)
+from .context import RunContext
 from .stats import RunMean, SeriesLike, as_series
 
 __all__ = ["carded_metrics", "diagnose", "run_status", "verdict_cards"]
@@ -51,7 +60,7 @@ def diagnose(
     holds everything the run logged (a window of it for a long run; NaN where a value was
     non-finite), `whole_run` the whole-run mean of a metric when `series` is a window."""
     ser = {k: as_series(v) for k, v in series.items()}
-    ctx = context if context is not None else run_context(config, ser)
+    ctx = context if context is not None else context_of(registry, config, ser)
     cfg = with_context(config, ctx, ser)
     ready = prepare_series(registry, ctx, ser)
     means = whole_run or {}

@@ -32,8 +32,8 @@ from grafana.datasource.config import DatasourceConfig
 from grafana.datasource.history.embedded import EmbeddedHistory
 from grafana.datasource.history.memory import MemoryHistory
 from registry import Recognition, Registry, recognise
-from registry.diagnosis.card import Card
-from registry.diagnosis.context import RunContext, run_context
+from registry.diagnosis.card import Card, context_of
+from registry.diagnosis.context import RunContext
 from registry.diagnosis.run_cards import run_status
 from registry.diagnosis.stats import Series, as_series
 
@@ -158,7 +158,7 @@ def load_run(
     names = recognise(registry, received[0].names if received else (), info.framework, ranges)
     fields = {f: p for f, p in fields.items() if f != TRANSFORMS_FIELD}
     return LoadedRun(
-        name, info.framework, fields, cfg, run_context(cfg, series), names, tuple(logged)
+        name, info.framework, fields, cfg, context_of(registry, cfg, series), names, tuple(logged)
     )
 
 

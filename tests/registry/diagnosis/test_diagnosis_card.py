@@ -85,7 +85,6 @@ def test_the_card_is_json_ready_and_carries_the_contract_fields(
         ({"policy_entropy": ([], [])}, "no points logged"),
         ({"policy_entropy": ([5], [1.0])}, "only 1 finite point"),
         ({"policy_entropy": ([1, 2], [1.0] * 2)}, "only 2 finite point"),
-        ({"policy_entropy": ([1, 2, 3, 4, 5, 6], [NAN] * 6)}, "all 6 logged values are NaN"),
     ],
 )
 def test_too_little_data_is_no_data_with_the_reason(
@@ -95,6 +94,27 @@ def test_too_little_data_is_no_data_with_the_reason(
     assert c.status == "no_data" and c.reason is not None and why in c.reason
     assert why in c.reading
     json.dumps(c.to_dict(), allow_nan=False)
+
+
+def test_every_value_non_finite_is_critical_not_no_data(reg: registry.Registry) -> None:
+    """DESIGN.md: "Every value non-finite" is critical, never no data."""
+    c = card(reg, "policy_entropy", {"policy_entropy": ([1, 2, 3, 4, 5, 6], [NAN] * 6)})
+    assert c.status == "critical"
+    assert "all 6 logged values are NaN or infinite" in c.reading
+    assert "every one of the 6 logged value(s)" in c.reading
+    json.dumps(c.to_dict(), allow_nan=False)
+
+
+@pytest.mark.parametrize(
+    ("values", "status"),
+    [([1.0, 1.0, NAN], "warning"), ([1.0, NAN, NAN], "critical"), ([NAN], "critical")],
+)
+def test_non_finite_latest_values_are_judged_from_the_first_point(
+    reg: registry.Registry, values: list[float], status: str
+) -> None:
+    """Physical facts need no history: fewer points than a card needs, still judged."""
+    c = card(reg, "policy_entropy", {"policy_entropy": (list(range(len(values))), values)})
+    assert c.status == status
 
 
 def test_no_data_reason_in_chinese(reg: registry.Registry) -> None:
@@ -236,7 +256,7 @@ def test_a_non_finite_latest_value_is_a_warning(
     c = card(reg, "policy_entropy", with_tail(healthy(rng), "policy_entropy", [NAN]))
     assert c.status == "warning" and kinds(c)["nonfinite"] == "warning"
     assert c.step == 4980  # the last finite point is judged
-    assert "latest logged value (step 4,990) is nan" in c.reading
+    assert "the last 1 logged value(s) (since step 4,990) are NaN or infinite" in c.reading
 
 
 def test_a_value_outside_physical_limits_is_a_warning(

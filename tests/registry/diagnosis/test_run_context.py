@@ -151,3 +151,10 @@ def test_reward_regression_is_measured_from_the_running_best_and_clears_on_recov
     assert drop_from_best(as_series((np.arange(recovered.size), recovered))) == 0.0
     noise = rng.normal(10.0, 3.0, 60)  # no gain beyond noise: not judged
     assert drop_from_best(as_series((steps, noise))) is None
+
+
+def test_the_default_update_metrics_are_the_registrys(builtin: registry.Registry) -> None:
+    """`run_context` without a registry reads the update metrics the built-in registry declares."""
+    from registry.diagnosis.context import DEFAULT_UPDATE_METRICS
+
+    assert builtin.update_metrics() == DEFAULT_UPDATE_METRICS
