@@ -21,7 +21,7 @@ def random_returns() -> Mapping[str, float]:
     text = resources.files(__package__).joinpath("random_returns.yaml").read_text("utf-8")
     doc = yaml.safe_load(text) or {}
     out: dict[str, float] = {}
-    for env, entry in (doc.get("envs") or {}).items():
+    for env, entry in doc.items():
         mean = entry.get("mean") if isinstance(entry, dict) else None
         if isinstance(mean, int | float) and math.isfinite(mean):
             out[str(env)] = float(mean)

@@ -85,6 +85,13 @@ def context_from_logs(
     if framework == "sb3":
         if "train/ent_coef" in names and "train/clip_fraction" not in names:
             out["algorithm"], out["action_space"] = "SAC", "continuous"
+        elif "rollout/exploration_rate" in names:
+            # only DQN (and sb3-contrib's QR-DQN) logs epsilon; its actions are discrete
+            out["algorithm"], out["action_space"] = "DQN", "discrete"
+        elif "train/actor_loss" in names and "train/critic_loss" in names:
+            # an actor-critic logging no entropy and no temperature: TD3 or DDPG (SB3's DDPG
+            # is TD3 without target smoothing and delay; their logs are the same)
+            out["algorithm"], out["action_space"] = "TD3/DDPG", "continuous"
         elif "train/std" in names:
             out["action_space"] = "continuous"
         elif "train/entropy_loss" in names:
@@ -104,6 +111,9 @@ def context_from_logs(
         total = table.get("total_timesteps")
         if isinstance(total, int) and total > 0:
             out["planned_steps"] = total
+        starts = table.get("learning_starts")
+        if isinstance(starts, int) and not isinstance(starts, bool) and starts >= 0:
+            out["learning_starts"] = starts
         if "anneal_lr" in table:
             out["lr_schedule"] = "linear" if table["anneal_lr"] is True else "constant"
         if isinstance(table.get("env_id"), str):

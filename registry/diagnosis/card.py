@@ -56,7 +56,9 @@ from .fingerprint import (
     shaped_up_raw_down,
 )
 from .kl_zone import kl_zone
+from .return_refs import return_reference
 from .rules import RuleResult, evaluate_rules
+from .scale import RETURN_METRICS, spread_growth, value_divergence
 from .stats import (
     RunMean,
     Series,
@@ -402,10 +404,14 @@ def build_card(
         evidence += _silence_evidence(t, metric_id, s, opts)
     if metric_id == opts.entropy_metric:
         evidence += _entropy_evidence(t, s, ctx, early, stages)
+        evidence += _spread_evidence(t, s, ctx)
+    evidence += _value_scale_evidence(t, metric_id, s, series, ctx)
     if metric_id == opts.kl_metric:
         evidence += _kl_evidence(t, s, clip_epsilon(cfg))
     if metric.group == "reward" and metric.pattern is None:
         evidence += _fingerprint_evidence(t, s)
+    if metric_id in RETURN_METRICS:
+        evidence += _return_reference_evidence(t, s, ctx)
     covered = {r.sentinel for r in registry.rules if r.sentinel}
     evidence += _sentinel_evidence(t, metric_id, series, opts, covered)
 
@@ -668,6 +674,120 @@ def _mechanics(
         )
         return [Evidence("mechanics", "ok", text, {"learning_rate": last})]
     return []
+
+
+def _value_scale_evidence(
+    t: _Lang, metric_id: str, s: Series, series: Mapping[str, Series], ctx: RunContext
+) -> list[Evidence]:
+    """A TD / critic loss or a Q value against the return scale and its own early level
+    (`scale.value_divergence`)."""
+    d = value_divergence(metric_id, s, series, ctx)
+    if d is None:
+        return []
+    sev: Status = "critical" if d.severity == "critical" else d.severity  # type: ignore[assignment]
+    bound_en = bound_zh = ""
+    if d.bound is not None and d.scale is not None:
+        what = "2R²" if metric_id in ("value_loss", "total_loss") else "R"
+        bound_en = (
+            f"; the returns allow at most {what} = {_num(d.bound)} (R = {_num(d.scale)}, the largest"
+            f" |return| logged): {_num(d.value / d.bound)}x that"
+        )
+        bound_zh = (
+            f"；回报所允许的上限为 {what} = {_num(d.bound)}（R = {_num(d.scale)}，记录到的最大 |回报|）："
+            f"为其 {_num(d.value / d.bound)} 倍"
+        )
+    if sev == "ok":
+        text = t(
+            f"value scale: {_num(d.value)}, {_num(d.growth)}x its early level {_num(d.early)}{bound_en}",
+            f"价值尺度：{_num(d.value)}，为早期水平 {_num(d.early)} 的 {_num(d.growth)} 倍{bound_zh}",
+        )
+    else:
+        text = t(
+            f"value divergence: {_num(d.value)} (held two points) is {_num(d.growth)}x its early level"
+            f" {_num(d.early)}{bound_en}: the value estimates are feeding on their own bootstrapped"
+            " targets",
+            f"价值发散：{_num(d.value)}（持续两个点）为其早期水平 {_num(d.early)} 的 {_num(d.growth)} 倍"
+            f"{bound_zh}：价值估计在自举目标上自我放大",
+        )
+    return [Evidence("value_scale", sev, text, d.to_dict())]
+
+
+def _return_reference_evidence(t: _Lang, s: Series, ctx: RunContext) -> list[Evidence]:
+    """The return against where it started, whether it ever improved, and a random policy's
+    return (`return_refs`): each a warning with its numbers."""
+    r = return_reference(s, ctx)
+    if r is None:
+        return []
+    data = r.to_dict()
+    out = []
+    if r.worse_than_start:
+        out.append(
+            Evidence(
+                "return_worse_than_start",
+                "warning",
+                t(
+                    f"worse than where it started: rolling mean {_num(r.now)} vs {_num(r.start)} at the"
+                    f" start ({r.window}-point means, noise {_num(r.noise)}): the run is losing what a"
+                    " fresh policy had",
+                    f"比起点更差：滚动均值 {_num(r.now)}，起点为 {_num(r.start)}（{r.window} 点均值，噪声"
+                    f" {_num(r.noise)}）：运行正在丢掉初始策略就有的水平",
+                ),
+                data,
+            )
+        )
+    if r.never_improved:
+        out.append(
+            Evidence(
+                "return_never_improved",
+                "warning",
+                t(
+                    f"never improved: the best rolling mean {_num(r.best)} is within noise ({_num(r.noise)})"
+                    f" of the start {_num(r.start)}, this far into the run: nothing has been learned",
+                    f"从未改善：最佳滚动均值 {_num(r.best)} 与起点 {_num(r.start)} 相差在噪声"
+                    f"（{_num(r.noise)}）以内，而运行已过相当一段：什么也没学到",
+                ),
+                data,
+            )
+        )
+    if r.below_random and r.random is not None:
+        out.append(
+            Evidence(
+                "return_below_random",
+                "warning",
+                t(
+                    f"below a random policy: rolling mean {_num(r.now)} vs {_num(r.random)} for uniformly"
+                    f" random actions on {ctx.env or 'this task'}",
+                    f"低于随机策略：滚动均值 {_num(r.now)}，而 {ctx.env or '该任务'} 上均匀随机动作的回报为"
+                    f" {_num(r.random)}",
+                ),
+                data,
+            )
+        )
+    return out
+
+
+def _spread_evidence(t: _Lang, s: Series, ctx: RunContext) -> list[Evidence]:
+    """A Gaussian policy's entropy judged both ways against its early level (`scale`)."""
+    g = spread_growth(s, ctx)
+    if g is None or g.severity == "ok":
+        return []
+    sev: Status = "critical" if g.severity == "critical" else "warning"
+    if g.per_dim > 0:
+        text = t(
+            f"entropy explosion: {_num(g.early)} -> {_num(g.value)} nats over {g.dims} action"
+            f" dimension(s): each std grew about {_num(g.std_factor)}x; the objective pays the policy"
+            " to be random (entropy bonus too large for the reward scale)",
+            f"熵爆炸：{_num(g.early)} -> {_num(g.value)} nats（{g.dims} 个动作维度）：每维标准差约增大"
+            f" {_num(g.std_factor)} 倍；目标函数在奖励策略变随机（熵奖励相对奖励尺度过大）",
+        )
+    else:
+        text = t(
+            f"entropy collapse: {_num(g.early)} -> {_num(g.value)} nats over {g.dims} action"
+            f" dimension(s): each std shrank to about {_num(g.std_factor)} of where it began",
+            f"熵坍缩：{_num(g.early)} -> {_num(g.value)} nats（{g.dims} 个动作维度）：每维标准差缩小到"
+            f"起点的约 {_num(g.std_factor)}",
+        )
+    return [Evidence("entropy_spread", sev, text, g.to_dict())]
 
 
 _CLIFF_FRACTION = 0.5  # entropy halved within the cliff window

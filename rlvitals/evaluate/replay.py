@@ -54,10 +54,15 @@ CARD_WINDOW = DatasourceConfig.card_window  # the points a card reads, as `rlvit
 _RANK = {"no_data": -1, "ok": 0, "watch": 1, "warning": 2, "critical": 3}
 FAILURE_KINDS = (
     "entropy_collapse",
+    "entropy_explosion",
     "trust_region",
     "reward_collapse",
+    "never_improved",
+    "value_divergence",
     "grad_explosion",
+    "nonfinite",
     "dead_policy",
+    "reward_hacking",
 )
 # which failure a flagged card names, by metric (a firing rule names its own: _RULE_KINDS)
 _METRIC_KINDS: dict[str, str] = {
@@ -70,6 +75,20 @@ _METRIC_KINDS: dict[str, str] = {
     "grad_norm": "grad_explosion",
     "zero_std_group_fraction": "dead_policy",
     "reward_std": "dead_policy",
+    "value_loss": "value_divergence",
+    "total_loss": "value_divergence",
+    "td_error": "value_divergence",
+    "q_value": "value_divergence",
+    "nonfinite_count": "nonfinite",
+    "action_std": "entropy_explosion",
+}
+# which failure a flagged piece of evidence names, whatever its card
+_EVIDENCE_KINDS: dict[str, str] = {
+    "nonfinite": "nonfinite",
+    "value_scale": "value_divergence",
+    "return_worse_than_start": "reward_collapse",
+    "return_never_improved": "never_improved",
+    "return_below_random": "never_improved",
 }
 
 
@@ -211,6 +230,14 @@ def failure_kinds(card: Card) -> set[str]:
     kinds = set()
     if card.metric in _METRIC_KINDS:
         kinds.add(_METRIC_KINDS[card.metric])
+    for e in card.evidence:
+        if e.severity not in ("warning", "critical"):
+            continue
+        if e.kind in _EVIDENCE_KINDS:
+            kinds.add(_EVIDENCE_KINDS[e.kind])
+        if e.kind == "entropy_spread":
+            grew = float(str(e.data.get("per_dim_nats", 0.0))) > 0
+            kinds.add("entropy_explosion" if grew else "entropy_collapse")
     for r in card.rules:
         if r.fired and r.rule.sentinel in _SENTINEL_KINDS:
             kinds.add(_SENTINEL_KINDS[r.rule.sentinel])
