@@ -56,9 +56,15 @@ from .fingerprint import (
     shaped_up_raw_down,
 )
 from .kl_zone import kl_zone
-from .return_refs import return_reference
+from .return_refs import ReturnReference, findings, return_reference
 from .rules import RuleResult, evaluate_rules
-from .scale import RETURN_METRICS, spread_growth, value_divergence
+from .scale import (
+    RETURN_METRICS,
+    spread_growth,
+    spread_severity,
+    value_divergence,
+    value_severity,
+)
 from .stats import (
     RunMean,
     Series,
@@ -71,6 +77,7 @@ from .stats import (
     ema_lag_steps,
     summarize,
 )
+from .tuning import Tuning
 
 __all__ = ["MIN_POINTS", "STATUSES", "Card", "CardOptions", "Evidence", "Related", "build_card"]
 
@@ -96,6 +103,7 @@ class CardOptions:
     silence_metrics: tuple[str, ...] = ("policy_kl", "clip_fraction", "advantage_std", "grad_norm")
     entropy_metric: str = "policy_entropy"
     kl_metric: str = "policy_kl"
+    tuning: Tuning = field(default_factory=Tuning)
     sentinels: tuple[tuple[str, str, str], ...] = (
         ("reward_hacking", "shaped_reward", "raw_reward"),
         ("length_hacking", "response_length_mean", "raw_reward"),
@@ -404,14 +412,14 @@ def build_card(
         evidence += _silence_evidence(t, metric_id, s, opts)
     if metric_id == opts.entropy_metric:
         evidence += _entropy_evidence(t, s, ctx, early, stages)
-        evidence += _spread_evidence(t, s, ctx)
-    evidence += _value_scale_evidence(t, metric_id, s, series, ctx)
+        evidence += _spread_evidence(t, s, ctx, opts.tuning)
+    evidence += _value_scale_evidence(t, metric_id, s, series, ctx, opts.tuning)
     if metric_id == opts.kl_metric:
         evidence += _kl_evidence(t, s, clip_epsilon(cfg))
     if metric.group == "reward" and metric.pattern is None:
         evidence += _fingerprint_evidence(t, s)
     if metric_id in RETURN_METRICS:
-        evidence += _return_reference_evidence(t, s, ctx)
+        evidence += _return_reference_evidence(t, s, ctx, opts.tuning)
     covered = {r.sentinel for r in registry.rules if r.sentinel}
     evidence += _sentinel_evidence(t, metric_id, series, opts, covered)
 
@@ -676,15 +684,67 @@ def _mechanics(
     return []
 
 
+TUNABLE_KINDS = ("value_scale", "entropy_spread", "return_reference")
+"""Evidence whose severity a `Tuning` decides from the numbers in its data (`rejudge`)."""
+
+
+def rejudge(e: Evidence, tuning: Tuning) -> Status:
+    """The severity a tunable piece of evidence has under `tuning` (others: their own)."""
+    d = e.data
+    if e.kind == "value_scale":
+        bound = d.get("bound")
+        return _status(
+            value_severity(
+                _f(d["value"]), _f(d["growth"]), None if bound is None else _f(bound), tuning
+            )
+        )
+    if e.kind == "entropy_spread":
+        return _status(spread_severity(_f(d["per_dim_nats"]), tuning))
+    if e.kind == "return_reference":
+        return "warning" if findings(_reference_of(d), tuning) else "ok"
+    return e.severity
+
+
+def _f(x: object) -> float:
+    assert isinstance(x, int | float)
+    return float(x)
+
+
+def _status(word: str) -> Status:
+    return {"ok": "ok", "watch": "watch", "warning": "warning", "critical": "critical"}[word]  # type: ignore[return-value]
+
+
+def _reference_of(d: Mapping[str, object]) -> ReturnReference:
+    elapsed = d.get("elapsed_fraction")
+    random = d.get("random")
+    return ReturnReference(
+        start=_f(d["start"]),
+        best=_f(d["best"]),
+        now=_f(d["now"]),
+        held=_f(d["held"]),
+        noise=_f(d["noise"]),
+        window=int(_f(d["window_points"])),
+        elapsed=None if elapsed is None else _f(elapsed),
+        points=int(_f(d["points_after_first_update"])),
+        random=None if random is None else _f(random),
+        random_judged=bool(d.get("random_judged")),
+    )
+
+
 def _value_scale_evidence(
-    t: _Lang, metric_id: str, s: Series, series: Mapping[str, Series], ctx: RunContext
+    t: _Lang,
+    metric_id: str,
+    s: Series,
+    series: Mapping[str, Series],
+    ctx: RunContext,
+    tuning: Tuning,
 ) -> list[Evidence]:
     """A TD / critic loss or a Q value against the return scale and its own early level
     (`scale.value_divergence`)."""
     d = value_divergence(metric_id, s, series, ctx)
     if d is None:
         return []
-    sev: Status = "critical" if d.severity == "critical" else d.severity  # type: ignore[assignment]
+    sev = _status(value_severity(d.value, d.growth, d.bound, tuning))
     bound_en = bound_zh = ""
     if d.bound is not None and d.scale is not None:
         what = "2R²" if metric_id in ("value_loss", "total_loss") else "R"
@@ -712,67 +772,74 @@ def _value_scale_evidence(
     return [Evidence("value_scale", sev, text, d.to_dict())]
 
 
-def _return_reference_evidence(t: _Lang, s: Series, ctx: RunContext) -> list[Evidence]:
+def _return_reference_evidence(
+    t: _Lang, s: Series, ctx: RunContext, tuning: Tuning
+) -> list[Evidence]:
     """The return against where it started, whether it ever improved, and a random policy's
-    return (`return_refs`): each a warning with its numbers."""
+    return (`return_refs`): a warning naming each finding with its numbers."""
     r = return_reference(s, ctx)
     if r is None:
         return []
-    data = r.to_dict()
-    out = []
-    if r.worse_than_start:
-        out.append(
-            Evidence(
-                "return_worse_than_start",
-                "warning",
-                t(
-                    f"worse than where it started: rolling mean {_num(r.now)} vs {_num(r.start)} at the"
-                    f" start ({r.window}-point means, noise {_num(r.noise)}): the run is losing what a"
-                    " fresh policy had",
-                    f"比起点更差：滚动均值 {_num(r.now)}，起点为 {_num(r.start)}（{r.window} 点均值，噪声"
-                    f" {_num(r.noise)}）：运行正在丢掉初始策略就有的水平",
-                ),
-                data,
-            )
+    found = findings(r, tuning)
+    parts_en, parts_zh = [], []
+    if "worse_than_start" in found:
+        parts_en.append(
+            f"worse than where it started: rolling mean {_num(r.now)} vs {_num(r.start)} at the"
+            f" start ({r.window}-point means, noise {_num(r.noise)}): the run is losing what a"
+            " fresh policy had"
         )
-    if r.never_improved:
-        out.append(
-            Evidence(
-                "return_never_improved",
-                "warning",
-                t(
-                    f"never improved: the best rolling mean {_num(r.best)} is within noise ({_num(r.noise)})"
-                    f" of the start {_num(r.start)}, this far into the run: nothing has been learned",
-                    f"从未改善：最佳滚动均值 {_num(r.best)} 与起点 {_num(r.start)} 相差在噪声"
-                    f"（{_num(r.noise)}）以内，而运行已过相当一段：什么也没学到",
-                ),
-                data,
-            )
+        parts_zh.append(
+            f"比起点更差：滚动均值 {_num(r.now)}，起点为 {_num(r.start)}（{r.window} 点均值，噪声"
+            f" {_num(r.noise)}）：运行正在丢掉初始策略就有的水平"
         )
-    if r.below_random and r.random is not None:
-        out.append(
-            Evidence(
-                "return_below_random",
-                "warning",
-                t(
-                    f"below a random policy: rolling mean {_num(r.now)} vs {_num(r.random)} for uniformly"
-                    f" random actions on {ctx.env or 'this task'}",
-                    f"低于随机策略：滚动均值 {_num(r.now)}，而 {ctx.env or '该任务'} 上均匀随机动作的回报为"
-                    f" {_num(r.random)}",
-                ),
-                data,
-            )
+    if "never_improved" in found:
+        parts_en.append(
+            f"never improved: the best rolling mean {_num(r.best)} is within noise ({_num(r.noise)})"
+            f" of the start {_num(r.start)}, this far into the run: nothing has been learned"
         )
-    return out
+        parts_zh.append(
+            f"从未改善：最佳滚动均值 {_num(r.best)} 与起点 {_num(r.start)} 相差在噪声"
+            f"（{_num(r.noise)}）以内，而运行已过相当一段：什么也没学到"
+        )
+    if "below_random" in found:
+        parts_en.append(
+            f"below a random policy: rolling mean {_num(r.now)} vs {_num(r.random)} for uniformly"
+            f" random actions on {ctx.env or 'this task'}"
+        )
+        parts_zh.append(
+            f"低于随机策略：滚动均值 {_num(r.now)}，而 {ctx.env or '该任务'} 上均匀随机动作的回报为"
+            f" {_num(r.random)}"
+        )
+    if found:
+        text = t("; ".join(parts_en), "；".join(parts_zh))
+    else:
+        ref = (
+            ""
+            if r.random is None
+            else t(f", random policy {_num(r.random)}", f"，随机策略 {_num(r.random)}")
+        )
+        text = t(
+            f"references: start {_num(r.start)}, best {_num(r.best)}, now {_num(r.now)}{ref}",
+            f"参照：起点 {_num(r.start)}，最佳 {_num(r.best)}，当前 {_num(r.now)}{ref}",
+        )
+    data = r.to_dict() | {"findings": list(found)}
+    return [Evidence("return_reference", "warning" if found else "ok", text, data)]
 
 
-def _spread_evidence(t: _Lang, s: Series, ctx: RunContext) -> list[Evidence]:
+def _spread_evidence(t: _Lang, s: Series, ctx: RunContext, tuning: Tuning) -> list[Evidence]:
     """A Gaussian policy's entropy judged both ways against its early level (`scale`)."""
     g = spread_growth(s, ctx)
-    if g is None or g.severity == "ok":
+    if g is None:
         return []
-    sev: Status = "critical" if g.severity == "critical" else "warning"
-    if g.per_dim > 0:
+    sev = _status(spread_severity(g.per_dim, tuning))
+    if sev == "ok":
+        text = t(
+            f"spread: {_num(g.early)} -> {_num(g.value)} nats over {g.dims} action dimension(s), each"
+            f" std x{_num(g.std_factor)}",
+            f"离散度：{_num(g.early)} -> {_num(g.value)} nats（{g.dims} 个动作维度），每维标准差"
+            f" x{_num(g.std_factor)}",
+        )
+    elif g.per_dim > 0:
         text = t(
             f"entropy explosion: {_num(g.early)} -> {_num(g.value)} nats over {g.dims} action"
             f" dimension(s): each std grew about {_num(g.std_factor)}x; the objective pays the policy"

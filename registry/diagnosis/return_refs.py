@@ -27,52 +27,62 @@ import numpy as np
 from .context import RunContext
 from .rules import SIGNIFICANCE, SMOOTH_FRACTION, SMOOTH_MIN
 from .stats import Series
+from .tuning import Tuning
 
-__all__ = ["ReturnReference", "return_reference"]
-
-MARGIN_FRACTION = 0.1
-NEVER_FRACTION = 0.5
-NEVER_POINTS = 40
+__all__ = ["ReturnReference", "findings", "return_reference"]
 
 
 @dataclass(frozen=True)
 class ReturnReference:
+    """What the return's references are measured from; `findings` judges them."""
+
     start: float
     best: float
     now: float
+    held: float  # the higher of the last two rolling means: "below" must hold two points
     noise: float
     window: int  # points per rolling mean
-    horizon_passed: bool  # far enough into the run to call "never improved"
+    elapsed: float | None  # fraction of the planned run after the first update (None: no plan)
+    points: int  # logged points after the first update
     random: float | None
-    worse_than_start: bool
-    never_improved: bool
-    below_random: bool
+    random_judged: bool  # the random level is known and the last window is after learning began
 
     def to_dict(self) -> dict[str, object]:
         return {
             "start": self.start,
             "best": self.best,
             "now": self.now,
+            "held": self.held,
             "noise": self.noise,
             "window_points": self.window,
+            "elapsed_fraction": self.elapsed,
+            "points_after_first_update": self.points,
             "random": self.random,
-            "worse_than_start": self.worse_than_start,
-            "never_improved": self.never_improved,
-            "below_random": self.below_random,
+            "random_judged": self.random_judged,
         }
 
 
-def _horizon_passed(s: Series, ctx: RunContext) -> bool:
-    first = ctx.first_update if ctx.first_update is not None else int(s.steps[0])
-    last = int(s.steps[-1])
-    if ctx.planned_steps and ctx.planned_steps > first:
-        return (last - first) >= NEVER_FRACTION * (ctx.planned_steps - first)
-    return int(np.count_nonzero(s.steps >= first)) >= NEVER_POINTS
+def findings(r: ReturnReference, tuning: Tuning) -> tuple[str, ...]:
+    """Which of worse_than_start, never_improved, below_random hold."""
+    out = []
+    if r.held < r.start - max(r.noise, tuning.return_margin * abs(r.start)):
+        out.append("worse_than_start")
+    passed = (
+        r.elapsed >= tuning.never_fraction
+        if r.elapsed is not None
+        else r.points >= tuning.never_points
+    )
+    if passed and r.best - r.start <= max(r.noise, 1e-12):
+        out.append("never_improved")
+    random = r.random if r.random_judged else None
+    if random is not None and r.held < random - max(r.noise, tuning.return_margin * abs(random)):
+        out.append("below_random")
+    return tuple(out)
 
 
 def return_reference(s: Series, ctx: RunContext) -> ReturnReference | None:
-    """The return's references (None: too few points for a start, a best and a present that do
-    not overlap)."""
+    """The return's references (None: too few points for a start and a present that do not
+    overlap)."""
     f = s.finite()
     v = f.values
     k = max(SMOOTH_MIN, round(v.size * SMOOTH_FRACTION))
@@ -81,17 +91,23 @@ def return_reference(s: Series, ctx: RunContext) -> ReturnReference | None:
     rolling = np.convolve(v, np.ones(k) / k, mode="valid")
     sigma = float(np.std(np.diff(v))) / math.sqrt(2.0)
     noise = SIGNIFICANCE * math.sqrt(2.0) * sigma / math.sqrt(k)
-    start = float(rolling[0])
-    best = float(rolling.max())
-    now = float(rolling[-1])
-    held = float(rolling[-2:].max())  # both of the last two rolling means, for "below"
-    margin = max(noise, MARGIN_FRACTION * abs(start))
-    # "now" must not overlap the start window: the last rolling mean starts after it
-    worse = v.size >= 2 * k + 1 and held < start - margin
-    passed = _horizon_passed(f, ctx)
-    never = passed and best - start <= max(noise, 1e-12)
-    random = ctx.random_return
-    below = False
-    if random is not None and ctx.first_update is not None and f.steps[-k] >= ctx.first_update:
-        below = held < random - max(noise, MARGIN_FRACTION * abs(random))
-    return ReturnReference(start, best, now, noise, k, passed, random, worse, never, below)
+    first = ctx.first_update if ctx.first_update is not None else int(f.steps[0])
+    last = int(f.steps[-1])
+    elapsed = None
+    if ctx.planned_steps and ctx.planned_steps > first:
+        elapsed = (last - first) / (ctx.planned_steps - first)
+    judged = ctx.random_return is not None and (
+        ctx.first_update is not None and int(f.steps[-k]) >= ctx.first_update
+    )
+    return ReturnReference(
+        start=float(rolling[0]),
+        best=float(rolling.max()),
+        now=float(rolling[-1]),
+        held=float(rolling[-2:].max()),
+        noise=noise,
+        window=k,
+        elapsed=elapsed,
+        points=int(np.count_nonzero(f.steps >= first)),
+        random=ctx.random_return,
+        random_judged=judged,
+    )

@@ -26,26 +26,23 @@ import numpy as np
 
 from .context import RunContext
 from .stats import Series
+from .tuning import Tuning
 
 __all__ = [
     "GAUSSIAN_NATS",
+    "RETURN_METRICS",
+    "VALUE_METRICS",
     "SpreadGrowth",
     "ValueDivergence",
     "action_dims",
     "spread_growth",
+    "spread_severity",
     "value_divergence",
+    "value_severity",
 ]
 
 GAUSSIAN_NATS = 0.5 * math.log(2.0 * math.pi * math.e)  # a unit Gaussian's entropy per dimension
 EARLY_POINTS = 5  # the registry timing's baseline_points: a run's own early level
-# orders of magnitude: a loss 100x its early level past the bound is critical; 1000x its early
-# level and within two orders of the bound a warning (it is heading there)
-GROWTH_CRITICAL = 100.0
-GROWTH_WARNING = 1000.0
-BOUND_WARNING = 0.01
-SPREAD_WARNING = math.log(10.0)  # per dimension: the std grew or shrank tenfold
-SPREAD_CRITICAL = math.log(100.0)
-COLLAPSE_WARNING = math.log(1000.0)  # per dimension: the std a thousandth of where it began
 VALUE_METRICS = ("value_loss", "total_loss", "td_error", "q_value")
 RETURN_METRICS = ("episodic_return", "raw_reward")
 
@@ -58,7 +55,6 @@ class ValueDivergence:
     growth: float  # value / early
     bound: float | None  # 2R² for a loss, R for a Q value or TD error (None: no return logged)
     scale: float | None  # R
-    severity: str  # ok | warning | critical
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -68,8 +64,19 @@ class ValueDivergence:
             "growth": self.growth,
             "bound": self.bound,
             "return_scale": self.scale,
-            "severity": self.severity,
         }
+
+
+def value_severity(value: float, growth: float, bound: float | None, tuning: Tuning) -> str:
+    """critical: past the bound and grown by orders of magnitude; warning: grown further while
+    within reach of the bound (or with no return logged to bound it)."""
+    if bound is not None and value > bound and growth >= tuning.value_growth_critical:
+        return "critical"
+    if growth >= tuning.value_growth_warning and (
+        bound is None or value > tuning.value_bound_warning * bound
+    ):
+        return "warning"
+    return "ok"
 
 
 def _early(s: Series, after: int | None) -> float | None:
@@ -107,12 +114,7 @@ def value_divergence(
     scale = return_scale(series)
     loss = metric_id in ("value_loss", "total_loss")
     bound = None if scale is None else (2.0 * scale * scale if loss else scale)
-    severity = "ok"
-    if bound is not None and value > bound and growth >= GROWTH_CRITICAL:
-        severity = "critical"
-    elif growth >= GROWTH_WARNING and (bound is None or value > BOUND_WARNING * bound):
-        severity = "warning"
-    return ValueDivergence(metric_id, value, early, growth, bound, scale, severity)
+    return ValueDivergence(metric_id, value, early, growth, bound, scale)
 
 
 def action_dims(ctx: RunContext, entropy: Series | None) -> int:
@@ -137,7 +139,6 @@ class SpreadGrowth:
     value: float
     dims: int
     per_dim: float  # nats per dimension, value - early over dims
-    severity: str
 
     @property
     def std_factor(self) -> float:
@@ -150,8 +151,15 @@ class SpreadGrowth:
             "dims": self.dims,
             "per_dim_nats": self.per_dim,
             "std_factor": self.std_factor,
-            "severity": self.severity,
         }
+
+
+def spread_severity(per_dim: float, tuning: Tuning) -> str:
+    if per_dim >= tuning.spread_critical_nats:
+        return "critical"
+    if per_dim >= tuning.spread_warning_nats or per_dim <= -tuning.collapse_warning_nats:
+        return "warning"
+    return "ok"
 
 
 def spread_growth(s: Series, ctx: RunContext) -> SpreadGrowth | None:
@@ -166,10 +174,4 @@ def spread_growth(s: Series, ctx: RunContext) -> SpreadGrowth | None:
     last = f.values[-2:]
     value = float(last[np.argmin(np.abs(last - early))])
     dims = action_dims(ctx, s)
-    per_dim = (value - early) / dims
-    severity = "ok"
-    if per_dim >= SPREAD_CRITICAL:
-        severity = "critical"
-    elif per_dim >= SPREAD_WARNING or per_dim <= -COLLAPSE_WARNING:
-        severity = "warning"
-    return SpreadGrowth(early, value, dims, per_dim, severity)
+    return SpreadGrowth(early, value, dims, (value - early) / dims)

@@ -67,12 +67,16 @@ def history(
     for step in range(20_100, 21_000):
         run.log(step, {"policy_kl": -2.0})
     run.finish(60)
-    raw = influx_db.query('SELECT * FROM "policy", "value", "optimization" WHERE "run" = \'r\'')
+    # every measurement the exporter writes a step to (the health one holds `nonfinite_count`,
+    # which the run's cards read like any other field it logged)
+    raw = influx_db.query(
+        'SELECT * FROM "policy", "value", "optimization", "health" WHERE "run" = \'r\''
+    )
     lines = []
     for row in raw:
         fields = ",".join(
             f"{k}={row[k]!r}"
-            for k in ("policy_kl", "value_loss", "clip_fraction", "grad_norm")
+            for k in ("policy_kl", "value_loss", "clip_fraction", "grad_norm", "nonfinite_count")
             if row.get(k) is not None
         )
         lines.append(f"{row['_measurement']},run=legacy {fields},step={row['time']}i {row['time']}")
