@@ -124,15 +124,22 @@ def run_cards(
     config = dict(store.run_config(run))
     stages = reg.stages_for(config)
     early = _early_fields(reg, fields) if stages.early_end > 0 else []
-    # The whole-run statistics and the early-stage sketches do not depend on the windows (at any
-    # length a run is long past its early stage): read beside them, each a wait on the store.
-    with ThreadPoolExecutor(2, thread_name_prefix="rlvitals-cards") as pool:
-        stats_read = pool.submit(store.stats, run, ids)
-        early_read = pool.submit(
-            store.series_many, run, early, 0, stages.early_end - 1, EARLY_SKETCH_POINTS
-        )
-        windows = store.windows(run, [*fields, *marks.values()], window)
-        stats, whole_early = stats_read.result(), early_read.result()
+    wanted = [*fields, *marks.values()]
+    if store.kind == "memory":  # nothing to wait on: no threads
+        stats = store.stats(run, ids)
+        whole_early = store.series_many(run, early, 0, stages.early_end - 1, EARLY_SKETCH_POINTS)
+        windows = store.windows(run, wanted, window)
+    else:
+        # The whole-run statistics and the early-stage sketches do not depend on the windows (at
+        # any length a run is long past its early stage): read beside them, each a wait on the
+        # store.
+        with ThreadPoolExecutor(2, thread_name_prefix="rlvitals-cards") as pool:
+            stats_read = pool.submit(store.stats, run, ids)
+            early_read = pool.submit(
+                store.series_many, run, early, 0, stages.early_end - 1, EARLY_SKETCH_POINTS
+            )
+            windows = store.windows(run, wanted, window)
+            stats, whole_early = stats_read.result(), early_read.result()
     values = {f: windows[f] for f in fields if f in windows}
     series = _with_early_sketches(reg, store, run, values, stages, whole_early)
     _with_nonfinite(series, windows, marks)

@@ -343,6 +343,7 @@ def build_card(
     whole_run: RunMean | None = None,
     context: RunContext | None = None,
     prepared: bool = False,
+    rules: Sequence[RuleResult] | None = None,
 ) -> Card:
     """The diagnosis card of one metric from the histories of it and its neighbours.
 
@@ -350,7 +351,9 @@ def build_card(
     recent window of a long one; without it the mean is that of the series given. `context` is
     the run's context (see `context.py`); without it, it is read from `config` and the series.
     `prepared`: `series_by_metric` and `config` already went through `prepare_series` and
-    `with_context` for this context (`diagnose` does it once for all of a run's cards)."""
+    `with_context` for this context (`diagnose` does it once for all of a run's cards), and
+    `rules`, when given, are every registry rule evaluated on them (`diagnose` evaluates them
+    once; each card keeps those about its metric)."""
     opts = options or CardOptions()
     t = _Lang(lang)
     metric = registry.metric(metric_id)
@@ -388,7 +391,10 @@ def build_card(
     early = early_mean(s, stages)
     band = band_state(metric, summary.step, summary.value, stages, cfg, early)
     alerts = alert_states(metric, s, cfg, early)
-    rule_results = evaluate_rules(registry, series, cfg, metric_id, stages, _run_points(ctx))
+    if rules is None:
+        rule_results = evaluate_rules(registry, series, cfg, metric_id, stages, _run_points(ctx))
+    else:
+        rule_results = tuple(r for r in rules if metric_id in r.rule.metrics)
     fired = tuple(r for r in rule_results if r.fired)
     others = {m: series[m] for m in metric.related if m in series and m != metric_id}
     span = _coupling_span(s, opts.coupling_steps, _run_points(ctx), "stage_boundaries" in cfg)
@@ -495,6 +501,14 @@ def _coupling_span(s: Series, points: int, run_points: int | None, explicit: boo
     k = points if run_points is None else min(points, max(5, run_points // 10))
     k = min(k, len(s))
     return int(s.steps[-1] - s.steps[-k]) + 1
+
+
+def all_rules(
+    registry: Registry, series: Mapping[str, Series], cfg: Mapping[str, Any], ctx: RunContext
+) -> tuple[RuleResult, ...]:
+    """Every registry rule on a run's prepared series, as `build_card` evaluates them."""
+    stages = registry.stages_for(cfg, ctx.planned_steps, ctx.cadence)
+    return evaluate_rules(registry, series, cfg, None, stages, _run_points(ctx))
 
 
 def _run_points(ctx: RunContext) -> int | None:

@@ -355,7 +355,8 @@ def evaluate_rule(
 
 
 def _point(rule: Rule, step: int, series: Mapping[str, Series], ctx: RuleContext) -> PointResult:
-    histories = {m: s.until(step) for m, s in series.items()}
+    # the rule reads its own metrics only
+    histories = {m: series[m].until(step) for m in rule.metrics if m in series}
     windows = {m: h.tail(ctx.window(rule)[0]) for m, h in histories.items()}
     early = {m: early_mean(h, ctx.stages) for m, h in histories.items()}
     return evaluate_point(rule, step, windows, early, ctx, histories)

@@ -18,6 +18,7 @@ from .card import (
     Card,
     CardOptions,
     Status,
+    all_rules,
     build_card,
     context_of,
     prepare_series,
@@ -63,6 +64,7 @@ def diagnose(
     ctx = context if context is not None else context_of(registry, config, ser)
     cfg = with_context(config, ctx, ser)
     ready = prepare_series(registry, ctx, ser)
+    rules = all_rules(registry, ready, cfg, ctx)
     means = whole_run or {}
     return [
         build_card(
@@ -75,6 +77,7 @@ def diagnose(
             whole_run=means.get(m),
             context=ctx,
             prepared=True,
+            rules=rules,
         )
         for m in metric_ids
     ]

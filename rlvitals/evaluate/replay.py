@@ -212,11 +212,16 @@ def timeline(
     registry: Registry, run: LoadedRun, steps: Sequence[int] | None = None
 ) -> list[StepStatus]:
     """The run's status at every step it logged a registry metric (or at `steps`): the cards
-    `/api/cards` answers for the run cut at that step, and the worst training-health card."""
-    metric_steps = [run.fields[f][0] for f in run.logged if registry.has_metric(f)]
-    if not metric_steps:  # no name recognised: no card, and no step to build one at
+    `/api/cards` answers for the run cut at that step, and the worst training-health card.
+    Steps where only per-episode values arrived (CleanRL logs each finished episode at its own
+    step) are left out but for the last: a card reads them as one point per update interval,
+    so they change nothing until the next update (or the run's end) is logged."""
+    logged = [f for f in run.logged if registry.has_metric(f)]
+    if not logged:  # no name recognised: no card, and no step to build one at
         return []
-    all_steps = np.unique(np.concatenate(metric_steps))
+    paced = [f for f in logged if registry.metric(f).sampling != "per_episode"] or logged
+    last = max(int(run.fields[f][0][-1]) for f in logged)
+    all_steps = np.unique(np.concatenate([*(run.fields[f][0] for f in paced), [last]]))
     out = []
     for step in all_steps.tolist() if steps is None else steps:
         cards = run_cards(registry, run.until(int(step)), run.name, None, "en", CARD_WINDOW)
