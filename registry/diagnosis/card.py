@@ -192,6 +192,8 @@ class Card:
     evidence: tuple[Evidence, ...] = ()
     rules: tuple[RuleResult, ...] = ()
     context: RunContext | None = None
+    warmup: bool = False
+    """The latest point is in the run's warm-up: only physical facts are alarmed."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: non-finite numbers become null."""
@@ -228,6 +230,7 @@ class Card:
             "evidence": [e.to_dict() for e in self.evidence],
             "rules": [r.to_dict() for r in self.rules],
             "context": None if self.context is None else self.context.to_dict(),
+            "warmup": self.warmup,
         }
         out = _json_ready(raw)
         assert isinstance(out, dict)
@@ -434,13 +437,14 @@ def build_card(
         status = _max(status, e.severity)
     reason: str | None = None
     warm = registry.timing.warmup_points
-    if in_warmup(summary.step, stages, cfg, s.finite(), warm) and status != "ok":
+    warming = in_warmup(summary.step, stages, cfg, s.finite(), warm)
+    if warming and status != "ok":
         end = warmup_end(stages, cfg, s.finite(), warm)
         # physical facts need no history: a NaN, a value past its limits or an update far past
         # any trust region is alarmed in warm-up too
         physical: Status = "ok"
         for e in evidence:
-            if _is_fact(e):
+            if is_fact(e):
                 physical = _max(physical, e.severity)
         reason = t(
             f"warm-up: step {summary.step:,} < {end:,}; the evidence is listed but not alarmed"
@@ -489,6 +493,7 @@ def build_card(
         evidence=tuple(evidence),
         rules=rule_results,
         context=ctx,
+        warmup=warming,
     )
 
 
@@ -969,7 +974,7 @@ def _band_evidence(t: _Lang, band: BandState | None, summary: Summary) -> list[E
 _FACT_KINDS = ("nonfinite", "limits")
 
 
-def _is_fact(e: Evidence) -> bool:
+def is_fact(e: Evidence) -> bool:
     """A physical fact: judged from the first point, in warm-up too."""
     return e.kind in _FACT_KINDS or bool(e.data.get("physical"))
 

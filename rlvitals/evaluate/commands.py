@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,17 @@ from exporter.errors import ExporterError
 from exporter.ingest.commands import add_config_arguments, mapped_config, read_config_arguments
 from registry import FRAMEWORKS
 
-from .replay import Expected, ReplayError, RunVerdict, load_run, table, tags_cell, verdict
+from .lofo import Fold, Judged, leave_one_family_out, lofo_table
+from .replay import (
+    Expected,
+    ReplayError,
+    RunVerdict,
+    load_run,
+    table,
+    tags_cell,
+    timeline,
+    verdict,
+)
 
 __all__ = ["register"]
 
@@ -39,11 +50,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--expected",
         metavar="FILE",
         help="expected verdicts (YAML: runs: {name: {verdict, failure_step, failure, also, "
-        "dead_at_end}}), e.g. tests/fixtures/runs/expected.yaml",
+        "dead_at_end, family, given: {map: {TAG: METRIC}, set: {KEY: VALUE}}}}; given is what "
+        "that run's user passes as --map / --set), e.g. tests/fixtures/runs/expected.yaml",
     )
     p.add_argument("--framework", choices=("auto", *FRAMEWORKS), default="auto")
     registry.add_registry_argument(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a Markdown table")
+    p.add_argument(
+        "--leave-one-family-out",
+        action="store_true",
+        help="also measure generalisation: for each family of runs (the expected file's "
+        "family:), choose the engine's tunable levels (registry/diagnosis/tuning.py) on the "
+        "other families and judge the held-out one with them; prints a table per family",
+    )
     add_config_arguments(p)
     p.set_defaults(handler=_evaluate)
 
@@ -73,7 +92,18 @@ def _run_folders(paths: list[str]) -> list[Path]:
     return out
 
 
-def _expected(path: str | None) -> dict[str, Expected]:
+@dataclass(frozen=True)
+class _Entry:
+    """A run's line of the expected verdicts: the verdict, its family, and what its user would
+    pass on the command line (`given: {map: {TAG: METRIC}, set: {KEY: VALUE}}`)."""
+
+    expected: Expected
+    family: str | None
+    maps: tuple[str, ...]
+    config: dict[str, Any]
+
+
+def _expected(path: str | None) -> dict[str, _Entry]:
     if path is None:
         return {}
     try:
@@ -86,9 +116,22 @@ def _expected(path: str | None) -> dict[str, Expected]:
     out = {}
     for name, entry in runs.items():
         try:
-            out[str(name)] = Expected.of(entry)
-        except (KeyError, TypeError, ValueError) as exc:
+            expected = Expected.of(entry)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"--expected {path}: run {name!r}: {exc!r} (needs verdict)") from None
+        given = entry.get("given") or {}
+        maps, settings = given.get("map") or {}, given.get("set") or {}
+        if not isinstance(maps, dict) or not isinstance(settings, dict):
+            raise ValueError(
+                f"--expected {path}: run {name!r}: given: map and set must be mappings"
+            )
+        family = entry.get("family")
+        out[str(name)] = _Entry(
+            expected,
+            None if family is None else str(family),
+            tuple(f"{k}={v}" for k, v in maps.items()),
+            {str(k): v for k, v in settings.items()},
+        )
     return out
 
 
@@ -145,26 +188,58 @@ def _evaluate(args: argparse.Namespace) -> int:
         expected = _expected(args.expected)
     except (registry.RegistryError, ExporterError, OSError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0])
+    if args.leave_one_family_out and (
+        not expected or any(e.family is None for e in expected.values())
+    ):
+        return _fail(
+            "--leave-one-family-out needs --expected with a family: for every run "
+            "(e.g. tests/fixtures/runs/expected.yaml)"
+        )
     framework = None if args.framework == "auto" else args.framework
     verdicts = []
+    judged: list[Judged] = []
     unread = 0
     for folder in folders:
+        entry = expected.get(folder.name)
         try:
-            run = load_run(folder, reg, framework, config)
-        except (OSError, ValueError, ExporterError, ReplayError) as exc:
+            run_reg, run_config = reg, config
+            if entry is not None and (entry.maps or entry.config):
+                run_reg = reg.with_map(registry.parse_map(entry.maps, reg))
+                run_config = mapped_config(run_reg, {**config, **entry.config})
+            run = load_run(folder, run_reg, framework, run_config)
+            steps = timeline(run_reg, run, keep=args.leave_one_family_out)
+        except (OSError, ValueError, ExporterError, ReplayError, registry.RegistryError) as exc:
             # one unreadable run must not cost the others their rows
             why = str(exc).splitlines()[0]
             print(f"rlvitals: error: {folder.name}: {why}", file=sys.stderr)
             verdicts.append(_unread(folder.name, why))
             unread += 1
             continue
-        verdicts.append(verdict(reg, run, expected.get(folder.name)))
+        exp = None if entry is None else entry.expected
+        verdicts.append(verdict(run_reg, run, exp, steps))
+        if args.leave_one_family_out and entry is not None and entry.family is not None:
+            judged.append(Judged(run, tuple(steps), entry.expected, entry.family))
         print(f"rlvitals: {folder.name}: {verdicts[-1].context}", file=sys.stderr)
+    folds = leave_one_family_out(reg, judged) if judged else []
     if args.json:
-        print(json.dumps([_as_json(v) for v in verdicts], indent=2))
+        out: Any = [_as_json(v) for v in verdicts]
+        if args.leave_one_family_out:
+            out = {"runs": out, "leave_one_family_out": [_fold_json(f) for f in folds]}
+        print(json.dumps(out, indent=2))
     else:
         print(table(verdicts))
+        if args.leave_one_family_out:
+            print()
+            print(lofo_table(folds))
     if unread:
         return 2
-    judged = [v for v in verdicts if v.expected is not None]
-    return 1 if any(not v.passed for v in judged) else 0
+    return 1 if any(not v.passed for v in verdicts if v.expected is not None) else 0
+
+
+def _fold_json(f: Fold) -> dict[str, Any]:
+    return {
+        "family": f.family,
+        "tuning": f.tuning.to_dict(),
+        "changed": f.changed,
+        "runs": [_as_json(v) for v in f.verdicts],
+    }

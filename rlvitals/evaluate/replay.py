@@ -32,10 +32,11 @@ from grafana.datasource.config import DatasourceConfig
 from grafana.datasource.history.embedded import EmbeddedHistory
 from grafana.datasource.history.memory import MemoryHistory
 from registry import Recognition, Registry, recognise
-from registry.diagnosis.card import Card, context_of
+from registry.diagnosis.card import TUNABLE_KINDS, Card, Evidence, context_of, is_fact, rejudge
 from registry.diagnosis.context import RunContext
-from registry.diagnosis.run_cards import run_status
+from registry.diagnosis.run_cards import run_status, verdict_cards
 from registry.diagnosis.stats import Series, as_series
+from registry.diagnosis.tuning import Tuning
 
 __all__ = [
     "FAILURE_KINDS",
@@ -47,6 +48,7 @@ __all__ = [
     "load_run",
     "tags_cell",
     "timeline",
+    "totals",
     "verdict",
 ]
 
@@ -86,9 +88,11 @@ _METRIC_KINDS: dict[str, str] = {
 _EVIDENCE_KINDS: dict[str, str] = {
     "nonfinite": "nonfinite",
     "value_scale": "value_divergence",
-    "return_worse_than_start": "reward_collapse",
-    "return_never_improved": "never_improved",
-    "return_below_random": "never_improved",
+}
+_FINDING_KINDS = {
+    "worse_than_start": "reward_collapse",
+    "never_improved": "never_improved",
+    "below_random": "never_improved",
 }
 
 
@@ -201,15 +205,73 @@ def _warnings_to(out: io.StringIO) -> Iterator[None]:
 
 
 @dataclass(frozen=True)
+class JudgedCard:
+    """A card reduced to what another `Tuning` could change: its status without the tunable
+    evidence, its physical facts, and the tunable evidence with its numbers
+    (`rlvitals evaluate --leave-one-family-out` judges the replay again without rebuilding it)."""
+
+    metric: str
+    status: str
+    warmup: bool
+    fixed: str  # the most severe evidence no tuning changes
+    facts: str  # the most severe physical fact (all a card in warm-up alarms)
+    kinds: frozenset[str]  # failures its rules and fixed evidence name when flagged
+    tunable: tuple[Evidence, ...]
+
+    @classmethod
+    def of(cls, card: Card) -> JudgedCard:
+        fixed = facts = "ok"
+        kinds = set()
+        for r in card.rules:
+            if r.fired and r.rule.sentinel in _SENTINEL_KINDS:
+                kinds.add(_SENTINEL_KINDS[r.rule.sentinel])
+            if r.fired and r.rule.id in _RULE_KINDS:
+                kinds.add(_RULE_KINDS[r.rule.id])
+        tunable = []
+        for e in card.evidence:
+            if e.kind in TUNABLE_KINDS:
+                tunable.append(e)
+                continue
+            fixed = _worse(fixed, e.severity)
+            if is_fact(e):
+                facts = _worse(facts, e.severity)
+            kinds |= _evidence_kinds(e, e.severity)
+        return cls(
+            card.metric, card.status, card.warmup, fixed, facts, frozenset(kinds), tuple(tunable)
+        )
+
+    def under(self, tuning: Tuning) -> tuple[str, frozenset[str]]:
+        """Its status under `tuning`, and the failures it names when flagged."""
+        if self.status == "no_data":
+            return self.status, self.kinds
+        status, kinds = self.fixed, set(self.kinds)
+        for e in self.tunable:
+            sev = rejudge(e, tuning)
+            status = _worse(status, sev)
+            kinds |= _evidence_kinds(e, sev)
+        if self.warmup:
+            status = self.facts
+        if self.metric in _METRIC_KINDS:
+            kinds.add(_METRIC_KINDS[self.metric])
+        return status, frozenset(kinds)
+
+
+def _worse(a: str, b: str) -> str:
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+@dataclass(frozen=True)
 class StepStatus:
     step: int
     status: str
     worst: tuple[Card, ...]  # the training-health cards at that status
     statuses: Mapping[str, str] = field(default_factory=dict)  # every card's, by metric
+    judged: tuple[JudgedCard, ...] = ()  # with timeline(keep=True): every training-health card
+    kinds: frozenset[str] | None = None  # the failures the worst cards name (None: from worst)
 
 
 def timeline(
-    registry: Registry, run: LoadedRun, steps: Sequence[int] | None = None
+    registry: Registry, run: LoadedRun, steps: Sequence[int] | None = None, keep: bool = False
 ) -> list[StepStatus]:
     """The run's status at every step it logged a registry metric (or at `steps`): the cards
     `/api/cards` answers for the run cut at that step, and the worst training-health card.
@@ -226,8 +288,27 @@ def timeline(
     for step in all_steps.tolist() if steps is None else steps:
         cards = run_cards(registry, run.until(int(step)), run.name, None, "en", CARD_WINDOW)
         status, worst = run_status(registry, cards)
-        out.append(StepStatus(int(step), status, worst, {c.metric: c.status for c in cards}))
+        judged = tuple(JudgedCard.of(c) for c in verdict_cards(registry, cards)) if keep else ()
+        out.append(
+            StepStatus(int(step), status, worst, {c.metric: c.status for c in cards}, judged)
+        )
     return out
+
+
+def _evidence_kinds(e: Evidence, severity: str) -> set[str]:
+    """The failures a piece of evidence names at `severity` (none below warning)."""
+    if _RANK[severity] < _RANK["warning"]:
+        return set()
+    if e.kind in _EVIDENCE_KINDS:
+        return {_EVIDENCE_KINDS[e.kind]}
+    if e.kind == "entropy_spread":
+        grew = e.data.get("per_dim_nats")
+        return {"entropy_explosion" if isinstance(grew, float) and grew > 0 else "entropy_collapse"}
+    if e.kind == "return_reference":
+        found = e.data.get("findings")
+        listed = found if isinstance(found, list) else []
+        return {_FINDING_KINDS[f] for f in listed if f in _FINDING_KINDS}
+    return set()
 
 
 def failure_kinds(card: Card) -> set[str]:
@@ -236,13 +317,7 @@ def failure_kinds(card: Card) -> set[str]:
     if card.metric in _METRIC_KINDS:
         kinds.add(_METRIC_KINDS[card.metric])
     for e in card.evidence:
-        if e.severity not in ("warning", "critical"):
-            continue
-        if e.kind in _EVIDENCE_KINDS:
-            kinds.add(_EVIDENCE_KINDS[e.kind])
-        if e.kind == "entropy_spread":
-            grew = float(str(e.data.get("per_dim_nats", 0.0))) > 0
-            kinds.add("entropy_explosion" if grew else "entropy_collapse")
+        kinds |= _evidence_kinds(e, e.severity)
     for r in card.rules:
         if r.fired and r.rule.sentinel in _SENTINEL_KINDS:
             kinds.add(_SENTINEL_KINDS[r.rule.sentinel])
@@ -345,7 +420,9 @@ def verdict(
     flagged = [st for st in tl if _RANK[st.status] >= _RANK["warning"]]
     flag = flagged[0] if flagged else None
     kinds: set[str] = set()
-    if flag is not None:
+    if flag is not None and flag.kinds is not None:
+        kinds = set(flag.kinds)
+    elif flag is not None:
         for c in flag.worst:
             kinds |= failure_kinds(c)
     end = tl[-1].status if tl else "no_data"
@@ -407,20 +484,29 @@ def table(verdicts: Sequence[RunVerdict]) -> str:
             f" {_fmt(v.first['critical'])} | {v.end_status} | {lag} | {', '.join(v.flag_kinds) or '–'} |"
             f" {'yes' if v.passed else 'NO: ' + '; '.join(v.problems)} | {tags_cell(v.recognition)} |"
         )
+    rows.append("")
+    rows.append(totals(verdicts))
+    return "\n".join(rows)
+
+
+def totals(verdicts: Sequence[RunVerdict]) -> str:
+    """One line: runs as expected, and each of the three acceptance counts."""
     judged = [v for v in verdicts if v.expected is not None]
     passed = sum(v.passed for v in judged)
     healthy = [v for v in judged if v.expected and v.expected.verdict == "healthy"]
     bad = [v for v in judged if v.expected and v.expected.verdict == "destabilised"]
     dead = [v for v in judged if v.expected and v.expected.dead_at_end]
-    rows.append("")
-    rows.append(
+    in_time = sum(
+        v.flag_step is not None
+        and not any("updates after" in p or "names" in p for p in v.problems)
+        for v in bad
+    )
+    return (
         f"{passed}/{len(judged)} runs as expected; healthy never warned: "
         f"{sum(v.flag_step is None for v in healthy)}/{len(healthy)}; destabilised flagged within "
-        f"{MAX_LAG_POINTS} updates naming the failure: "
-        f"{sum(v.passed or (v.flag_step is not None and not any('updates after' in p or 'names' in p for p in v.problems)) for v in bad)}/{len(bad)}; "
+        f"{MAX_LAG_POINTS} updates naming the failure: {in_time}/{len(bad)}; "
         f"dead at end critical: {sum(v.end_status == 'critical' for v in dead)}/{len(dead)}"
     )
-    return "\n".join(rows)
 
 
 def tags_cell(names: Recognition | None) -> str:
