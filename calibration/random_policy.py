@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", "MountainCarContinuous-v0")
+ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1")
 CONSTANT = ("CartPole-v1", "Acrobot-v1")  # discrete tasks: also every constant action
 EPISODES = 100
 OUT = Path(__file__).resolve().parent / "random_policy_returns.yaml"
@@ -63,15 +63,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"# {args.episodes} episodes per task, episode i reset with seed=i, the action space seeded",
         "# once with 0, the task's own time limit (max_episode_steps). `constant` holds the same",
         "# measurement for a policy that always takes one action (the floor a collapsed",
-        "# deterministic policy sits on). Written by: python calibration/random_policy.py",
+        "# deterministic policy sits on); std is the population standard deviation over episodes.",
+        "# Written by: python calibration/random_policy.py",
     ]
     for env_id in ENVS:
-        limit = gym.spec(env_id).max_episode_steps
         rand = _returns(env_id, lambda space: space.sample(), args.episodes)
-        lines.append(f"{env_id}: {{{_stats(rand)}, max_episode_steps: {limit}}}")
+        lines.append(f"{env_id}:")
+        lines += [f"  {item}" for item in _stats(rand).split(", ")]
+        lines.append(f"  max_episode_steps: {gym.spec(env_id).max_episode_steps}")
         if env_id in CONSTANT:
-            lines[-1] = f"{env_id}:"
-            lines.append(f"  {_stats(rand)}, max_episode_steps: {limit}".replace(", ", "\n  "))
             lines.append("  constant:")
             for a in range(int(gym.make(env_id).action_space.n)):
                 const = _returns(env_id, lambda _space, a=a: a, args.episodes)
