@@ -2,13 +2,13 @@
 
     python calibration/grpo_tiny.py --out DIR --max-steps 120 --learning-rate 1e-3 --num-iterations 1
 
-The model is a small `LlamaConfig` (2 layers, hidden size 32 unless told) with random weights
-over a word-level `tokenizers` vocabulary of 24 tokens. The task: after a prompt of three words,
-write words and stop (at most 64 tokens); the reward is the share of "good" words (8 of the 20
-content words), plus 0.25 per distinct good word (up to 4), plus 0.5 for stopping (an end-of-sequence token) within the limit. The best policy keeps several
-words in play and stops; a policy collapsed onto one word, or onto stopping at once, earns a
-fraction of the maximum (2.5). TRL's `TensorBoardCallback` writes the event file, with the `args`
-text summary.
+The model is a small `LlamaConfig` (2 layers, hidden size 32 unless told) with random weights over
+a word-level `tokenizers` vocabulary of 24 tokens. The task: after a prompt of three words, write
+words and stop (at most 64 tokens); the reward is the share of "good" words (8 of the 20 content
+words), plus 0.25 per distinct good word (up to 4), plus 0.5 for stopping (an end-of-sequence
+token) within the limit. The best policy keeps several words in play and stops; a policy collapsed
+onto one word, or onto stopping at once, earns a fraction of the maximum (2.5). TRL's
+`TensorBoardCallback` writes the event file, with the `args` text summary.
 
 `--hidden-size` and `--layers` change the model's size (intermediate size twice the hidden size,
 4 heads). `--reward` picks the reward functions; TRL sums them and logs each one's mean as
