@@ -6,7 +6,8 @@
 undiscounted episodic return of `action_space.sample()` over EPISODES episodes (episode i reset
 with seed i, the action space seeded once with 0), with the task's own time limit. For the
 discrete tasks it also records the constant-action returns (always action 0, always action 1 ...,
-seeds as above): the floor a collapsed deterministic policy sits on.
+seeds as above): the floor a collapsed deterministic policy sits on; for Pendulum the two extreme
+constant torques (always the action space's low, always its high), where a saturated actor sits.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1")
-CONSTANT = ("CartPole-v1", "Acrobot-v1")  # discrete tasks: also every constant action
+CONSTANT = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1")  # also every / each extreme constant action
 EPISODES = 100
 OUT = Path(__file__).resolve().parent / "random_policy_returns.yaml"
 
@@ -73,9 +74,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines.append(f"  max_episode_steps: {gym.spec(env_id).max_episode_steps}")
         if env_id in CONSTANT:
             lines.append("  constant:")
-            for a in range(int(gym.make(env_id).action_space.n)):
+            space = gym.make(env_id).action_space
+            if isinstance(space, gym.spaces.Discrete):
+                fixed = {f"action_{a}": a for a in range(int(space.n))}
+            else:
+                fixed = {
+                    f"action_low_{space.low[0]:g}": space.low,
+                    f"action_high_{space.high[0]:g}": space.high,
+                }
+            for label, a in fixed.items():
                 const = _returns(env_id, lambda _space, a=a: a, args.episodes)
-                lines.append(f"    action_{a}: {{{_stats(const)}}}")
+                lines.append(f"    {label}: {{{_stats(const)}}}")
     text = "\n".join(lines) + "\n"
     args.out.write_text(text)
     print(text, end="")
