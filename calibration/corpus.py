@@ -1,15 +1,16 @@
 """Train the calibration corpus: every run, one after another, into tests/fixtures/runs/<name>/.
 
-    python calibration/corpus.py                 # all runs (about 15 CPU-minutes, one core)
+    python calibration/corpus.py                 # all runs (about 40 CPU-minutes, one core)
     python calibration/corpus.py --only grpo_    # runs whose name starts with a prefix
     python calibration/corpus.py --out DIR       # into DIR/<name>/ instead (the tests do)
 
 Each run is one trainer script of this folder with fixed seeds; the trainer itself writes its
-TensorBoard event file (SB3's logger, torch's SummaryWriter in the CleanRL-style script, TRL's
-TensorBoardCallback). The manifest (tests/fixtures/runs/manifest.json) records, per run, the exact
-command, the hyperparameters that differ from the trainer's defaults, the package versions and
-what the run was meant to test. The verdict each run *shows* is written separately, by a person
-looking at the data (tests/fixtures/runs/expected.yaml), never by this script.
+TensorBoard event file (SB3's logger, torch's SummaryWriter in the CleanRL-style script and in the
+home-made actor-critic, TRL's TensorBoardCallback). The manifest
+(tests/fixtures/runs/manifest.json) records, per run, the exact command, the hyperparameters that
+differ from the trainer's defaults, the package versions and what the run was meant to test. The
+verdict each run *shows* is written separately, by a person looking at the data
+(tests/fixtures/runs/expected.yaml), never by this script.
 """
 
 from __future__ import annotations
@@ -35,6 +36,20 @@ PENDULUM_PPO = [
     "--set", "gamma=0.9", "--set", "gae_lambda=0.95", "--set", "use_sde=true",
     "--set", "sde_sample_freq=4",
 ]  # fmt: skip
+CARTPOLE_DQN = [  # rl-zoo's DQN CartPole-v1 settings
+    "--set", "learning_rate=0.0023", "--set", "batch_size=64", "--set", "buffer_size=100000",
+    "--set", "learning_starts=1000", "--set", "gamma=0.99", "--set", "target_update_interval=10",
+    "--set", "train_freq=256", "--set", "gradient_steps=128", "--set", "exploration_fraction=0.16",
+    "--set", "exploration_final_eps=0.04", "--set", 'policy_kwargs={"net_arch": [256, 256]}',
+]  # fmt: skip
+PENDULUM_TD3 = [  # rl-zoo's TD3/DDPG Pendulum-v1 settings, but learning from step 1000
+    "--set", "buffer_size=200000", "--set", "learning_starts=1000",
+    "--set", "action_noise=normal:0.1", "--set", 'policy_kwargs={"net_arch": [400, 300]}',
+]  # fmt: skip
+ACROBOT_A2C = ["--n-envs", "16", "--normalize", "--set", "ent_coef=0.0", "--log-interval", "20"]
+GRPO_H64 = (
+    "--max-steps", "200", "--learning-rate", "0.0005", "--hidden-size", "64", "--layers", "3",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -126,6 +141,76 @@ RUNS = [
     Spec("grpo_mu2_lr_dead", "grpo_tiny.py",
          ("--max-steps", "120", "--learning-rate", "0.1", "--num-iterations", "2"),
          "num_iterations 2 with learning rate 200x too high"),
+    Spec("sb3_dqn_cartpole_healthy", "sb3_train.py",
+         _sb3("dqn", "CartPole-v1", 50000, "--log-interval", "4", *CARTPOLE_DQN),
+         "SB3 DQN with rl-zoo's CartPole settings: healthy value-based baseline"),
+    Spec("sb3_dqn_cartpole_diverged", "sb3_train.py",
+         _sb3("dqn", "CartPole-v1", 30000, "--log-interval", "10", *CARTPOLE_DQN,
+              "--set", "learning_rate=0.01", "--set", "gamma=0.9999",
+              "--set", "target_update_interval=1", "--set", "train_freq=1",
+              "--set", "gradient_steps=1", "--set", "max_grad_norm=1e10"),
+         "no target network (copied every step, one gradient step per env step), gamma 0.9999, "
+         "learning rate 4x, no gradient clipping: bootstrapped Q values should diverge"),
+    Spec("sb3_dqn_acrobot_healthy", "sb3_train.py",
+         _sb3("dqn", "Acrobot-v1", 40000, "--log-interval", "2",
+              "--set", "learning_rate=0.00063", "--set", "batch_size=128",
+              "--set", "buffer_size=50000", "--set", "learning_starts=0", "--set", "gamma=0.99",
+              "--set", "target_update_interval=250", "--set", "train_freq=4",
+              "--set", "gradient_steps=-1", "--set", "exploration_fraction=0.12",
+              "--set", "exploration_final_eps=0.1",
+              "--set", 'policy_kwargs={"net_arch": [256, 256]}'),
+         "SB3 DQN with rl-zoo's Acrobot settings: healthy baseline on a second discrete task"),
+    Spec("sb3_td3_pendulum_healthy", "sb3_train.py",
+         _sb3("td3", "Pendulum-v1", 10000, *PENDULUM_TD3, "--set", "learning_rate=0.001",
+              "--set", "gamma=0.98"),
+         "SB3 TD3 with rl-zoo's Pendulum settings: healthy baseline, one point per episode"),
+    Spec("sb3_td3_pendulum_diverged", "sb3_train.py",
+         _sb3("td3", "Pendulum-v1", 10000, *PENDULUM_TD3, "--set", "learning_rate=0.01",
+              "--set", "gamma=0.9999", "--set", "tau=1.0"),
+         "target networks copied every update (tau 1), gamma 0.9999, learning rate 10x: "
+         "critic values should diverge"),
+    Spec("sb3_ddpg_pendulum_healthy", "sb3_train.py",
+         _sb3("ddpg", "Pendulum-v1", 10000, *PENDULUM_TD3, "--set", "learning_rate=0.001",
+              "--set", "gamma=0.98"),
+         "SB3 DDPG with rl-zoo's Pendulum settings: healthy baseline, one point per episode"),
+    Spec("sb3_ddpg_pendulum_lr_high", "sb3_train.py",
+         _sb3("ddpg", "Pendulum-v1", 10000, *PENDULUM_TD3, "--set", "learning_rate=0.02",
+              "--set", "gamma=0.98"),
+         "learning rate 20x too high"),
+    Spec("sb3_ppo_pendulum_entpos", "sb3_train.py",
+         _sb3("ppo", "Pendulum-v1", 61440, *PENDULUM_PPO, "--set", "learning_rate=0.001",
+              "--set", "ent_coef=0.5"),
+         "entropy bonus 0.5 (continuous actions): the action std should grow without bound"),
+    Spec("sb3_ppo_pendulum_entneg", "sb3_train.py",
+         _sb3("ppo", "Pendulum-v1", 61440, *PENDULUM_PPO, "--set", "learning_rate=0.001",
+              "--set", "ent_coef=-0.5"),
+         "entropy coefficient -0.5 (an entropy penalty): the action std should collapse"),
+    Spec("sb3_ppo_cartpole_reward1e18", "sb3_train.py",
+         _sb3("ppo", "CartPole-v1", 40960, *CARTPOLE_PPO, "--set", "learning_rate=0.0003",
+              "--reward-scale", "1e18"),
+         "rewards scaled by 1e18 (a unit error): squared returns overflow float32, the value "
+         "loss is inf"),
+    Spec("sb3_a2c_acrobot_healthy", "sb3_train.py",
+         _sb3("a2c", "Acrobot-v1", 200000, *ACROBOT_A2C),
+         "SB3 A2C with rl-zoo's Acrobot settings (16 envs, VecNormalize, ent_coef 0): healthy"),
+    Spec("sb3_a2c_acrobot_lr_high", "sb3_train.py",
+         _sb3("a2c", "Acrobot-v1", 200000, *ACROBOT_A2C, "--set", "learning_rate=0.02"),
+         "learning rate 30x too high on Acrobot"),
+    Spec("sb3_a2c_acrobot_8env", "sb3_train.py",
+         _sb3("a2c", "Acrobot-v1", 100000, "--n-envs", "8", "--log-interval", "25"),
+         "SB3 A2C defaults with 8 envs and no normalisation on Acrobot's sparse -1 reward"),
+    Spec("grpo_h64_healthy", "grpo_tiny.py", GRPO_H64,
+         "TRL GRPO on a larger tiny model (hidden 64, 3 layers), the usual reward: healthy"),
+    Spec("grpo_h64_length_bonus", "grpo_tiny.py", (*GRPO_H64, "--reward", "task+length_bonus"),
+         "the task reward plus a gameable 0.05 bonus per generated word: length hacking"),
+    Spec("grpo_h64_long_list", "grpo_tiny.py", (*GRPO_H64, "--reward", "long_list"),
+         "a task that legitimately asks for long answers (list up to 48 good words): healthy "
+         "with long completions"),
+    Spec("custom_ac_cartpole_healthy", "custom_ac.py", ("--total-steps", "100000"),
+         "home-made actor-critic with its own tag names, defaults: healthy"),
+    Spec("custom_ac_cartpole_lr_high", "custom_ac.py",
+         ("--total-steps", "100000", "--learning-rate", "0.02"),
+         "home-made actor-critic, learning rate 20x too high"),
 ]  # fmt: skip
 
 

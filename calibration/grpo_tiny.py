@@ -2,13 +2,26 @@
 
     python calibration/grpo_tiny.py --out DIR --max-steps 120 --learning-rate 1e-3 --num-iterations 1
 
-The model is a 2-layer `LlamaConfig` with random weights over a word-level `tokenizers` vocabulary
-of 24 tokens. The task: after a prompt of three words, write words and stop (at most 64 tokens); the reward is
-the share of "good" words (8 of the 20 content words), plus 0.25 per distinct good word (up to 4),
-plus 0.5 for stopping (an end-of-sequence token) within the limit. The best policy keeps several
-words in play and stops; a policy collapsed onto one word, or onto stopping at once, earns a
-fraction of the maximum (2.5). TRL's `TensorBoardCallback` writes the event file, with the `args`
-text summary.
+The model is a small `LlamaConfig` (2 layers, hidden size 32 unless told) with random weights over
+a word-level `tokenizers` vocabulary of 24 tokens. The task: after a prompt of three words, write
+words and stop (at most 64 tokens); the reward is the share of "good" words (8 of the 20 content
+words), plus 0.25 per distinct good word (up to 4), plus 0.5 for stopping (an end-of-sequence
+token) within the limit. The best policy keeps several words in play and stops; a policy collapsed
+onto one word, or onto stopping at once, earns a fraction of the maximum (2.5). TRL's
+`TensorBoardCallback` writes the event file, with the `args` text summary.
+
+`--hidden-size` and `--layers` change the model's size (intermediate size twice the hidden size,
+4 heads). `--reward` picks the reward functions; TRL sums them and logs each one's mean as
+`rewards/<function name>/mean`:
+
+    task               `reward` above, alone (the default)
+    task+length_bonus  `reward` plus `length_bonus`, 0.05 per generated word whatever the word: a
+                       gameable extra (64 words earn 3.2, more than the task's maximum 2.5), so
+                       the policy can score by writing to the length limit while the task part
+                       stalls or falls
+    long_list          `long_list` alone, a task that legitimately asks for long answers: list up
+                       to 48 good words and stop; 1/24 per good word (up to 48), minus 1/24 per
+                       other word, plus 0.5 for stopping: at most 2.5
 """
 
 from __future__ import annotations
@@ -38,6 +51,28 @@ def reward(completions: list[str], completion_ids: list[list[int]], **_: Any) ->
     return out
 
 
+BONUS = 0.05
+
+
+def length_bonus(completions: list[str], **_: Any) -> list[float]:
+    """BONUS per generated word: rewards length for its own sake (3.2 at 64 words)."""
+    return [BONUS * len(text.split()) for text in completions]
+
+
+def long_list(completions: list[str], completion_ids: list[list[int]], **_: Any) -> list[float]:
+    """+1/24 per good word (up to 48), -1/24 per other word, 0.5 for stopping: at most 2.5."""
+    out = []
+    for text, ids in zip(completions, completion_ids, strict=True):
+        words = text.split()
+        good = sum(w in GOOD for w in words)
+        stopped = 0.5 if EOS_ID in ids else 0.0
+        out.append((min(good, 48) - (len(words) - good)) / 24 + stopped)
+    return out
+
+
+REWARDS = {"task": [reward], "task+length_bonus": [reward, length_bonus], "long_list": [long_list]}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
@@ -47,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--beta", type=float, default=0.0)
     parser.add_argument("--epsilon", type=float, default=0.2)
     parser.add_argument("--lr-scheduler-type", default="constant")
+    parser.add_argument("--hidden-size", type=int, default=32)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--reward", choices=sorted(REWARDS), default="task")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
@@ -74,9 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     tokenizer.padding_side = "left"
     config = LlamaConfig(
         vocab_size=len(vocab),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
+        hidden_size=args.hidden_size,
+        intermediate_size=2 * args.hidden_size,
+        num_hidden_layers=args.layers,
         num_attention_heads=4,
         num_key_value_heads=4,
         max_position_embeddings=32,
@@ -112,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     trainer = GRPOTrainer(
         model=init_dir,
-        reward_funcs=reward,
+        reward_funcs=REWARDS[args.reward],
         args=cfg,
         train_dataset=Dataset.from_dict({"prompt": prompts}),
         processing_class=tokenizer,
