@@ -17,7 +17,7 @@ from registry.diagnosis.run_cards import carded_metrics, diagnose
 from registry.diagnosis.stats import RunMean, Series, as_series
 
 from .card_words import labelled
-from .history import HistoryStore, Points
+from .history import HistoryStore, Points, metric_of_field
 
 __all__ = ["EARLY_SKETCH_POINTS", "card_inputs", "cards_for", "run_cards"]
 
@@ -114,13 +114,15 @@ def run_cards(
     """One card per metric (None: `carded_metrics`, the run's own), judged with the last
     `window` points of everything the run logged and the whole-run mean of each metric carded:
     what `registry.diagnosis.diagnose` needs, read from any history store."""
-    # what the run logged (not its hyperparameters, stored once at step 0)
-    logged = [f for f in store.logged_fields(run) if reg.has_metric(f)]
+    # what the run logged (not its hyperparameters, stored once at step 0): registry metrics
+    # and members of their families (`reward_component/<name>`: a run config's task_reward
+    # names one)
+    logged = [f for f in store.logged_fields(run) if metric_of_field(reg, f) is not None]
     ids = list(carded_metrics(reg, logged) if metric_ids is None else metric_ids)
     needed = {f for m in ids for f in card_inputs(reg, m)}
     fields = list(dict.fromkeys([*logged, *(f for f in needed if f not in logged)]))
     # a store answers an unknown field with no points: every metric's marks are asked for
-    marks = {f: nonfinite_field(f) for f in fields if reg.has_metric(f)}
+    marks = {f: nonfinite_field(f) for f in fields if metric_of_field(reg, f) is not None}
     config = dict(store.run_config(run))
     stages = reg.stages_for(config)
     early = _early_fields(reg, fields) if stages.early_end > 0 else []

@@ -54,6 +54,7 @@ from .fingerprint import (
     reward_fingerprint,
     rm_rising_eval_not,
     shaped_up_raw_down,
+    shaping_took_the_gain,
 )
 from .kl_zone import kl_zone
 from .return_refs import ReturnReference, findings, return_reference
@@ -79,7 +80,23 @@ from .stats import (
 )
 from .tuning import Tuning
 
-__all__ = ["MIN_POINTS", "STATUSES", "Card", "CardOptions", "Evidence", "Related", "build_card"]
+__all__ = [
+    "MIN_POINTS",
+    "STATUSES",
+    "TUNABLE_KINDS",
+    "Card",
+    "CardOptions",
+    "Evidence",
+    "Related",
+    "all_rules",
+    "build_card",
+    "context_of",
+    "is_fact",
+    "prepare_series",
+    "reference_findings",
+    "rejudge",
+    "with_context",
+]
 
 Status = Literal["ok", "watch", "warning", "critical", "no_data"]
 STATUSES: tuple[Status, ...] = ("ok", "watch", "warning", "critical", "no_data")
@@ -105,6 +122,7 @@ class CardOptions:
     kl_metric: str = "policy_kl"
     tuning: Tuning = field(default_factory=Tuning)
     sentinels: tuple[tuple[str, str, str], ...] = (
+        ("shaping_gain", "shaped_reward", "raw_reward"),
         ("reward_hacking", "shaped_reward", "raw_reward"),
         ("length_hacking", "response_length_mean", "raw_reward"),
         ("refusal", "refusal_rate", "raw_reward"),
@@ -113,6 +131,7 @@ class CardOptions:
 
 
 _SENTINEL_FNS: dict[str, SentinelFn] = {
+    "shaping_gain": shaping_took_the_gain,
     "reward_hacking": shaped_up_raw_down,
     "length_hacking": length_rising_reward_flat,
     "refusal": refusal_rising_with_reward,
@@ -421,7 +440,8 @@ def build_card(
         evidence += _silence_evidence(t, metric_id, s, opts)
     if metric_id == opts.entropy_metric:
         evidence += _entropy_evidence(t, s, ctx, early, stages)
-        evidence += _spread_evidence(t, s, ctx, opts.tuning)
+        evidence = _converged(t, evidence, series, ctx)
+    evidence += _spread_evidence(t, metric_id, s, ctx, opts.tuning)
     evidence += _value_scale_evidence(t, metric_id, s, series, ctx, opts.tuning)
     if metric_id == opts.kl_metric:
         evidence += _kl_evidence(t, s, clip_epsilon(cfg))
@@ -561,6 +581,12 @@ def prepare_series(
     seconds since start) becomes the rate between consecutive points, Δsteps / Δseconds, so a
     slowdown shows when it happens and the first point (measured before any update) drops out."""
     out = dict(series)
+    task = ctx.task_reward
+    if task is not None and f"reward_component/{task}" in series and "raw_reward" in series:
+        # the run says which reward part is the task's own score: that part is the raw reward
+        # and the sum optimised is the shaped one (the other parts are bonuses and shaping)
+        out.setdefault("shaped_reward", series["raw_reward"])
+        out["raw_reward"] = series[f"reward_component/{task}"]
     nonfinite = _health_nonfinite(registry, series)
     if nonfinite is not None:
         out[NONFINITE_COUNT] = nonfinite
@@ -711,17 +737,26 @@ def rejudge(e: Evidence, tuning: Tuning) -> Status:
     """The severity a tunable piece of evidence has under `tuning` (others: their own)."""
     d = e.data
     if e.kind == "value_scale":
-        bound = d.get("bound")
+        bound, early = d.get("bound"), d.get("early")
         return _status(
             value_severity(
-                _f(d["value"]), _f(d["growth"]), None if bound is None else _f(bound), tuning
+                _f(d["value"]),
+                _f(d["held"]),
+                None if early is None else _f(early),
+                None if bound is None else _f(bound),
+                tuning,
             )
         )
     if e.kind == "entropy_spread":
         return _status(spread_severity(_f(d["per_dim_nats"]), tuning))
     if e.kind == "return_reference":
-        return "warning" if findings(_reference_of(d), tuning) else "ok"
+        return "warning" if reference_findings(e, tuning) else "ok"
     return e.severity
+
+
+def reference_findings(e: Evidence, tuning: Tuning) -> tuple[str, ...]:
+    """The findings of a `return_reference` evidence under `tuning`."""
+    return findings(_reference_of(e.data), tuning)
 
 
 def _f(x: object) -> float:
@@ -747,6 +782,7 @@ def _reference_of(d: Mapping[str, object]) -> ReturnReference:
         points=int(_f(d["points_after_first_update"])),
         random=None if random is None else _f(random),
         random_judged=bool(d.get("random_judged")),
+        improved=bool(d.get("improved")),
     )
 
 
@@ -763,32 +799,80 @@ def _value_scale_evidence(
     d = value_divergence(metric_id, s, series, ctx)
     if d is None:
         return []
-    sev = _status(value_severity(d.value, d.growth, d.bound, tuning))
-    bound_en = bound_zh = ""
+    sev = _status(value_severity(d.latest, d.held, d.early, d.bound, tuning))
+    parts_en, parts_zh = [], []
     if d.bound is not None and d.scale is not None:
         what = "2R²" if metric_id in ("value_loss", "total_loss") else "R"
-        bound_en = (
-            f"; the returns allow at most {what} = {_num(d.bound)} (R = {_num(d.scale)}, the largest"
-            f" |return| logged): {_num(d.value / d.bound)}x that"
+        parts_en.append(
+            f"the returns allow at most {what} = {_num(d.bound)} (R = {_num(d.scale)}, the largest"
+            f" |return| logged): {_num(d.latest / d.bound)}x that"
         )
-        bound_zh = (
-            f"；回报所允许的上限为 {what} = {_num(d.bound)}（R = {_num(d.scale)}，记录到的最大 |回报|）："
-            f"为其 {_num(d.value / d.bound)} 倍"
+        parts_zh.append(
+            f"回报所允许的上限为 {what} = {_num(d.bound)}（R = {_num(d.scale)}，记录到的最大 |回报|）："
+            f"为其 {_num(d.latest / d.bound)} 倍"
         )
+    if d.growth is not None:
+        parts_en.append(f"{_num(d.growth)}x its early level {_num(d.early)}")
+        parts_zh.append(f"为早期水平 {_num(d.early)} 的 {_num(d.growth)} 倍")
+    detail_en, detail_zh = "; ".join(parts_en), "；".join(parts_zh)
     if sev == "ok":
         text = t(
-            f"value scale: {_num(d.value)}, {_num(d.growth)}x its early level {_num(d.early)}{bound_en}",
-            f"价值尺度：{_num(d.value)}，为早期水平 {_num(d.early)} 的 {_num(d.growth)} 倍{bound_zh}",
+            f"value scale: {_num(d.latest)}; {detail_en}",
+            f"价值尺度：{_num(d.latest)}；{detail_zh}",
         )
     else:
         text = t(
-            f"value divergence: {_num(d.value)} (held two points) is {_num(d.growth)}x its early level"
-            f" {_num(d.early)}{bound_en}: the value estimates are feeding on their own bootstrapped"
-            " targets",
-            f"价值发散：{_num(d.value)}（持续两个点）为其早期水平 {_num(d.early)} 的 {_num(d.growth)} 倍"
-            f"{bound_zh}：价值估计在自举目标上自我放大",
+            f"value divergence: {_num(d.latest)}; {detail_en}: the value estimates have left the"
+            " range the rewards allow, feeding on their own bootstrapped targets",
+            f"价值发散：{_num(d.latest)}；{detail_zh}：价值估计已超出奖励所允许的范围，在自举目标上自我放大",
         )
     return [Evidence("value_scale", sev, text, d.to_dict())]
+
+
+_CONVERGED_KEPT = 0.9  # the return holds at least 90 % of its gain over the start
+
+
+def _converged(
+    t: _Lang, evidence: list[Evidence], series: Mapping[str, Series], ctx: RunContext
+) -> list[Evidence]:
+    """A low or falling entropy of a run whose return has learned and holds its best is a
+    policy that knows what to do, not a collapse: the entropy's warnings (a low level, a cliff,
+    a collapsing shape) become `watch`. Critical levels stay (a deterministic policy has no
+    gradient left), and so does everything once the return gives its gain back."""
+    # a control task has an optimal deterministic policy; a language model's token entropy is
+    # the diversity of its answers, and its collapse is a failure whatever the reward does
+    if ctx.action_space not in ("discrete", "continuous"):
+        return evidence
+    flagged = [e for e in evidence if e.severity == "warning" and _entropy_low(e)]
+    if not flagged:
+        return evidence
+    ret = next((series[m] for m in RETURN_METRICS if m in series), None)
+    r = None if ret is None else return_reference(ret, ctx)
+    if r is None or not r.improved:
+        return evidence
+    gain = r.best - r.start
+    if r.best - r.now > (1.0 - _CONVERGED_KEPT) * gain + r.noise:
+        return evidence
+    out = [
+        Evidence(e.kind, "watch", e.text, e.data) if any(e is f for f in flagged) else e
+        for e in evidence
+    ]
+    text = t(
+        f"converged: the return rose from {_num(r.start)} to {_num(r.best)} and holds"
+        f" {_num(r.now)}: a narrow policy here has learned what to do, so its entropy warnings"
+        " are watched, not alarmed",
+        f"已收敛：回报从 {_num(r.start)} 升到 {_num(r.best)}，当前保持在 {_num(r.now)}：此时策略变窄是学会了"
+        "该做什么，熵的警告仅作关注",
+    )
+    out.append(Evidence("converged", "ok", text, r.to_dict()))
+    return out
+
+
+def _entropy_low(e: Evidence) -> bool:
+    """Entropy evidence that says "too low" (not a physical fact)."""
+    if e.kind in ("entropy_cliff", "entropy_shape"):
+        return True
+    return e.kind == "alert" and e.data.get("condition") == "below" and not e.data.get("physical")
 
 
 def _return_reference_evidence(
@@ -845,33 +929,38 @@ def _return_reference_evidence(
     return [Evidence("return_reference", "warning" if found else "ok", text, data)]
 
 
-def _spread_evidence(t: _Lang, s: Series, ctx: RunContext, tuning: Tuning) -> list[Evidence]:
+def _spread_evidence(
+    t: _Lang, metric_id: str, s: Series, ctx: RunContext, tuning: Tuning
+) -> list[Evidence]:
     """A Gaussian policy's entropy judged both ways against its early level (`scale`)."""
-    g = spread_growth(s, ctx)
+    g = spread_growth(metric_id, s, ctx)
     if g is None:
         return []
     sev = _status(spread_severity(g.per_dim, tuning))
+    if g.source == "action_std":
+        seen_en = f"std {_num(math.exp(g.early))} -> {_num(math.exp(g.value))}"
+        seen_zh = f"标准差 {_num(math.exp(g.early))} -> {_num(math.exp(g.value))}"
+    else:
+        seen_en = f"{_num(g.early)} -> {_num(g.value)} nats over {g.dims} action dimension(s)"
+        seen_zh = f"{_num(g.early)} -> {_num(g.value)} nats（{g.dims} 个动作维度）"
     if sev == "ok":
         text = t(
-            f"spread: {_num(g.early)} -> {_num(g.value)} nats over {g.dims} action dimension(s), each"
-            f" std x{_num(g.std_factor)}",
-            f"离散度：{_num(g.early)} -> {_num(g.value)} nats（{g.dims} 个动作维度），每维标准差"
-            f" x{_num(g.std_factor)}",
+            f"spread: {seen_en} since the start, each std x{_num(g.std_factor)}",
+            f"离散度：自起点 {seen_zh}，每维标准差 x{_num(g.std_factor)}",
         )
     elif g.per_dim > 0:
         text = t(
-            f"entropy explosion: {_num(g.early)} -> {_num(g.value)} nats over {g.dims} action"
-            f" dimension(s): each std grew about {_num(g.std_factor)}x; the objective pays the policy"
-            " to be random (entropy bonus too large for the reward scale)",
-            f"熵爆炸：{_num(g.early)} -> {_num(g.value)} nats（{g.dims} 个动作维度）：每维标准差约增大"
-            f" {_num(g.std_factor)} 倍；目标函数在奖励策略变随机（熵奖励相对奖励尺度过大）",
+            f"entropy explosion: {seen_en} since the start: each std grew about"
+            f" {_num(g.std_factor)}x; the objective pays the policy to be random (an entropy bonus"
+            " too large for the reward scale)",
+            f"熵爆炸：自起点 {seen_zh}：每维标准差约增大 {_num(g.std_factor)} 倍；目标函数在奖励策略变随机"
+            "（熵奖励相对奖励尺度过大）",
         )
     else:
         text = t(
-            f"entropy collapse: {_num(g.early)} -> {_num(g.value)} nats over {g.dims} action"
-            f" dimension(s): each std shrank to about {_num(g.std_factor)} of where it began",
-            f"熵坍缩：{_num(g.early)} -> {_num(g.value)} nats（{g.dims} 个动作维度）：每维标准差缩小到"
-            f"起点的约 {_num(g.std_factor)}",
+            f"entropy collapse: {seen_en} since the start: each std shrank to about"
+            f" {_num(g.std_factor)} of where it began",
+            f"熵坍缩：自起点 {seen_zh}：每维标准差缩小到起点的约 {_num(g.std_factor)}",
         )
     return [Evidence("entropy_spread", sev, text, g.to_dict())]
 
@@ -1308,7 +1397,8 @@ def _sentinel_evidence(
         res = _SENTINEL_FNS[name](series[a], series[b])
         if not res.fired:
             continue
-        obs = ", ".join(f"{k} {_pct(v)}" for k, v in res.observed.items())
+        show = _num if name == "shaping_gain" else _pct  # gains in reward units, not percent
+        obs = ", ".join(f"{k} {show(v)}" for k, v in res.observed.items())
         text = t(
             f"sentinel {name}: {a} vs {b} over the last {res.window_steps} steps: {obs}",
             f"哨兵 {name}：最近 {res.window_steps} 步 {a} 与 {b}：{obs}",

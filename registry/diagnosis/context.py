@@ -78,6 +78,7 @@ CONTEXT_KEYS: tuple[str, ...] = (
     "learning_starts",
     "env",
     "random_return",
+    "task_reward",
 )
 _UPDATE_FRAMEWORKS = ("trl", "openrlhf", "verl")
 _ENV_FRAMEWORKS = ("sb3", "cleanrl", "rllib")
@@ -111,8 +112,12 @@ class RunContext:
     lr_annealed: bool = False
     learning_starts: int | None = None
     first_update: int | None = None
+    exploration_end: int | None = None
     env: str | None = None
     random_return: float | None = None
+    task_reward: str | None = None
+    """The reward part (`reward_component/<name>`) that is the task's own score; the others are
+    shaping or bonuses."""
     sources: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -226,8 +231,10 @@ class RunContext:
             "family": self.family,
             "learning_starts": self.learning_starts,
             "first_update": self.first_update,
+            "exploration_end": self.exploration_end,
             "env": self.env,
             "random_return": self.random_return,
+            "task_reward": self.task_reward,
             "sources": dict(self.sources),
             "text": self.describe(),
             "text_zh": self.describe("zh"),
@@ -355,6 +362,11 @@ def run_context(
         # SB3 and CleanRL log no update metric before learning starts: the first one marks it
         learning_starts = first_update
         src["learning_starts"] = f"inferred: the first update was logged at step {first_update:,}"
+    exploration_end = _exploration_end(ser.get("exploration_rate"))
+    if exploration_end is not None:
+        src["exploration_end"] = "measured: epsilon reached its final value"
+    task_reward = given("task_reward")
+    task_reward = task_reward if isinstance(task_reward, str) else None
     env = given("env")
     if env is None:
         env = given("env_id")
@@ -443,10 +455,24 @@ def run_context(
         lr_annealed=annealed,
         learning_starts=learning_starts,
         first_update=first_update,
+        exploration_end=exploration_end,
         env=env,
         random_return=random_return,
+        task_reward=task_reward,
         sources=src,
     )
+
+
+def _exploration_end(epsilon: Series | None) -> int | None:
+    """The step an epsilon schedule reached the value it holds since (None: no schedule logged,
+    or still falling at its last point: the run is still exploring)."""
+    if epsilon is None:
+        return None
+    f = epsilon.finite()
+    if len(f) < 2 or f.values[-1] != f.values[-2]:
+        return None
+    held = np.flatnonzero(f.values != f.values[-1])
+    return int(f.steps[held[-1] + 1]) if held.size else int(f.steps[0])
 
 
 def _infer_algorithm(framework: str | None, ser: Mapping[str, Series]) -> str | None:

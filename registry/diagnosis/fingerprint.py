@@ -26,6 +26,7 @@ __all__ = [
     "reward_fingerprint",
     "rm_rising_eval_not",
     "shaped_up_raw_down",
+    "shaping_took_the_gain",
 ]
 
 FINGERPRINT_POINTS = 50
@@ -198,3 +199,36 @@ def rm_rising_eval_not(
         return quiet
     fired = _gt(cm, rise_pct) and ce is not None and ce < eval_pct
     return Sentinel(name, fired, {"rm_change_pct": cm, "eval_change_pct": ce}, window_steps)
+
+
+GAIN_SHARE = 0.25  # the task part earned under a quarter of the reward's gain
+_SMOOTH_FRACTION, _SMOOTH_MIN, _SIGNIFICANCE = 0.1, 5, 3.0  # as the rules' drop_from_best
+
+
+def shaping_took_the_gain(shaped: Series, raw: Series, share: float = GAIN_SHARE) -> Sentinel:
+    """The reward optimised (`shaped`: the sum of every reward part) has risen beyond noise
+    since the start, and its task part (`raw`) earned under `share` of that gain: the policy
+    improves its reward through the parts that are not the task (a length or format bonus).
+    Rolling means over 10 % of the points (at least 5), as the rules' drop_from_best; both
+    series must cover the same steps."""
+    name = "shaping_gain"
+    common = np.intersect1d(shaped.finite().steps, raw.finite().steps)
+    if common.size < 2 * _SMOOTH_MIN + 1:
+        return Sentinel(name, False, {}, 0, "too few steps logged by both")
+    ts = shaped.finite()
+    tr = raw.finite()
+    a = ts.values[np.searchsorted(ts.steps, common)]
+    b = tr.values[np.searchsorted(tr.steps, common)]
+    k = max(_SMOOTH_MIN, round(common.size * _SMOOTH_FRACTION))
+    sigma = float(np.std(np.diff(a))) / math.sqrt(2.0)
+    noise = _SIGNIFICANCE * math.sqrt(2.0) * sigma / math.sqrt(k)
+    gain = float(a[-k:].mean() - a[:k].mean())
+    task = float(b[-k:].mean() - b[:k].mean())
+    observed: dict[str, float | None] = {
+        "reward_gain": gain,
+        "task_gain": task,
+        "task_share": task / gain if gain > 0 else None,
+        "noise": noise,
+    }
+    fired = gain > noise and task < share * gain
+    return Sentinel(name, fired, observed, int(common[-1] - common[0]))

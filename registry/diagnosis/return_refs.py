@@ -46,6 +46,7 @@ class ReturnReference:
     points: int  # logged points after the first update
     random: float | None
     random_judged: bool  # the random level is known and the last window is after learning began
+    improved: bool  # the best rolling mean rose above the start beyond the noise
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -59,6 +60,7 @@ class ReturnReference:
             "points_after_first_update": self.points,
             "random": self.random,
             "random_judged": self.random_judged,
+            "improved": self.improved,
         }
 
 
@@ -72,7 +74,7 @@ def findings(r: ReturnReference, tuning: Tuning) -> tuple[str, ...]:
         if r.elapsed is not None
         else r.points >= tuning.never_points
     )
-    if passed and r.best - r.start <= max(r.noise, 1e-12):
+    if passed and not r.improved:
         out.append("never_improved")
     random = r.random if r.random_judged else None
     if random is not None and r.held < random - max(r.noise, tuning.return_margin * abs(random)):
@@ -91,7 +93,10 @@ def return_reference(s: Series, ctx: RunContext) -> ReturnReference | None:
     rolling = np.convolve(v, np.ones(k) / k, mode="valid")
     sigma = float(np.std(np.diff(v))) / math.sqrt(2.0)
     noise = SIGNIFICANCE * math.sqrt(2.0) * sigma / math.sqrt(k)
-    first = ctx.first_update if ctx.first_update is not None else int(f.steps[0])
+    # learning begins with the first update, and for an epsilon-greedy learner once epsilon
+    # reached its floor (returns before that are mostly those of random actions)
+    starts = [x for x in (ctx.first_update, ctx.exploration_end) if x is not None]
+    first = max(starts) if starts else int(f.steps[0])
     last = int(f.steps[-1])
     elapsed = None
     if ctx.planned_steps and ctx.planned_steps > first:
@@ -99,9 +104,10 @@ def return_reference(s: Series, ctx: RunContext) -> ReturnReference | None:
     judged = ctx.random_return is not None and (
         ctx.first_update is not None and int(f.steps[-k]) >= ctx.first_update
     )
+    start, best = float(rolling[0]), float(rolling.max())
     return ReturnReference(
-        start=float(rolling[0]),
-        best=float(rolling.max()),
+        start=start,
+        best=best,
         now=float(rolling[-1]),
         held=float(rolling[-2:].max()),
         noise=noise,
@@ -110,4 +116,5 @@ def return_reference(s: Series, ctx: RunContext) -> ReturnReference | None:
         points=int(np.count_nonzero(f.steps >= first)),
         random=ctx.random_return,
         random_judged=judged,
+        improved=best - start > max(noise, 1e-12),
     )

@@ -50,16 +50,21 @@ RETURN_METRICS = ("episodic_return", "raw_reward")
 @dataclass(frozen=True)
 class ValueDivergence:
     metric: str
-    value: float  # the smaller of the last two points: held, not one spike
-    early: float
-    growth: float  # value / early
+    latest: float  # |latest value|
+    held: float  # the smaller |value| of the last two points: past the bound for both
+    early: float | None  # its early level after the first update (None: too few points yet)
     bound: float | None  # 2R² for a loss, R for a Q value or TD error (None: no return logged)
     scale: float | None  # R
+
+    @property
+    def growth(self) -> float | None:
+        return None if self.early is None else self.latest / self.early
 
     def to_dict(self) -> dict[str, object]:
         return {
             "metric": self.metric,
-            "value": self.value,
+            "value": self.latest,
+            "held": self.held,
             "early": self.early,
             "growth": self.growth,
             "bound": self.bound,
@@ -67,13 +72,23 @@ class ValueDivergence:
         }
 
 
-def value_severity(value: float, growth: float, bound: float | None, tuning: Tuning) -> str:
-    """critical: past the bound and grown by orders of magnitude; warning: grown further while
-    within reach of the bound (or with no return logged to bound it)."""
-    if bound is not None and value > bound and growth >= tuning.value_growth_critical:
+def value_severity(
+    latest: float, held: float, early: float | None, bound: float | None, tuning: Tuning
+) -> str:
+    """critical: past the bound the returns allow for the last two points (a physical fact,
+    judged from the first points); warning: past it once, or both of the last two points grown
+    by orders of magnitude over the early level while within reach of it (or with no return
+    logged to bound it). Growth must hold two points: a healthy critic's loss spikes at one
+    terminal transition (calibration corpus sb3_a2c_cartpole_healthy's last point)."""
+    if bound is not None and held > bound:
         return "critical"
-    if growth >= tuning.value_growth_warning and (
-        bound is None or value > tuning.value_bound_warning * bound
+    if bound is not None and latest > bound:
+        return "warning"
+    if (
+        early is not None
+        and early > 0
+        and held / early >= tuning.value_growth_warning
+        and (bound is None or held > tuning.value_bound_warning * bound)
     ):
         return "warning"
     return "ok"
@@ -101,44 +116,35 @@ def return_scale(series: Mapping[str, Series]) -> float | None:
 def value_divergence(
     metric_id: str, s: Series, series: Mapping[str, Series], ctx: RunContext
 ) -> ValueDivergence | None:
-    """The value-side reading of a TD / critic loss, TD error or Q value (None: not one, or too
-    few points after the first update to have an early level)."""
+    """The value-side reading of a TD / critic loss, TD error or Q value (None: not one, or
+    not yet logged)."""
     if metric_id not in VALUE_METRICS:
         return None
-    early = _early(s, ctx.first_update)
+    if metric_id == "total_loss" and ("policy_loss" in series or ctx.family != "off_policy"):
+        return None  # the total loss is a TD loss only where it is the whole loss (DQN)
     f = s.finite()
-    if early is None or len(f) < 2:
+    if not len(f):
         return None
-    value = float(np.min(np.abs(f.values[-2:])))
-    growth = value / early
+    last = np.abs(f.values[-2:])
     scale = return_scale(series)
     loss = metric_id in ("value_loss", "total_loss")
     bound = None if scale is None else (2.0 * scale * scale if loss else scale)
-    return ValueDivergence(metric_id, value, early, growth, bound, scale)
-
-
-def action_dims(ctx: RunContext, entropy: Series | None) -> int:
-    """Action dimensions: the config's, else read off the first entropy of a policy starting
-    at std 1 (SB3's log_std_init 0: d·½·ln(2πe) nats), else 1."""
-    if ctx.action_dims:
-        return ctx.action_dims
-    if entropy is not None and len(entropy.finite()):
-        first = float(entropy.finite().values[0])
-        d = round(first / GAUSSIAN_NATS)
-        if d >= 1 and abs(first - d * GAUSSIAN_NATS) <= 0.05 * d:
-            return int(d)
-    return 1
+    held = float(np.min(last)) if last.size == 2 else 0.0
+    early = _early(s, ctx.first_update)
+    return ValueDivergence(metric_id, float(last[-1]), held, early, bound, scale)
 
 
 @dataclass(frozen=True)
 class SpreadGrowth:
-    """How far a Gaussian policy's entropy moved from its early level, per action dimension,
-    as a factor on the std (exp of the per-dimension change)."""
+    """How far a Gaussian policy's spread moved from where it started, per action dimension,
+    as nats (a factor exp(per_dim) on the std): read off its std when the run logs one, else
+    off its entropy."""
 
     early: float
     value: float
-    dims: int
-    per_dim: float  # nats per dimension, value - early over dims
+    per_dim: float  # nats per dimension (ln of the std factor)
+    source: str  # "action_std" or "policy_entropy"
+    dims: int  # dimensions the entropy change is spread over (1 for a std)
 
     @property
     def std_factor(self) -> float:
@@ -151,6 +157,7 @@ class SpreadGrowth:
             "dims": self.dims,
             "per_dim_nats": self.per_dim,
             "std_factor": self.std_factor,
+            "source": self.source,
         }
 
 
@@ -162,16 +169,38 @@ def spread_severity(per_dim: float, tuning: Tuning) -> str:
     return "ok"
 
 
-def spread_growth(s: Series, ctx: RunContext) -> SpreadGrowth | None:
-    """A continuous policy's entropy against its early level, both ways (None: not continuous or
-    too few points). Held two points: the nearer-to-early of the last two is judged."""
-    if ctx.action_space != "continuous":
+START_POINTS = 1  # where the policy started: its first logged spread (after one rollout's update)
+
+
+def action_dims(ctx: RunContext, entropy: Series) -> int:
+    """Action dimensions the entropy is a sum over: the config's, else an estimate from the
+    first entropy (a unit Gaussian has ½·ln(2πe) nats per dimension) that never counts fewer
+    dimensions than there are, so it never makes the judgement more sensitive."""
+    if ctx.action_dims:
+        return ctx.action_dims
+    first = float(entropy.finite().values[0]) if len(entropy.finite()) else 0.0
+    return max(1, math.ceil(first / GAUSSIAN_NATS - 0.25))
+
+
+def spread_growth(metric_id: str, s: Series, ctx: RunContext) -> SpreadGrowth | None:
+    """A continuous policy's spread against where it started, both ways (None: not a Gaussian
+    policy's std or entropy, or too few points). Held two points: the nearer-to-start of the
+    last two is judged."""
+    if ctx.action_space != "continuous" or metric_id not in ("action_std", "policy_entropy"):
         return None
     f = s.finite()
-    if len(f) < EARLY_POINTS + 1:
+    if len(f) < START_POINTS + 2:  # a start and two points held after it
         return None
-    early = float(np.mean(f.values[:EARLY_POINTS]))
-    last = f.values[-2:]
+    v = f.values
+    if metric_id == "action_std":
+        if np.any(v[:START_POINTS] <= 0):
+            return None
+        early = float(np.mean(np.log(v[:START_POINTS])))
+        last = np.log(np.maximum(v[-2:], 1e-300))
+        dims = 1
+    else:
+        early = float(np.mean(v[:START_POINTS]))
+        last = v[-2:]
+        dims = action_dims(ctx, s)
     value = float(last[np.argmin(np.abs(last - early))])
-    dims = action_dims(ctx, s)
-    return SpreadGrowth(early, value, dims, (value - early) / dims)
+    return SpreadGrowth(early, value, (value - early) / dims, metric_id, dims)

@@ -32,7 +32,15 @@ from grafana.datasource.config import DatasourceConfig
 from grafana.datasource.history.embedded import EmbeddedHistory
 from grafana.datasource.history.memory import MemoryHistory
 from registry import Recognition, Registry, recognise
-from registry.diagnosis.card import TUNABLE_KINDS, Card, Evidence, context_of, is_fact, rejudge
+from registry.diagnosis.card import (
+    TUNABLE_KINDS,
+    Card,
+    Evidence,
+    context_of,
+    is_fact,
+    reference_findings,
+    rejudge,
+)
 from registry.diagnosis.context import RunContext
 from registry.diagnosis.run_cards import run_status, verdict_cards
 from registry.diagnosis.stats import Series, as_series
@@ -88,9 +96,9 @@ _METRIC_KINDS: dict[str, str] = {
 _EVIDENCE_KINDS: dict[str, str] = {
     "nonfinite": "nonfinite",
     "value_scale": "value_divergence",
+    "sentinel": "reward_hacking",  # a card's sentinels: shaping, length, refusal, RM over-fit
 }
 _FINDING_KINDS = {
-    "worse_than_start": "reward_collapse",
     "never_improved": "never_improved",
     "below_random": "never_improved",
 }
@@ -248,7 +256,7 @@ class JudgedCard:
         for e in self.tunable:
             sev = rejudge(e, tuning)
             status = _worse(status, sev)
-            kinds |= _evidence_kinds(e, sev)
+            kinds |= _evidence_kinds(e, sev, tuning)
         if self.warmup:
             status = self.facts
         if self.metric in _METRIC_KINDS:
@@ -295,8 +303,9 @@ def timeline(
     return out
 
 
-def _evidence_kinds(e: Evidence, severity: str) -> set[str]:
-    """The failures a piece of evidence names at `severity` (none below warning)."""
+def _evidence_kinds(e: Evidence, severity: str, tuning: Tuning | None = None) -> set[str]:
+    """The failures a piece of evidence names at `severity` (none below warning); a return's
+    references with the findings `tuning` makes (None: those the evidence holds)."""
     if _RANK[severity] < _RANK["warning"]:
         return set()
     if e.kind in _EVIDENCE_KINDS:
@@ -305,9 +314,14 @@ def _evidence_kinds(e: Evidence, severity: str) -> set[str]:
         grew = e.data.get("per_dim_nats")
         return {"entropy_explosion" if isinstance(grew, float) and grew > 0 else "entropy_collapse"}
     if e.kind == "return_reference":
-        found = e.data.get("findings")
-        listed = found if isinstance(found, list) else []
-        return {_FINDING_KINDS[f] for f in listed if f in _FINDING_KINDS}
+        found = e.data.get("findings") if tuning is None else reference_findings(e, tuning)
+        listed = list(found) if isinstance(found, list | tuple) else []
+        kinds = {_FINDING_KINDS[f] for f in listed if f in _FINDING_KINDS}
+        if "worse_than_start" in listed:
+            # below the start after having learned is a collapse; without ever having
+            # learned, the run never improved (and got worse)
+            kinds.add("reward_collapse" if e.data.get("improved") else "never_improved")
+        return kinds
     return set()
 
 
