@@ -3,7 +3,8 @@
     pip install -e '.[bench]'          # rlwatch==0.5.1
     python bench/corpus_vs_rlwatch.py  # prints the README's Markdown table
 
-Both read the same values: each run's event files translated by the registry (`load_run`).
+Both read the same values: each run's event files imported as `rlvitals import` does (`load_run`),
+with what the expected file says the run's user passes (`given:`: --map, --set).
 rlwatch's `DetectorSuite` (its default `RLWatchConfig`) is fed, per logged step, entropy
 (policy_entropy), KL (policy_kl, or TRL's ref_kl), reward mean and std (episodic_return or
 raw_reward, reward_std), loss (total_loss, else policy_loss) and grad_norm, exactly as its
@@ -17,10 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 import registry
-from rlvitals.evaluate.replay import Expected, LoadedRun, load_run, verdict
+from rlvitals.evaluate.expected import given, read_expected
+from rlvitals.evaluate.replay import LoadedRun, load_run, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "tests" / "fixtures" / "runs"
@@ -70,16 +70,17 @@ def _fmt(x: tuple[int, str] | None) -> str:
 
 def main() -> int:
     reg = registry.load()
-    expected = yaml.safe_load((RUNS / "expected.yaml").read_text())["runs"]
+    expected = read_expected(RUNS / "expected.yaml")
     rows = [
         "| run | expected | failure step | rlvitals first warning | rlvitals first critical | rlvitals end | rlvitals as expected | rlwatch first warning | rlwatch first critical |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     rv_ok = rw_healthy_quiet = rw_bad_flagged = healthy = bad = 0
-    for name, doc in expected.items():
-        exp = Expected.of(doc)
-        run = load_run(RUNS / name, reg)
-        v = verdict(reg, run, exp)
+    for name, entry in expected.items():
+        exp = entry.expected
+        run_reg, config = given(reg, {}, entry)  # what the run's user passes (--map, --set)
+        run = load_run(RUNS / name, run_reg, config=config)
+        v = verdict(run_reg, run, exp)
         rw = rlwatch_first(run)
         rv_ok += v.passed
         if exp.verdict == "healthy":

@@ -1,6 +1,6 @@
 """Measure what a uniformly random policy scores on every gymnasium task of the calibration corpus.
 
-    python calibration/random_policy.py            # writes calibration/random_policy_returns.yaml
+    python calibration/random_policy.py            # writes registry/random_returns.yaml
 
 "Worse than random" and "never rose above random" in expected.yaml need a number: the mean
 undiscounted episodic return of `action_space.sample()` over EPISODES episodes (episode i reset
@@ -22,7 +22,8 @@ from typing import Any
 ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1")
 CONSTANT = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1")  # also every / each extreme constant action
 EPISODES = 100
-OUT = Path(__file__).resolve().parent / "random_policy_returns.yaml"
+# the registry reads it (registry/references.py): a run config's `env` names its random level
+OUT = Path(__file__).resolve().parent.parent / "registry" / "random_returns.yaml"
 
 
 def _returns(env_id: str, act: Callable[[Any], Any], episodes: int) -> list[float]:

@@ -90,6 +90,7 @@ COVERED: dict[str, str] = {
     "rlvitals import runs/own_tags --map perf/return_mean10=episodic_return --map optim/kl=policy_kl --map policy/entropy_mean=policy_entropy": "tests/rlvitals/test_tag_map.py::test_the_readme_own_tag_names_commands_do_what_it_says",
     "rlvitals evaluate runs/own_tags --registry my_tags.yaml": "tests/rlvitals/test_tag_map.py::test_the_readme_own_tag_names_commands_do_what_it_says",
     "python bench/corpus_vs_rlwatch.py": "tests/rlvitals/evaluate/test_corpus_verdicts.py::test_readme_table_is_what_the_corpus_gives",
+    "rlvitals evaluate tests/fixtures/runs --expected tests/fixtures/runs/expected.yaml --leave-one-family-out": "tests/rlvitals/evaluate/test_corpus_verdicts.py::test_readme_leave_one_family_out_is_what_the_corpus_gives",
     "rlvitals runs tag cartpole-ppo baseline lr-3e-4": "tests/rlvitals/test_runs_manage_cli.py::test_the_readme_manage_runs_commands_do_what_it_says",
     'rlvitals runs note cartpole-ppo "lr too high after 40k"': "tests/rlvitals/test_runs_manage_cli.py::test_the_readme_manage_runs_commands_do_what_it_says",
     "rlvitals runs rename cartpole-ppo cartpole-ppo-lr3e-4": "tests/rlvitals/test_runs_manage_cli.py::test_the_readme_manage_runs_commands_do_what_it_says",

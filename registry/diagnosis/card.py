@@ -392,6 +392,12 @@ def build_card(
     if s is None or finite < MIN_POINTS:
         why = _no_data_reason(t, s, finite, metric, ctx)
         facts = [] if s is None else _physical_facts(t, metric, s, cfg)
+        if s is not None:
+            facts += [
+                e
+                for e in _value_scale_evidence(t, metric_id, s, series, ctx, opts.tuning)
+                if e.data.get("physical")
+            ]
         if any(e.severity != "ok" for e in facts):
             return _facts_card(t, metric, title, lang, s, finite, why, facts, ctx)
         reading = t(f"{title}: no diagnosis: {why}.", f"{title}：无法诊断：{why}。")
@@ -733,8 +739,10 @@ TUNABLE_KINDS = ("value_scale", "entropy_spread", "return_reference")
 """Evidence whose severity a `Tuning` decides from the numbers in its data (`rejudge`)."""
 
 
-def rejudge(e: Evidence, tuning: Tuning) -> Status:
-    """The severity a tunable piece of evidence has under `tuning` (others: their own)."""
+def rejudge(e: Evidence, tuning: Tuning, facts_only: bool = False) -> Status:
+    """The severity a tunable piece of evidence has under `tuning` (others: their own); with
+    `facts_only`, only what is a physical fact in it (a value past the bound the returns
+    allow), as a card in warm-up alarms."""
     d = e.data
     if e.kind == "value_scale":
         bound, early = d.get("bound"), d.get("early")
@@ -742,11 +750,13 @@ def rejudge(e: Evidence, tuning: Tuning) -> Status:
             value_severity(
                 _f(d["value"]),
                 _f(d["held"]),
-                None if early is None else _f(early),
+                None if early is None or facts_only else _f(early),
                 None if bound is None else _f(bound),
                 tuning,
             )
         )
+    if facts_only:
+        return "ok"
     if e.kind == "entropy_spread":
         return _status(spread_severity(_f(d["per_dim_nats"]), tuning))
     if e.kind == "return_reference":
@@ -800,6 +810,8 @@ def _value_scale_evidence(
     if d is None:
         return []
     sev = _status(value_severity(d.latest, d.held, d.early, d.bound, tuning))
+    # past the bound is a physical fact: judged in warm-up and before the card has history
+    physical = value_severity(d.latest, d.held, None, d.bound, tuning) != "ok"
     parts_en, parts_zh = [], []
     if d.bound is not None and d.scale is not None:
         what = "2R²" if metric_id in ("value_loss", "total_loss") else "R"
@@ -826,7 +838,7 @@ def _value_scale_evidence(
             " range the rewards allow, feeding on their own bootstrapped targets",
             f"价值发散：{_num(d.latest)}；{detail_zh}：价值估计已超出奖励所允许的范围，在自举目标上自我放大",
         )
-    return [Evidence("value_scale", sev, text, d.to_dict())]
+    return [Evidence("value_scale", sev, text, d.to_dict() | {"physical": physical})]
 
 
 _CONVERGED_KEPT = 0.9  # the return holds at least 90 % of its gain over the start

@@ -6,20 +6,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 import registry
 from exporter.errors import ExporterError
 from exporter.ingest.commands import add_config_arguments, mapped_config, read_config_arguments
 from registry import FRAMEWORKS
 
+from .expected import given, read_expected
 from .lofo import Fold, Judged, leave_one_family_out, lofo_table
 from .replay import (
-    Expected,
     ReplayError,
     RunVerdict,
     load_run,
@@ -92,49 +89,6 @@ def _run_folders(paths: list[str]) -> list[Path]:
     return out
 
 
-@dataclass(frozen=True)
-class _Entry:
-    """A run's line of the expected verdicts: the verdict, its family, and what its user would
-    pass on the command line (`given: {map: {TAG: METRIC}, set: {KEY: VALUE}}`)."""
-
-    expected: Expected
-    family: str | None
-    maps: tuple[str, ...]
-    config: dict[str, Any]
-
-
-def _expected(path: str | None) -> dict[str, _Entry]:
-    if path is None:
-        return {}
-    try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise FileNotFoundError(f"--expected {path}: cannot read it ({exc.strerror})") from None
-    runs = doc.get("runs") if isinstance(doc, dict) else None
-    if not isinstance(runs, dict):
-        raise ValueError(f"--expected {path}: expected a mapping with a 'runs' mapping")
-    out = {}
-    for name, entry in runs.items():
-        try:
-            expected = Expected.of(entry)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"--expected {path}: run {name!r}: {exc!r} (needs verdict)") from None
-        given = entry.get("given") or {}
-        maps, settings = given.get("map") or {}, given.get("set") or {}
-        if not isinstance(maps, dict) or not isinstance(settings, dict):
-            raise ValueError(
-                f"--expected {path}: run {name!r}: given: map and set must be mappings"
-            )
-        family = entry.get("family")
-        out[str(name)] = _Entry(
-            expected,
-            None if family is None else str(family),
-            tuple(f"{k}={v}" for k, v in maps.items()),
-            {str(k): v for k, v in settings.items()},
-        )
-    return out
-
-
 def _as_json(v: RunVerdict) -> dict[str, Any]:
     return {
         "run": v.name,
@@ -185,7 +139,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         reg = registry.registry_from_args(args)
         config = mapped_config(reg, read_config_arguments(args))
         folders = _run_folders(args.paths)
-        expected = _expected(args.expected)
+        expected = {} if args.expected is None else read_expected(Path(args.expected))
     except (registry.RegistryError, ExporterError, OSError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0])
     if args.leave_one_family_out and (
@@ -202,10 +156,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     for folder in folders:
         entry = expected.get(folder.name)
         try:
-            run_reg, run_config = reg, config
-            if entry is not None and (entry.maps or entry.config):
-                run_reg = reg.with_map(registry.parse_map(entry.maps, reg))
-                run_config = mapped_config(run_reg, {**config, **entry.config})
+            run_reg, run_config = given(reg, config, entry)
             run = load_run(folder, run_reg, framework, run_config)
             steps = timeline(run_reg, run, keep=args.leave_one_family_out)
         except (OSError, ValueError, ExporterError, ReplayError, registry.RegistryError) as exc:

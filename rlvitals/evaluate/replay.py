@@ -259,6 +259,8 @@ class JudgedCard:
             kinds |= _evidence_kinds(e, sev, tuning)
         if self.warmup:
             status = self.facts
+            for e in self.tunable:
+                status = _worse(status, rejudge(e, tuning, facts_only=True))
         if self.metric in _METRIC_KINDS:
             kinds.add(_METRIC_KINDS[self.metric])
         return status, frozenset(kinds)

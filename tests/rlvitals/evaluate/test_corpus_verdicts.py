@@ -13,6 +13,9 @@ import pytest
 import yaml
 
 import registry
+from registry.diagnosis.tuning import Tuning
+from rlvitals.evaluate.expected import read_expected
+from rlvitals.evaluate.lofo import Judged, leave_one_family_out, lofo_table, retuned
 from rlvitals.evaluate.replay import (
     MAX_LAG_POINTS,
     Expected,
@@ -50,10 +53,24 @@ def _params() -> list[Any]:
     ]
 
 
-def test_the_corpus_is_the_size_the_issue_asks_for() -> None:
-    frameworks = {n.split("_")[0] for n in EXPECTED}
-    assert len(EXPECTED) >= 20 and frameworks == {"sb3", "cleanrl", "grpo"}
-    assert {"healthy", "destabilised"} == {e["verdict"] for e in EXPECTED.values()}
+def test_the_corpus_holds_every_family_the_issue_names_healthy_and_failing() -> None:
+    """Issue 21: SB3 DQN, TD3 and DDPG, continuous PPO with entropy abuse both ways, A2C on a
+    second discrete task, a real non-finite run, a gameable-reward GRPO run and a SummaryWriter
+    run with its own tag names, beside the earlier families."""
+    families = {e["family"] for e in EXPECTED.values()}
+    assert families >= {
+        "sb3_ppo", "sb3_a2c", "sb3_sac", "sb3_dqn", "sb3_td3", "sb3_ddpg",
+        "cleanrl_ppo", "trl_grpo", "custom_ac",
+    }  # fmt: skip
+    for family in families:
+        verdicts = {e["verdict"] for e in EXPECTED.values() if e["family"] == family}
+        assert "healthy" in verdicts, family
+    kinds = {Expected.of(e).failure for e in EXPECTED.values()}
+    assert kinds >= {
+        "value_divergence", "entropy_explosion", "entropy_collapse", "nonfinite",
+        "never_improved", "reward_hacking",
+    }  # fmt: skip
+    assert any("map" in (e.get("given") or {}) for e in EXPECTED.values())
     assert all((RUNS / n).is_dir() for n in EXPECTED)
 
 
@@ -147,3 +164,23 @@ def test_readme_table_is_what_the_corpus_gives(
             bench._fmt(rw["warning"]),
             bench._fmt(rw["critical"]),
         ], name
+
+
+def test_readme_leave_one_family_out_is_what_the_corpus_gives(
+    shipped: registry.Registry, replayed: Replayed
+) -> None:
+    """What `rlvitals evaluate tests/fixtures/runs --expected ... --leave-one-family-out` prints
+    under the corpus table, computed from the same replays, is the README's."""
+    entries = read_expected(RUNS / "expected.yaml")
+    judged = []
+    for name in EXPECTED:
+        run, steps = replayed(name)
+        family = entries[name].family
+        assert family is not None, name
+        judged.append(Judged(run, tuple(steps), entries[name].expected, family))
+        # the default levels, re-judged from the kept cards, are the replay's own statuses
+        again = retuned(steps, Tuning())
+        assert [st.status for st in again] == [st.status for st in steps], name
+    text = lofo_table(leave_one_family_out(shipped, judged))
+    readme = (RUNS.parents[2] / "README.md").read_text(encoding="utf-8")
+    assert text in readme

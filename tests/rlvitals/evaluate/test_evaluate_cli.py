@@ -43,3 +43,43 @@ def test_evaluate_rejects_a_folder_without_event_files(
     assert main(["evaluate", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "no TensorBoard event files" in err and "Traceback" not in err
+
+
+def test_leave_one_family_out_needs_a_family_for_every_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    expected = tmp_path / "expected.yaml"
+    expected.write_text("runs:\n  grpo_mu1_lr_dead: {verdict: destabilised}\n")
+    run = str(RUNS / "grpo_mu1_lr_dead")
+    assert main(["evaluate", run, "--expected", str(expected), "--leave-one-family-out"]) == 2
+    err = capsys.readouterr().err
+    assert "needs --expected with a family: for every run" in err and "Traceback" not in err
+
+
+def test_leave_one_family_out_prints_a_row_per_family(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    expected = tmp_path / "expected.yaml"
+    expected.write_text(
+        "runs:\n"
+        "  grpo_mu1_lr_dead: {verdict: destabilised, failure_step: 3, failure: entropy_collapse,"
+        " dead_at_end: true, family: grpo}\n"
+        "  sb3_ppo_cartpole_healthy: {verdict: healthy, family: ppo}\n"
+    )
+    runs = [str(RUNS / "grpo_mu1_lr_dead"), str(RUNS / "sb3_ppo_cartpole_healthy")]
+    assert main(["evaluate", *runs, "--expected", str(expected), "--leave-one-family-out"]) == 0
+    out = capsys.readouterr().out
+    assert "| grpo | 1 | 1 | 1 | the defaults |" in out
+    assert "| ppo | 1 | 1 | 1 | the defaults |" in out
+    assert "leave one family out: 2/2 runs as expected" in out
+
+
+def test_given_in_the_expected_file_maps_a_runs_own_tag_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """custom_ac runs log their own tag names; the corpus's expected file says what their user
+    passes (`given: map:`), and evaluate reads them with it."""
+    run = str(RUNS / "custom_ac_cartpole_lr_high")
+    assert main(["evaluate", run, "--expected", EXPECTED]) == 0
+    out = capsys.readouterr().out
+    assert "7 of 7 logged names recognised" in out and "dead at end" in out

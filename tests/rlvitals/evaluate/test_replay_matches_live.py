@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 import exporter
+import registry
 from exporter.config import ExporterSettings
 from exporter.sources.tensorboard import TensorBoardSource, is_event_file
 from grafana.datasource.app import create_app
@@ -38,17 +39,23 @@ def _records(folder: Path) -> list[Any]:
     return out
 
 
-def _live(tmp: Path, run: LoadedRun, records: list[Any], step: int) -> dict[str, str]:
+def _live(
+    tmp: Path, reg: registry.Registry, run: LoadedRun, records: list[Any], step: int
+) -> dict[str, str]:
     """/api/cards on a store holding the run's records up to `step`, logged by a training."""
     settings = ExporterSettings(store=tmp)
     logged = exporter.init(
-        run.name, settings=settings, config=dict(run.config), framework=run.framework
+        run.name,
+        settings=settings,
+        config=dict(run.config),
+        framework=run.framework,
+        registry=reg,
     )
     for r in records:
         if r.step <= step:
             logged.log(r.step, r.values, wall_time=r.wall_time)
     logged.finish()
-    client = create_app(DatasourceConfig(store=tmp)).test_client()
+    client = create_app(DatasourceConfig(store=tmp), reg).test_client()
     answer = client.get(f"/api/cards?run={run.name}")
     assert answer.status_code == 200, answer.get_data(as_text=True)
     return {c["metric"]: c["status"] for c in answer.get_json()["cards"]}
@@ -56,7 +63,10 @@ def _live(tmp: Path, run: LoadedRun, records: list[Any], step: int) -> dict[str,
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_replay_statuses_equal_api_cards_on_the_run_cut_there(
-    tmp_path: Path, name: str, replayed: Replayed
+    tmp_path: Path,
+    name: str,
+    replayed: Replayed,
+    registry_of: Callable[[str], registry.Registry],
 ) -> None:
     run, timeline = replayed(name)
     records = _records(RUNS / name)
@@ -70,6 +80,6 @@ def test_replay_statuses_equal_api_cards_on_the_run_cut_there(
             i = int(np.searchsorted(steps, s))
             chosen |= set(steps[i : i + 2])
     for step in sorted(chosen):
-        live = _live(tmp_path / str(step), run, records, step)
+        live = _live(tmp_path / str(step), registry_of(name), run, records, step)
         replay = dict(by_step[step].statuses)
         assert replay == live, f"step {step:,}: replay {replay} != /api/cards {live}"
