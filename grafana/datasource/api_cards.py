@@ -7,6 +7,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from . import params
 from .cards import cards_for
+from .run_summary import name_counts
 from .services import services
 
 __all__ = ["blueprint"]
@@ -24,4 +25,9 @@ def cards() -> Response:
     # every core metric and every other metric the run logged (`carded_metrics`)
     ids = None if metric is None else [params.check_metric(svc.registry, metric).id]
     result = cards_for(svc.registry, svc.store, run, ids, lang, svc.config.card_window)
-    return jsonify({"run": run, "lang": lang, "cards": result})
+    # how many of the run's names the registry recognised: a run whose tags are all unknown
+    # has cards that can only say no data, and this says why (with --map suggestions)
+    names = name_counts(
+        svc.registry, svc.store.logged_fields(run), svc.store.run_info(run).framework
+    )
+    return jsonify({"run": run, "lang": lang, "names": names, "cards": result})
