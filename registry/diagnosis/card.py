@@ -456,6 +456,9 @@ def build_card(
     if metric_id in RETURN_METRICS:
         evidence += _return_reference_evidence(t, s, ctx, opts.tuning)
     covered = {r.sentinel for r in registry.rules if r.sentinel}
+    if any(r.rule.sentinel == "reward_hacking" for r in fired):
+        # the shaped-up-raw-down rule already says it, with its own evidence
+        covered.add("shaping_gain")
     evidence += _sentinel_evidence(t, metric_id, series, opts, covered)
 
     status: Status = "ok"

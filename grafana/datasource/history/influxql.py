@@ -132,7 +132,7 @@ class InfluxHistory:
 
     def _from(self, field: str) -> str:
         base = field.removesuffix(NONFINITE_SUFFIX)
-        if base != field and self.registry.has_metric(base):
+        if base != field and metric_of_field(self.registry, base) is not None:
             return quote_ident(SPREAD)  # a metric's per-step non-finite count
         if metric_of_field(self.registry, field) is None and field in self._unregistered():
             return quote_ident(UNREGISTERED)
