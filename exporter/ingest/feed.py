@@ -36,6 +36,9 @@ __all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary", "import_end"]
 
 DETECT_SAMPLE = 200  # records looked at to detect a run's framework
 _ROOM_CHECK_EVERY = 256
+_BLOCK_SLICE = 2048
+"""Steps of a `ScalarBlock` handed to a run at a time: about one worker batch (a transaction),
+so the queue's bound (counted in steps) holds and the worker never waits for a whole read."""
 
 
 @dataclass
@@ -64,6 +67,8 @@ class _Sink(Protocol):
     def log(
         self, step: int, values: Mapping[str, LoggedValue], *, wall_time: float | None = None
     ) -> None: ...
+
+    def log_block(self, block: ScalarBlock) -> None: ...
 
     def save_position(self, position: SourcePosition) -> None: ...
 
@@ -250,8 +255,10 @@ class Ingest:
         if isinstance(run, DirectRun):
             run.log_block(block)
         else:
-            for record in block.records():
-                self._log(run, record)
+            # in slices of about a worker batch, waiting for room before each as `_log` does
+            for lo in range(0, len(block), _BLOCK_SLICE):
+                self._room(run)
+                run.log_block(block.slice(lo, min(len(block), lo + _BLOCK_SLICE)))
         if block.position is not None:
             run.save_position(replace(block.position, path=path_key(log.path)))
 
@@ -461,12 +468,16 @@ class Ingest:
         self._since_check += 1
         if self._since_check >= _ROOM_CHECK_EVERY:
             self._since_check = 0
-            if run.name not in self._stuck:
-                if not _wait_for_room(run, self._settings.queue_size):
-                    self._stuck.add(run.name)
-            elif run.queue_depth <= self._settings.queue_size // 2:
-                self._stuck.discard(run.name)  # it moves again
+            self._room(run)
         run.log(record.step, record.values, wall_time=record.wall_time)
+
+    def _room(self, run: _Sink) -> None:
+        """Wait while the run's queue is over half full (see `_wait_for_room`)."""
+        if run.name not in self._stuck:
+            if not _wait_for_room(run, self._settings.queue_size):
+                self._stuck.add(run.name)
+        elif run.queue_depth <= self._settings.queue_size // 2:
+            self._stuck.discard(run.name)  # it moves again
 
 
 def import_end(config: Mapping[str, Any], last: object) -> tuple[str, str]:
