@@ -363,6 +363,12 @@ class Run:
         """Calls waiting for the worker thread (a `log_block` counts its steps)."""
         return len(self._queue) + self._block_extra
 
+    def wake(self) -> None:
+        """Have the worker write what is queued now instead of letting the batch gather for
+        the commit interval: for a reader waiting on the queue (a training loop never calls
+        it; a write per call would cost it GIL hand-offs)."""
+        self._wake.set()
+
     def _take(self) -> _Item:
         """The next queued item (the worker's side of `queue_depth`)."""
         item = self._queue.popleft()

@@ -75,6 +75,8 @@ class _Sink(Protocol):
     @property
     def queue_depth(self) -> int: ...
 
+    def wake(self) -> None: ...
+
     @property
     def stats(self) -> RunStats: ...
 
@@ -517,6 +519,11 @@ def _wait_for_room(run: _Sink, capacity: int) -> bool:
     dropped), so one stuck run cannot stall every other run a tail follows."""
     limit = max(1, capacity // 2)
     depth = run.queue_depth
+    if depth > limit:
+        # the worker may be letting a small batch gather for the commit interval (no training
+        # loop here to spare): this reader waits on it, so it goes at once (a folder's many
+        # small runs, each finished when the reader moves on, waited 0.1-0.3 s each)
+        run.wake()
     since = time.monotonic()
     while depth > limit:
         time.sleep(0.002)
