@@ -4,8 +4,11 @@ Caller's thread: copy the dict and append it to a bounded queue (under `strict`,
 that raise `InvalidSample`). Worker thread: translate names, apply the bad-input policy, write rows
 to the outbox; consecutive calls that logged the same names go as one columnar block
 (`Translator.log_calls`, `Outbox.write(blocks=...)`), so the worker's share of the GIL per step is
-a few microseconds and it lets go of the GIL once per batch. Forwarder (when InfluxDB is
-configured): a child process sending the outbox to InfluxDB (`forward_process`), or a thread.
+a few microseconds and it lets go of the GIL once per batch. A log reader hands over steps
+already in columns (`log_block`, a `ScalarBlock`): they are translated a column at a time
+(`BlockTranslator`) and stored as blocks, with no dict per step on either side. Forwarder (when
+InfluxDB is configured): a child process sending the outbox to InfluxDB (`forward_process`), or a
+thread.
 """
 
 from __future__ import annotations
@@ -48,11 +51,12 @@ from .schema import (
     SampleRow,
     SourcePosition,
 )
+from .sources.scalar_block import ScalarBlock
 from .store.outbox import Outbox
+from .translate.blocks import BlockTranslator, FastSteps
 from .translate.derive import StepDeriver
 from .translate.steps import (
     LoggedValue,
-    Translator,
     config_rows,
     event_field_problem,
     event_problem,
@@ -93,10 +97,10 @@ def gather_interval(commit_interval: float, wall: float, cpu: float) -> float:
 """Consecutive calls logging the same names that are translated as one columnar block: below
 this, the per-call path costs less than building the block's arrays."""
 
-# Queue items: ("log", step, values, wall_time, framework), ("event", step, kind, text, fields,
-# wall_time; step None: the step last logged when the worker gets to it), ("position",
-# SourcePosition) or a threading.Event flush marker the worker sets once everything before it is
-# stored.
+# Queue items: ("log", step, values, wall_time, framework), ("block", ScalarBlock, time of the
+# call), ("event", step, kind, text, fields, wall_time; step None: the step last logged when the
+# worker gets to it), ("position", SourcePosition) or a threading.Event flush marker the worker
+# sets once everything before it is stored.
 _Item = tuple[Any, ...] | threading.Event
 
 
@@ -154,6 +158,10 @@ class Run:
         self._strict = policy == "strict"
         self._counters = RunCounters()
         self._queue: deque[_Item] = deque()
+        # a queued `log_block` is one item for many steps: the steps beyond one per item, so
+        # the depth (what the capacity and a reader waiting for room count) is in steps
+        self._block_extra = 0
+        self._extra_lock = threading.Lock()
         self._capacity = settings.queue_size
         self._closed = False
         self._drop_warned = False
@@ -202,7 +210,7 @@ class Run:
                 self.requested_name,
                 name,
             )
-        self._translator = Translator(
+        self._translator = BlockTranslator(
             registry,
             self._counters,
             run=name,
@@ -297,6 +305,28 @@ class Run:
             ("log", step, copied, time.time() if wall_time is None else wall_time, framework)
         )
 
+    def log_block(self, block: ScalarBlock) -> None:
+        """Record consecutive steps read from a log, as `log` would one by one (`block.records()`,
+        a step without a wall time getting the time of this call), without a dict per step: the
+        worker translates them a column at a time (`BlockTranslator`) and stores them as
+        columnar blocks. Returns at once; never does I/O. Under `strict` each step goes
+        through `log` (and its checks)."""
+        if self._strict:
+            for record in block.records():
+                self.log(record.step, record.values, wall_time=record.wall_time)
+            return
+        count = len(block)
+        if not count:
+            return
+        if self._closed or self.queue_depth + count > self._capacity:
+            self._count_dropped(block.value_count)
+            return
+        self._last_log = time.monotonic()
+        self._marked = None
+        with self._extra_lock:
+            self._block_extra += count - 1
+        self._queue.append(("block", block, time.time()))
+
     def event(self, step: int, kind: str, text: str = "", **fields: Any) -> None:
         """Record an event (checkpoint, warmup_end, grad_clip, obs_norm_update, config_change...)."""
         if self._strict:
@@ -330,8 +360,22 @@ class Run:
 
     @property
     def queue_depth(self) -> int:
-        """Calls waiting for the worker thread."""
-        return len(self._queue)
+        """Calls waiting for the worker thread (a `log_block` counts its steps)."""
+        return len(self._queue) + self._block_extra
+
+    def wake(self) -> None:
+        """Have the worker write what is queued now instead of letting the batch gather for
+        the commit interval: for a reader waiting on the queue (a training loop never calls
+        it; a write per call would cost it GIL hand-offs)."""
+        self._wake.set()
+
+    def _take(self) -> _Item:
+        """The next queued item (the worker's side of `queue_depth`)."""
+        item = self._queue.popleft()
+        if not isinstance(item, threading.Event) and item[0] == "block":
+            with self._extra_lock:
+                self._block_extra -= len(item[1]) - 1
+        return item
 
     def flush(self, timeout: float = 10.0, *, sent: bool = True) -> bool:
         """Wait until everything logged so far is in the outbox and, with InfluxDB configured
@@ -382,7 +426,7 @@ class Run:
             self._shared_endpoint.remove(self)
         atexit.unregister(self._at_exit)
         if not self._worker.is_alive() and self._queue:
-            left = [self._queue.popleft() for _ in range(len(self._queue))]
+            left = [self._take() for _ in range(len(self._queue))]
             lost = sum(_size(item) for item in left if _is_sample(item))
             self._counters.drop("unfinished", lost)
             if lost:
@@ -472,7 +516,7 @@ class Run:
             latest=latest,
             stats=c.snapshot(),
             backlog=self._backlog() if self._forwarder is not None else 0,
-            queue_depth=len(self._queue),
+            queue_depth=self.queue_depth,
             last_write_age=None if last_write is None else max(0.0, time.time() - last_write),
             last_activity=last_activity,
             finished=self._closed,
@@ -710,13 +754,16 @@ class Run:
                 # the worker at once): a write costs a dozen trips to sqlite, each one a wait
                 # for the GIL while a training loop holds it, so fewer, larger writes are what
                 # keeps the worker's share of a training step small at any logging rate.
-                small = len(self._queue) < _WORKER_BATCH
+                small = self.queue_depth < _WORKER_BATCH
                 if small and not self._stop.is_set() and self._wake.wait(interval):
                     self._wake.clear()
                 renew_at = self._renew(outbox, renew_at)
                 batch: list[_Item] = []
-                while self._queue and len(batch) < _WORKER_BATCH:
-                    batch.append(self._queue.popleft())
+                taken = 0  # steps: a queued block counts its own
+                while self._queue and taken < _WORKER_BATCH:
+                    item = self._take()
+                    batch.append(item)
+                    taken += _steps(item)
                 if not batch:
                     if self._stop.is_set():
                         break
@@ -813,6 +860,9 @@ class Run:
                 self._translator.restart_from(outbox.last_step(self.name, self.rank, stored=False))
                 last_step = self._translator.last_step
                 continue
+            if item[0] == "block":
+                parts += self._translate_scalar_block(item[1], item[2])
+                continue
             if item[0] == "log":
                 end = _same_names(batch, i - 1)
                 if end - (i - 1) >= _BLOCK_AT_LEAST:
@@ -881,6 +931,37 @@ class Run:
         block, rows = out
         rows += self._translator.take_transform_rows(calls[0][3])
         return _Part(rows, [], self._translator.take_held(), block)
+
+    def _translate_scalar_block(self, block: ScalarBlock, now: float) -> list[_Part]:
+        """A queued `log_block`: a part per columnar group (`FastSteps`), a part per step that
+        goes through `Translator.log` (see `BlockTranslator.log_block`), in step order."""
+        parts: list[_Part] = []
+        done = 0  # steps of the block translated
+        try:
+            for item in self._translator.log_block(block, now):
+                if isinstance(item, FastSteps):
+                    self._translator.take_held()  # counted per group below
+                    # the transforms record (when a name brought one) goes with the last group
+                    noted = self._translator.take_transform_rows(float(item.walls[0]))
+                    groups = item.sample_blocks()
+                    for k, (sample_block, group) in enumerate(groups):
+                        rows = noted if k == len(groups) - 1 else []
+                        held = (group.accepted, group.unregistered, 0)
+                        parts.append(_Part(rows, [], held, sample_block))
+                    if noted and not groups:
+                        parts.append(_Part(noted, [], (0, 0, 0)))
+                    done += len(item.steps)
+                else:
+                    rows, events, wall = item
+                    rows = [*rows, *self._translator.take_transform_rows(wall)]
+                    parts.append(_Part(rows, events, self._translator.take_held()))
+                    done += 1
+        except Exception as exc:  # a bug here must not stop the worker, nor lose the batch
+            self._translator.take_held()
+            left = int(block.starts[-1] - block.starts[min(done, len(block))])
+            self._counters.drop("translate_error", left)
+            self._report("translate_error", exc)
+        return parts
 
     def _store(
         self,
@@ -1143,14 +1224,25 @@ def _alive(lease: Lease) -> bool:
 
 
 def _is_sample(item: _Item) -> bool:
-    return not isinstance(item, threading.Event) and item[0] in ("log", "event")
+    return not isinstance(item, threading.Event) and item[0] in ("log", "event", "block")
 
 
 def _size(item: _Item) -> int:
-    """Samples a queued log or event call stands for."""
-    if isinstance(item, threading.Event) or item[0] != "log":
+    """Samples a queued log or event call (or a `log_block`) stands for."""
+    if isinstance(item, threading.Event):
+        return 1
+    if item[0] == "block":
+        return int(item[1].value_count)
+    if item[0] != "log":
         return 1
     return len(item[2])
+
+
+def _steps(item: _Item) -> int:
+    """Steps a queued item stands for (what a worker batch is counted in)."""
+    if not isinstance(item, threading.Event) and item[0] == "block":
+        return len(item[1])
+    return 1
 
 
 def init(

@@ -244,6 +244,9 @@ class DirectRun:
     def queue_depth(self) -> int:
         return 0  # the reader blocks while the sender is behind
 
+    def wake(self) -> None:
+        """Nothing to wake: nothing waits in a queue (see `queue_depth`)."""
+
     @property
     def stats(self) -> RunStats:
         return self._counters.snapshot()

@@ -2,7 +2,8 @@
 
 A `ScalarBlock` stands for the Records of its steps (`records()` gives them, exactly as the
 source would have yielded them one by one) without building a dict per step: the direct import
-translates and renders it a column at a time (`exporter/translate/blocks.py`). Every step of a
+translates and renders it a column at a time (`exporter/translate/blocks.py`), and a run takes it
+whole (`Run.log_block`) and stores it as columns. Every step of a
 block is complete (no later event can add to it) and its events are in file order.
 """
 

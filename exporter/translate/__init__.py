@@ -7,7 +7,8 @@ a `resume` event, unknown names `unregistered` rows. Two paths, one result:
 
 - `steps`: `Translator`, one log call at a time (the Python API's worker, followed logs), and the
   cheap checks `Run.log` runs on the caller's thread under `strict`.
-- `blocks`: `BlockTranslator`, a log's steps a column at a time with numpy (the direct import);
+- `blocks`: `BlockTranslator`, a log's steps a column at a time with numpy (the direct import,
+  and a run's worker for a log reader's blocks);
   whatever its plan cannot say goes through `Translator` step by step. A test compares the two.
 - `derive`: `StepDeriver`, the metrics the registry declares as derived, computed per step.
 

@@ -1,4 +1,5 @@
-"""Translate a `ScalarBlock` (steps of a log in columns) a column at a time, on the direct import.
+"""Translate a `ScalarBlock` (steps of a log in columns) a column at a time: on the direct import,
+and in a run's worker for what a log reader hands it (`Run.log_block`).
 
 `Translator.log` resolves, converts and checks every value of a step in Python and returns a
 tuple per row: most of an import's time once reading is fast. The steps of a long log mostly
@@ -6,7 +7,8 @@ repeat a few shapes (the same names in the same order), and what a shape becomes
 are kept when two name one metric, their measurements and fields, which transform, which limits,
 the counts) does not depend on the values. So `BlockTranslator` works out a `_Plan` per shape
 once, converts and checks each shape's values as one array, and returns the steps as columns
-(`FastSteps`) for `block_lines.BlockRenderer` to render.
+(`FastSteps`) for `block_lines.BlockRenderer` to render, or for the outbox to store as columnar
+blocks (`FastSteps.sample_blocks`, the derived `nonfinite_count` one more column).
 
 A step goes through `Translator.log` itself, one at a time and in order, whenever the plan
 cannot say what it would do: a value that is non-finite or outside its physical limits, a name
@@ -27,7 +29,7 @@ import numpy.typing as npt
 
 from registry import Resolution
 
-from ..schema import UNREGISTERED, EventRow, SampleRow
+from ..schema import UNREGISTERED, EventRow, SampleBlock, SampleRow
 from ..sources.scalar_block import ScalarBlock
 from .derive import NONFINITE_FIELD
 from .steps import KEPT, Translator, name_problem
@@ -71,12 +73,15 @@ Rows = tuple[tuple[str, str, str], ...]  # (measurement, gpu, field) of each row
 class FastGroup:
     """Steps `index` (into `FastSteps.steps`) that return the same rows: `rows` with one
     column of `values` each (the plan's, then derived metrics'), and `constant` (the derived
-    `nonfinite_count` at 0) if set."""
+    `nonfinite_count` at 0) if set. `accepted` and `unregistered` are the logged values they
+    count (what `take_held` hands out for them), so a store can count each group alone."""
 
     rows: Rows
     constant: tuple[str, str] | None
     index: npt.NDArray[np.int64]
     values: npt.NDArray[np.float64]
+    accepted: int = 0
+    unregistered: int = 0
 
     @property
     def count(self) -> int:
@@ -111,6 +116,23 @@ class FastSteps:
                 rows = (*rows, (g.constant[0], "", g.constant[1]))
                 values = np.hstack([values, np.zeros((len(g.index), 1))])
             out.append((self.steps[g.index], rows, values))
+        return out
+
+    def sample_blocks(self) -> list[tuple[SampleBlock, FastGroup]]:
+        """Each group as the outbox's columnar block (`Outbox.write(blocks=...)`), with the
+        group it came from (for its counts): the same samples as `rows`."""
+        out = []
+        walls = self.walls
+        for (steps, rows, values), group in zip(self.columns(), self.groups, strict=True):
+            block = SampleBlock(
+                self.run,
+                self.rank,
+                steps.tolist(),
+                walls[group.index].tolist(),
+                rows,
+                np.ascontiguousarray(values, dtype=np.float64),
+            )
+            out.append((block, group))
         return out
 
     def rows(self) -> list[SampleRow]:
@@ -376,7 +398,16 @@ class BlockTranslator(Translator):
             if plan.reads:
                 reading.append((plan, at, values))
             else:
-                groups.append(FastGroup(plan.rows, plan.constant, at, values))
+                groups.append(
+                    FastGroup(
+                        plan.rows,
+                        plan.constant,
+                        at,
+                        values,
+                        plan.accepted * len(index),
+                        plan.unregistered * len(index),
+                    )
+                )
             last_values = values[-1].tolist()
             for key, value in zip(plan.keys, last_values, strict=True):
                 if key is not None:
@@ -470,5 +501,14 @@ class BlockTranslator(Translator):
             used = [d for r, d in enumerate(derived) if bits >> r & 1]
             rows = plan.rows + tuple((group, "", name) for group, name, _, _ in used)
             parts = [values[local[chosen]], *(d[2][chosen][:, None] for d in used)]
-            groups.append(FastGroup(rows, plan.constant, index[chosen], np.hstack(parts)))
+            groups.append(
+                FastGroup(
+                    rows,
+                    plan.constant,
+                    index[chosen],
+                    np.hstack(parts),
+                    plan.accepted * len(chosen),
+                    plan.unregistered * len(chosen),
+                )
+            )
         return groups

@@ -27,7 +27,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "store": frozenset(),
     "influx": frozenset({"store", "translate", "sources"}),  # sends the store; direct import
     "prometheus": frozenset({"store"}),  # live alert states read the outbox
-    "run": frozenset({"translate", "store", "influx", "prometheus"}),
+    # a log reader's `ScalarBlock`, which `Run.log_block` takes
+    "run": frozenset({"translate", "store", "influx", "prometheus", "sources"}),
     "integrations": frozenset({"api"}),  # the SummaryWriter drop-in calls `exporter.init`
     "ingest": frozenset({"sources", "translate", "store", "influx", "prometheus", "run"}),
 }

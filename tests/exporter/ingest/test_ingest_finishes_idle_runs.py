@@ -12,6 +12,7 @@ from pathlib import Path
 
 import registry
 from exporter import ExporterSettings, Lifecycle, MetricsEndpoint, RunStatus
+from exporter.ingest import feed
 from exporter.ingest.feed import DETECT_SAMPLE, Ingest
 from exporter.sources import Record
 from exporter.sources.discover import LogFile
@@ -179,3 +180,25 @@ def test_steps_per_second_decays_once_a_run_stops_logging(
     rate = run.live().steps_per_second
     assert rate is not None and rate < 1.0  # not the 10 steps/s it once ran at
     run.finish(30)
+
+
+class _Gathering:
+    """A run whose worker lets its small batch gather until woken (for the commit interval)."""
+
+    name = "r"
+
+    def __init__(self) -> None:
+        self.queue_depth = 5
+        self.woken = 0
+
+    def wake(self) -> None:
+        self.woken += 1
+        self.queue_depth = 0
+
+
+def test_a_reader_waiting_on_a_run_has_its_worker_write_at_once() -> None:
+    # finishing a run the reader moved on from waits for its queue to empty: the worker is told
+    # to write now (a folder of many small runs waited a commit interval for each otherwise)
+    run = _Gathering()
+    assert feed._wait_for_room(run, 0)  # type: ignore[arg-type]
+    assert run.woken == 1
