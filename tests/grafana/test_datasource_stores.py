@@ -8,7 +8,9 @@ events, one point per step after a resume, and never more points than asked.
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -179,6 +181,28 @@ def test_embedded_store_missing_file_is_an_empty_store(tmp_path: Path) -> None:
     assert store.runs() == ()
     assert len(store.series("x", "raw_reward", None, None, 10)) == 0
     assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize("made", ["empty file", "journal mode set, no tables yet"])
+def test_a_store_file_being_created_reads_as_an_empty_store(
+    tmp_path: Path, reg: registry.Registry, made: str
+) -> None:
+    """An Outbox makes the file before it writes its tables; a reader in between (the
+    health check while `serve LOGDIR` opens the store) sees an empty store, not a failure."""
+    path = tmp_path / "store" / "outbox.sqlite"
+    path.parent.mkdir()
+    if made == "empty file":
+        path.touch()
+    else:
+        with closing(sqlite3.connect(path)) as db:
+            db.execute("PRAGMA journal_mode=WAL")
+    store = EmbeddedHistory(path)
+    assert store.runs() == () and store.fields("x") == ()
+    assert len(store.series("x", "raw_reward", None, None, 10)) == 0
+    client = create_app(DatasourceConfig(store=path.parent), reg).test_client()
+    health = client.get("/api/health")
+    assert health.status_code == 200, health.get_json()
+    assert client.get("/api/runs").get_json()["runs"] == []
 
 
 def test_unreachable_influx_is_503_json(reg: registry.Registry) -> None:

@@ -162,6 +162,11 @@ def _identity(path: Path) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
+def _has_runs_table(db: sqlite3.Connection) -> bool:
+    row = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'")
+    return row.fetchone() is not None
+
+
 def _damaged(exc: sqlite3.Error) -> bool:
     """sqlite's "database disk image is malformed" / "file is not a database"."""
     return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
@@ -211,7 +216,10 @@ class EmbeddedHistory:
         except sqlite3.Error as exc:
             raise self._unusable("open", exc) from exc
         try:
-            yield db
+            # an Outbox creates the file before it writes the schema (sqlite makes the file
+            # at connect; WAL is set before the tables): between the two it is a store being
+            # created, i.e. empty, not an unreadable one
+            yield db if _has_runs_table(db) else None
         except sqlite3.Error as exc:
             raise self._unusable("read", exc) from exc
         finally:
