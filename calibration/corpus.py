@@ -211,11 +211,38 @@ RUNS = [
     Spec("custom_ac_cartpole_lr_high", "custom_ac.py",
          ("--total-steps", "100000", "--learning-rate", "0.02"),
          "home-made actor-critic, learning rate 20x too high"),
+    Spec("sb3_qrdqn_cartpole_healthy", "sb3_train.py",
+         _sb3("qrdqn", "CartPole-v1", 50000, "--log-interval", "4", *CARTPOLE_DQN,
+              "--set", 'policy_kwargs={"net_arch": [256, 256], "n_quantiles": 10}'),
+         "sb3-contrib QR-DQN with the DQN run's CartPole settings and 10 quantiles: healthy "
+         "distributional baseline"),
+    Spec("sb3_qrdqn_cartpole_diverged", "sb3_train.py",
+         _sb3("qrdqn", "CartPole-v1", 30000, "--log-interval", "10", *CARTPOLE_DQN,
+              "--set", 'policy_kwargs={"net_arch": [256, 256], "n_quantiles": 10}',
+              "--set", "learning_rate=0.01", "--set", "gamma=0.9999",
+              "--set", "target_update_interval=1", "--set", "train_freq=1",
+              "--set", "gradient_steps=1", "--set", "max_grad_norm=1e10"),
+         "QR-DQN with the DQN divergence settings (target copied every step, gamma 0.9999, "
+         "learning rate 4x, no gradient clipping): the quantiles should diverge"),
+    Spec("rloo_mu1_healthy", "grpo_tiny.py",
+         ("--trainer", "rloo", "--max-steps", "200", "--learning-rate", "0.0005",
+          "--beta", "0.05"),
+         "TRL RLOO (leave-one-out baseline, KL penalty 0.05 on the reward, TRL's default): "
+         "healthy baseline"),
+    Spec("rloo_mu1_lr_high", "grpo_tiny.py",
+         ("--trainer", "rloo", "--max-steps", "200", "--learning-rate", "0.03", "--beta", "0.05"),
+         "RLOO with learning rate 60x too high"),
+    Spec("rloo_mu1_lr_dead", "grpo_tiny.py",
+         ("--trainer", "rloo", "--max-steps", "120", "--learning-rate", "0.3", "--beta", "0.05"),
+         "RLOO with learning rate 600x too high: one update can make the policy deterministic"),
 ]  # fmt: skip
 
 
 def _versions() -> dict[str, str]:
-    names = ("torch", "stable-baselines3", "gymnasium", "transformers", "trl", "tokenizers")
+    names = (
+        "torch", "stable-baselines3", "sb3-contrib", "gymnasium", "transformers", "trl",
+        "tokenizers",
+    )  # fmt: skip
     out = {"python": platform.python_version()}
     for n in names:
         try:

@@ -1,4 +1,4 @@
-"""Train one TRL GRPO run of the calibration corpus on a tiny model built here (no Hub access).
+"""Train one TRL GRPO (or RLOO) run of the calibration corpus on a tiny model built here (no Hub access).
 
     python calibration/grpo_tiny.py --out DIR --max-steps 120 --learning-rate 1e-3 --num-iterations 1
 
@@ -9,6 +9,10 @@ words), plus 0.25 per distinct good word (up to 4), plus 0.5 for stopping (an en
 token) within the limit. The best policy keeps several words in play and stops; a policy collapsed
 onto one word, or onto stopping at once, earns a fraction of the maximum (2.5). TRL's
 `TensorBoardCallback` writes the event file, with the `args` text summary.
+
+`--trainer rloo` trains with TRL's RLOOTrainer instead (the same generation and logging; the
+advantage is each completion's reward minus the mean of the group's other completions, and `--beta`
+is RLOO's KL penalty on the reward).
 
 `--hidden-size` and `--layers` change the model's size (intermediate size twice the hidden size,
 4 heads). `--reward` picks the reward functions; TRL sums them and logs each one's mean as
@@ -85,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hidden-size", type=int, default=32)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--reward", choices=sorted(REWARDS), default="task")
+    parser.add_argument("--trainer", choices=("grpo", "rloo"), default="grpo")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
@@ -94,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from datasets import Dataset
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
@@ -130,7 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(args.seed)
     prompts = [" ".join(rng.choice(WORDS) for _ in range(3)) for _ in range(512)]
     os.environ["TENSORBOARD_LOGGING_DIR"] = args.out
-    cfg = GRPOConfig(
+    config_class, trainer_class = {
+        "grpo": (GRPOConfig, GRPOTrainer),
+        "rloo": (RLOOConfig, RLOOTrainer),
+    }[args.trainer]
+    cfg = config_class(
         output_dir=os.path.join(args.out, "trainer"),
         report_to=["tensorboard"],
         max_steps=args.max_steps,
@@ -148,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         disable_tqdm=True,
     )
-    trainer = GRPOTrainer(
+    trainer = trainer_class(
         model=init_dir,
         reward_funcs=REWARDS[args.reward],
         args=cfg,

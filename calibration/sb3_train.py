@@ -1,4 +1,5 @@
 """Train one Stable-Baselines3 run of the calibration corpus and keep SB3's own TensorBoard file.
+(QR-DQN comes from sb3-contrib, the SB3 team's package of further algorithms.)
 
     python calibration/sb3_train.py --algo ppo --env CartPole-v1 --steps 40000 --out DIR \
         --set learning_rate=0.0003 --set n_steps=512
@@ -55,7 +56,7 @@ def _action_noise(text: str, env: Any) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--algo", choices=("ppo", "a2c", "sac", "dqn", "td3", "ddpg"), required=True
+        "--algo", choices=("ppo", "a2c", "sac", "dqn", "qrdqn", "td3", "ddpg"), required=True
     )
     parser.add_argument("--env", required=True)
     parser.add_argument("--steps", type=int, required=True)
@@ -70,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import torch
     from gymnasium.wrappers import TransformReward
+    from sb3_contrib import QRDQN
     from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import configure
@@ -77,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     torch.set_num_threads(1)  # two shared cores: one run never takes both
     algos: dict[str, Callable[..., Any]] = {
-        "ppo": PPO, "a2c": A2C, "sac": SAC, "dqn": DQN, "td3": TD3, "ddpg": DDPG
+        "ppo": PPO, "a2c": A2C, "sac": SAC, "dqn": DQN, "qrdqn": QRDQN, "td3": TD3, "ddpg": DDPG
     }  # fmt: skip
     hyper = {k: _value(v) for k, v in (s.split("=", 1) for s in args.set)}
     if "policy_kwargs" in hyper:
