@@ -122,7 +122,10 @@ def context_from_logs(
     if args is not None:
         doc = _json(args)
         if "num_generations" in doc or "beta" in doc:
-            out["algorithm"] = "RLOO" if "rloo_k" in doc else "GRPO"
+            # RLOOConfig alone has `reward_clip_range` (TRL 1.x, trl/trainer/rloo_config.py;
+            # GRPOConfig has no such field), the older RLOOConfig `rloo_k`
+            rloo = "rloo_k" in doc or "reward_clip_range" in doc
+            out["algorithm"] = "RLOO" if rloo else "GRPO"
             out["action_space"] = "token"
         if isinstance(doc.get("num_iterations"), int):
             out["num_iterations"] = doc["num_iterations"]

@@ -347,6 +347,7 @@ _RULE_KINDS = {
     "dead_policy": "dead_policy",
     "dead_policy_no_gradient": "dead_policy",
     "grpo_groups_dead": "dead_policy",
+    "dead_policy_zero_gradient": "dead_policy",
     "reward_collapse_from_best": "reward_collapse",
     "reward_regression_from_best": "reward_collapse",
 }

@@ -24,6 +24,14 @@ def test_evaluate_prints_the_table_and_exits_0_when_every_run_is_as_expected(
     assert "read as: TRL GRPO (μ=1)" in err
 
 
+def test_evaluate_reads_a_trl_rloo_run_as_rloo(capsys: pytest.CaptureFixture[str]) -> None:
+    """TRL 1.x logs RLOO and GRPO under the same names; only the trainer's args tell them
+    apart (RLOOConfig's reward_clip_range)."""
+    assert main(["evaluate", str(RUNS / "rloo_mu1_lr_dead"), "--expected", EXPECTED]) == 0
+    err = capsys.readouterr().err
+    assert "read as: TRL RLOO (μ=1)" in err and "GRPO" not in err
+
+
 def test_evaluate_json_and_a_failing_expectation_exit_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
