@@ -19,6 +19,10 @@ suggests a metric for each unknown name. The rules, stated once:
    values break near-ties, the name decides (an entropy in [0.5, 0.7] stays an entropy).
 4. Derived metrics (computed by rlvitals) and metric families are never suggested: a logged
    name cannot be one.
+5. In `recognise`, a name whose best metric the run already logs under a name it recognised
+   is another reading of that metric (TRL's `completions/min_length` beside
+   `completions/mean_length`, `clip_ratio/low_mean` beside `clip_ratio/region_mean`): it is
+   said so, with no `--map`, since mapping it would write two values into one field per step.
 """
 
 from __future__ import annotations
@@ -50,8 +54,16 @@ class Suggestion:
     values_fit: bool = False
     alternatives: tuple[str, ...] = ()
     """Other metrics the name fits exactly as well (`optim/kl`: policy_kl, ref_kl)."""
+    already_logged: bool = False
+    """The run already logs `metric` under a recognised name: this one is another reading of
+    it (a side, a minimum), kept as logged and not to be mapped."""
 
     def phrase(self) -> str:
+        if self.already_logged:
+            return (
+                f"`{_printable(self.name)}` looks like another reading of {self.metric}, "
+                "which the run already logs (kept as logged, not mapped)"
+            )
         also = f" or {' or '.join(self.alternatives)}" if self.alternatives else ""
         name = _printable(self.name)
         return f"`{name}` looks like {self.metric}{also} (--map {name}={self.metric})"
@@ -101,9 +113,10 @@ def recognise(
     recognised: list[str] = []
     kept: list[str] = []
     unknown: list[str] = []
+    logged: set[str] = set()  # the metrics the recognised names already fill
     for name in sorted(set(names)):
         try:
-            registry.resolve(name, framework)
+            logged.add(registry.resolve(name, framework).metric)
         except AmbiguousName:
             recognised.append(name)  # known, only its framework undecided
             continue
@@ -115,7 +128,7 @@ def recognise(
             continue
         recognised.append(name)
     index = _Index.of(registry)
-    found = [index.best(n, (ranges or {}).get(n)) for n in unknown]
+    found = [index.best(n, (ranges or {}).get(n), frozenset(logged)) for n in unknown]
     return Recognition(
         tuple(recognised), tuple(kept), tuple(unknown), tuple(s for s in found if s is not None)
     )
@@ -182,7 +195,12 @@ class _Index:
         # a word no metric uses (`perf`) weighs as a rare one: it is part of what is unmatched
         return cls(tuple(entries), weight, math.log(n) + 0.1)
 
-    def best(self, name: str, value_range: tuple[float, float] | None) -> Suggestion | None:
+    def best(
+        self,
+        name: str,
+        value_range: tuple[float, float] | None,
+        logged: frozenset[str] = frozenset(),
+    ) -> Suggestion | None:
         words = _words(name)
         if not words:
             return None
@@ -212,5 +230,7 @@ class _Index:
             return None
         ranked.sort(reverse=True)
         score, _core, _ratio, metric, fit = ranked[0]
+        if metric in logged:
+            return Suggestion(name, metric, score, fit, already_logged=True)
         tied = tuple(r[3] for r in ranked[1:2] if r[0] == score and r[1] == _core)
         return Suggestion(name, metric, score, fit, tied)

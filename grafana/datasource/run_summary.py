@@ -66,7 +66,12 @@ def name_counts(
         "total": rec.total,
         "unrecognised": list(rec.unknown),
         "suggestions": [
-            {"name": s.name, "metric": s.metric, "also": list(s.alternatives)}
+            {
+                "name": s.name,
+                "metric": s.metric,
+                "also": list(s.alternatives),
+                "already_logged": s.already_logged,
+            }
             for s in rec.suggestions
         ],
         "text": rec.counts(),

@@ -110,7 +110,12 @@ def _as_json(v: RunVerdict) -> dict[str, Any]:
             "unrecognised": list(v.recognition.unknown),
             "bookkeeping": list(v.recognition.bookkeeping),
             "suggestions": [
-                {"name": x.name, "metric": x.metric, "also": list(x.alternatives)}
+                {
+                    "name": x.name,
+                    "metric": x.metric,
+                    "also": list(x.alternatives),
+                    "already_logged": x.already_logged,
+                }
                 for x in v.recognition.suggestions
             ],
             "summary": tags_cell(v.recognition),

@@ -229,6 +229,21 @@ def test_values_outside_a_metrics_physical_limits_rule_it_out_of_the_suggestions
     assert fits is not None and fits.values_fit
 
 
+def test_a_second_reading_of_a_logged_metric_is_named_as_such_and_never_offered_as_a_map() -> None:
+    """TRL logs completions/min_length beside completions/mean_length: mapping the first onto
+    the metric the second already fills would store two values per step in one field."""
+    reg = registry.load()
+    mean = "train/completions/mean_length"
+    assert reg.resolve(mean, "trl").metric == "response_length_mean"
+    alone = registry.recognise(reg, ["train/completions/min_length"], "trl")
+    (offer,) = alone.suggestions
+    assert not offer.already_logged and "--map" in offer.phrase()
+    beside = registry.recognise(reg, [mean, "train/completions/min_length"], "trl")
+    (offer,) = beside.suggestions
+    assert offer.already_logged and offer.metric == alone.suggestions[0].metric
+    assert "--map" not in offer.phrase() and "already logs" in offer.phrase()
+
+
 def _readme_section() -> tuple[list[str], str]:
     """The bash lines and the YAML of README "### Your own tag names"."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
