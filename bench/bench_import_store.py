@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from bench_serve_logdir import BIG_TAGS, _event_file, _scalar  # noqa: E402
+from bench_serve_logdir import BIG_TAGS, write_big_run  # noqa: E402
 
 _ONE_BY_ONE = """
 import sys
@@ -73,16 +73,7 @@ def make_log(folder: Path, steps: int) -> Path:
     done = folder / f"done-{steps}"
     if done.exists():
         return path
-    folder.mkdir(parents=True, exist_ok=True)
-    path = _event_file(folder)
-    with open(path, "ab") as fh:
-        chunk: list[bytes] = []
-        for step in range(steps):
-            chunk.extend(_scalar(step, tag, 0.5 + (step % 1000) * 1e-4) for tag in BIG_TAGS)
-            if len(chunk) >= 20_000:
-                fh.write(b"".join(chunk))
-                chunk.clear()
-        fh.write(b"".join(chunk))
+    write_big_run(folder, steps)
     done.write_text("")
     return path
 

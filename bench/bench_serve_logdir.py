@@ -105,6 +105,20 @@ def _rollout(step: int, i: int) -> bytes:
     )
 
 
+def write_big_run(folder: Path, steps: int) -> Path:
+    """The long run: BIG_TAGS at every step from 0 to `steps` - 1, written in chunks."""
+    path = _event_file(folder)
+    with open(path, "ab") as fh:
+        chunk: list[bytes] = []
+        for step in range(steps):
+            chunk.extend(_scalar(step, tag, 0.5 + (step % 1000) * 1e-4) for tag in BIG_TAGS)
+            if len(chunk) >= 20_000:
+                fh.write(b"".join(chunk))
+                chunk.clear()
+        fh.write(b"".join(chunk))
+    return path
+
+
 def make_folder(root: Path, runs: int, steps: int, big: int) -> Path:
     done = root / "done.json"
     want = {"runs": runs, "steps": steps, "big": big}
@@ -116,15 +130,7 @@ def make_folder(root: Path, runs: int, steps: int, big: int) -> Path:
         with open(path, "ab") as fh:
             for i, step in enumerate(range(ROLLOUT, steps + 1, ROLLOUT)):
                 fh.write(_rollout(step, i))
-    path = _event_file(root / "runs" / BIG)
-    with open(path, "ab") as fh:
-        chunk = []
-        for step in range(big):
-            chunk.extend(_scalar(step, tag, 0.5 + (step % 1000) * 1e-4) for tag in BIG_TAGS)
-            if len(chunk) >= 20_000:
-                fh.write(b"".join(chunk))
-                chunk.clear()
-        fh.write(b"".join(chunk))
+    write_big_run(root / "runs" / BIG, big)
     done.write_text(json.dumps(want))
     return root / "runs"
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from columnar import Steps, block_of, stored_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,8 +36,6 @@ _NAMES = [
     "",  # refused
 ]
 _ODD = st.sampled_from([math.nan, math.inf, -math.inf, 1e30, -5.0, 0.0])
-
-Steps = list[tuple[int, list[tuple[str, float]], float]]
 
 
 @st.composite
@@ -66,29 +65,6 @@ def _logs(draw: Any) -> tuple[Steps, list[int]]:
     return out, cuts
 
 
-def _block(steps: Steps) -> ScalarBlock:
-    names: list[str] = []
-    ids: dict[str, int] = {}
-    tags: list[int] = []
-    values: list[float] = []
-    starts = [0]
-    for _, pairs, _ in steps:
-        for name, value in pairs:
-            tags.append(ids.setdefault(name, len(ids)))
-            if len(names) < len(ids):
-                names.append(name)
-            values.append(value)
-        starts.append(len(tags))
-    return ScalarBlock.build(
-        names,
-        np.array([s for s, _, _ in steps], dtype=np.int64),
-        np.array([w for _, _, w in steps], dtype=np.float64),
-        np.array(starts, dtype=np.int64),
-        np.array(tags, dtype=np.int64),
-        np.array(values, dtype=np.float64),
-    )
-
-
 def _store(
     tmp: Path,
     reg: registry.Registry,
@@ -111,26 +87,7 @@ def _store(
     latest = run.live().latest
     stats = run.stats
     run.finish()
-    db = sqlite3.connect(tmp / "outbox.sqlite")
-    try:
-        samples = db.execute(
-            "SELECT run, rank, step, measurement, gpu, field, value, wall_time FROM samples "
-            "ORDER BY 1, 2, 3, 4, 5, 6"
-        ).fetchall()
-        return (
-            # the transforms record's time is the call that noted it: not the same call here
-            [r if r[3] != "run_config" else r[:7] for r in samples],
-            db.execute(
-                "SELECT run, rank, step, kind, text, fields, wall_time FROM events "
-                "ORDER BY 1, 2, 3, 4"
-            ).fetchall(),
-            db.execute("SELECT * FROM sample_stats ORDER BY 1, 2, 3, 4, 5").fetchall(),
-            db.execute("SELECT * FROM sample_rollups ORDER BY 1, 2, 3, 4").fetchall(),
-            stats,
-            latest,
-        )
-    finally:
-        db.close()
+    return (*stored_rows(tmp / "outbox.sqlite"), stats, latest)
 
 
 def _close(rows: list[tuple[Any, ...]], others: list[tuple[Any, ...]]) -> bool:
@@ -165,7 +122,7 @@ def test_a_logged_block_stores_and_counts_what_its_steps_one_by_one_do(
     # the first names go through `log` one step at a time (the framework is detected from
     # them); the steps after them go as columns
     warmup = [(s, [(n, 0.1) for n in _NAMES[:5]], 1.6e9 + s) for s in range(45)]
-    block = _block(warmup + [(s + 45, values, wall) for s, values, wall in steps])
+    block = block_of(warmup + [(s + 45, values, wall) for s, values, wall in steps])
     cuts = [c + len(warmup) for c in cuts]
     # the reference: every `log` call translated alone (`Translator.log`), never as a block
     monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 10**9)
@@ -185,7 +142,7 @@ def test_a_long_log_is_stored_as_columns_and_counted_in_steps(
         (s, [("rollout/ep_rew_mean", 0.5 + s / 1e4), ("train/approx_kl", 0.01)], 1.7e9 + s)
         for s in range(5000)
     ]
-    block = _block(steps)
+    block = block_of(steps)
     written: list[int] = []
     real = exporter.Outbox.write
 
@@ -219,7 +176,7 @@ def test_a_full_queue_drops_a_block_and_counts_its_values(
     ]
     settings = exporter.ExporterSettings(store=tmp_path, queue_size=40)
     run = exporter.init("r", registry=builtin, settings=settings, framework="sb3")
-    run.log_block(_block(steps))  # 50 steps: more than the queue holds
+    run.log_block(block_of(steps))  # 50 steps: more than the queue holds
     assert run.flush() is False  # what was logged was not all stored
     stats = run.stats
     run.finish()
@@ -233,7 +190,7 @@ def test_a_step_without_a_wall_time_gets_the_time_of_the_call(
     settings = exporter.ExporterSettings(store=tmp_path)
     run = exporter.init("r", registry=builtin, settings=settings, framework="sb3")
     before = time.time()
-    run.log_block(_block(steps))
+    run.log_block(block_of(steps))
     after = time.time()
     assert run.flush()
     run.finish()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from columnar import stored_rows
 from logmakers import write_event_file
 
 import exporter
@@ -47,22 +48,13 @@ def _stored(store: Path, log: Path, reg: registry.Registry) -> tuple[Any, ...]:
     assert code == 0
     db = sqlite3.connect(store / "outbox.sqlite")
     try:
-        samples = db.execute(
-            "SELECT run, rank, step, measurement, gpu, field, value, wall_time FROM samples "
-            "ORDER BY 1, 2, 3, 4, 5, 6"
-        ).fetchall()
-        return (
-            [r if r[3] != "run_config" else r[:7] for r in samples],
-            db.execute(
-                "SELECT run, rank, step, kind, text, fields, wall_time FROM events ORDER BY 1, 2, 3, 4"
-            ).fetchall(),
-            db.execute("SELECT * FROM sample_stats ORDER BY 1, 2, 3, 4, 5").fetchall(),
-            db.execute("SELECT * FROM sample_rollups ORDER BY 1, 2, 3, 4").fetchall(),
+        read = (
             db.execute("SELECT offset, lines, run FROM source_positions").fetchall(),
             db.execute("SELECT * FROM run_progress").fetchall(),
         )
     finally:
         db.close()
+    return (*stored_rows(store / "outbox.sqlite"), *read)
 
 
 def _one_by_one(self: run_module.Run, block: Any) -> None:

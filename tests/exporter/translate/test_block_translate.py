@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from columnar import block_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -69,29 +70,6 @@ def _logs(draw: Any) -> tuple[list[tuple[int, list[tuple[str, float]], float]], 
         out.append((step, values, wall))
     cuts = sorted(draw(st.lists(st.integers(0, count), max_size=3)))
     return out, cuts
-
-
-def _block(steps: list[tuple[int, list[tuple[str, float]], float]]) -> ScalarBlock:
-    names: list[str] = []
-    ids: dict[str, int] = {}
-    tags: list[int] = []
-    values: list[float] = []
-    starts = [0]
-    for _, pairs, _ in steps:
-        for name, value in pairs:
-            tags.append(ids.setdefault(name, len(ids)))
-            if len(names) < len(ids):
-                names.append(name)
-            values.append(value)
-        starts.append(len(tags))
-    return ScalarBlock.build(
-        names,
-        np.array([s for s, _, _ in steps], dtype=np.int64),
-        np.array([w for _, _, w in steps], dtype=np.float64),
-        np.array(starts, dtype=np.int64),
-        np.array(tags, dtype=np.int64),
-        np.array(values, dtype=np.float64),
-    )
 
 
 def _translator(cls: type[Translator], reg: registry.Registry, framework: str | None) -> Any:
@@ -157,7 +135,7 @@ def test_a_block_translates_to_what_log_gives_step_by_step(
     cuts = [c + len(warmup) for c in cuts]
     one = _translator(Translator, builtin, framework)
     many = _translator(BlockTranslator, builtin, framework)
-    block = _block(steps)
+    block = block_of(steps)
     now = 1.8e9
     rows_one, events_one, noted_one = _step_by_step(one, block, now)
     rows_many: list[SampleRow] = []
@@ -205,7 +183,7 @@ def test_a_long_regular_log_is_translated_as_columns(builtin: registry.Registry)
     names = ["losses/approx_kl", "losses/entropy", "charts/episodic_return", "custom/thing"]
     steps = [(s * 128, [(n, 0.25 + s / 1000) for n in names], 1.7e9 + s) for s in range(400)]
     many = _translator(BlockTranslator, builtin, "cleanrl")
-    items = list(many.log_block(_block(steps), 0.0))
+    items = list(many.log_block(block_of(steps), 0.0))
     fast = [item for item in items if isinstance(item, FastSteps)]
     assert sum(len(f.steps) for f in fast) >= 350  # all but the first steps (framework detection)
 
@@ -240,7 +218,7 @@ def test_a_step_the_deriver_is_at_again_after_a_resume_adds_to_it(
         (98, [("custom/thing", 0.5)], 1.7e9 + 2),
         (99, [("custom/thing", 0.5), *again], 1.7e9 + 3),
     ]
-    block = _block(steps)
+    block = block_of(steps)
     now = 1.8e9
     one = _translator(Translator, builtin, framework)
     many = _translator(BlockTranslator, builtin, framework)
