@@ -36,6 +36,7 @@ import time
 import traceback
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -642,7 +643,7 @@ def _run_ingest(
                         cut_short = True  # files left unread
                         break
                     progress.file(log.path.name)
-                    ingest.feed(log, progress.count(records))
+                    ingest.feed(log, progress.count(records), facts=partial(logs.facts, log))
                     if start_each:
                         ingest.settle()
                     position = logs.position(log)

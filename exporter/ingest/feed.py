@@ -26,6 +26,7 @@ from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..run import Run
 from ..schema import SourcePosition
 from ..sources import LogFile, Record, ScalarBlock
+from ..sources.console import console_header
 from ..sources.follow import path_key
 from ..sources.text_summaries import read_text_summaries
 from ..translate.derive import StepDeriver
@@ -35,6 +36,7 @@ from .log_context import context_from_logs
 __all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary", "import_end"]
 
 DETECT_SAMPLE = 200  # records looked at to detect a run's framework
+_CONFIG_FACTS = ("step_source",)  # facts of a log kept in its run's config
 _ROOM_CHECK_EVERY = 256
 _BLOCK_SLICE = 2048
 """Steps of a `ScalarBlock` handed to a run at a time: about one worker batch (a transaction),
@@ -110,6 +112,18 @@ class _RunState:
     deriver: StepDeriver | None = None
     """The catch-up's derived-metrics state, for the run going on from it."""
     texts: dict[str, str] = field(default_factory=dict)
+    facts: list[Callable[[], Mapping[str, Any]]] = field(default_factory=list)
+    """What reading each of its files established (a console log's step rule, its closing
+    summary), asked when the run starts and when it ends."""
+
+    known: dict[str, Any] = field(default_factory=dict)
+    """What they established by the end of the last read (a reader's files may be closed)."""
+
+    def learned(self) -> dict[str, Any]:
+        out = dict(self.known)
+        for facts in self.facts:
+            out.update(facts())
+        return out
 
 
 class Ingest:
@@ -171,10 +185,17 @@ class Ingest:
         logs give (folder or `--run`) -> the name they have now, which they go on under."""
         self._renamed = dict(renamed)
 
-    def feed(self, log: LogFile, records: Iterable[Record | ScalarBlock | SourcePosition]) -> int:
+    def feed(
+        self,
+        log: LogFile,
+        records: Iterable[Record | ScalarBlock | SourcePosition],
+        *,
+        facts: Callable[[], Mapping[str, Any]] | None = None,
+    ) -> int:
         """Log one file's new records into its run; returns how many records were read. A
         `ScalarBlock` counts as the records it holds (a direct run logs it as columns); a
-        `SourcePosition` among them is saved with what came before it."""
+        `SourcePosition` among them is saved with what came before it. `facts`: what reading
+        the file establishes about the run (`LogSet.facts`), asked when it starts and ends."""
         name = self.run_name(log)
         judged = self._last_fed
         if judged is not None and judged != name:
@@ -188,9 +209,14 @@ class Ingest:
         if state is None:
             state = self._runs[name] = _RunState(RunSummary(name))
         summary = state.summary
-        if str(log.path) not in summary.files and log.format == "tensorboard":
-            for tag, text in read_text_summaries(log.path).items():
-                state.texts.setdefault(tag, text)
+        if str(log.path) not in summary.files:
+            if log.format == "tensorboard":
+                for tag, text in read_text_summaries(log.path).items():
+                    state.texts.setdefault(tag, text)
+            elif log.format == "console":
+                state.texts.setdefault("console", console_header(log.path))
+            if facts is not None:
+                state.facts.append(facts)
         summary.files.add(str(log.path))
         arrival = self._arrival(log)
         count = 0
@@ -215,6 +241,8 @@ class Ingest:
                     self._start(state)
                 continue
             self._log(state.run, record)
+        if facts is not None:
+            state.known.update(facts())
         if count and self._follow and not self._direct:  # a catch-up's runs are handed over
             self._last_fed = name
         return count
@@ -398,7 +426,9 @@ class Ingest:
                 "the import stopped before it was complete (SIGTERM, Ctrl-C, or not everything "
                 "it read was stored); running the same command again goes on with this run"
             )
-        return import_end(state.summary.config, getattr(state.run, "last_step", None))
+        return import_end(
+            state.summary.config, getattr(state.run, "last_step", None), state.learned()
+        )
 
     def _start(self, state: _RunState) -> None:
         summary = state.summary
@@ -418,7 +448,11 @@ class Ingest:
             # same run going on, never a new one under a new name.
             resume = resume or state.ended
             keys = {name for record in state.pending for name in record.values}
-            config = {**context_from_logs(framework, keys, state.texts), **self._config}
+            config = {
+                **context_from_logs(framework, keys, state.texts),
+                **{k: v for k, v in state.learned().items() if k in _CONFIG_FACTS},
+                **self._config,
+            }
             summary.config = config
         try:
             if self._direct:
@@ -482,9 +516,14 @@ class Ingest:
             self._stuck.discard(run.name)  # it moves again
 
 
-def import_end(config: Mapping[str, Any], last: object) -> tuple[str, str]:
+def import_end(
+    config: Mapping[str, Any], last: object, facts: Mapping[str, Any] | None = None
+) -> tuple[str, str]:
     """(state, reason) an import that read a run's logs to their end records: `finished` when
-    they reach its planned length (`planned_steps` of its run config), else `ended`."""
+    they reach its planned length (`planned_steps` of its run config) or the trainer printed
+    its closing summary (`facts`), else `ended`."""
+    if facts and facts.get("closed"):
+        return "finished", "its log holds what the trainer prints when it ends normally"
     planned = config.get("planned_steps")
     if isinstance(planned, int) and isinstance(last, int) and last >= planned > 0:
         return "finished", f"its logs reach the planned length ({planned:,} steps)"

@@ -8,12 +8,16 @@ override all of it.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["context_from_logs", "parse_assignment"]
+from ..sources.console_text import strip_ansi
+
+__all__ = ["console_context", "console_lines", "context_from_logs", "parse_assignment"]
 
 
 def _number(text: str) -> Any:
@@ -140,9 +144,206 @@ def context_from_logs(
             out["planned_steps"] = steps
         if isinstance(doc.get("lr_scheduler_type"), str):
             out["lr_schedule"] = doc["lr_scheduler_type"]
+    console = _text(texts, "console")
+    if console is not None:
+        for key, value in console_context(console).items():
+            out.setdefault(key, value)
     model = _text(texts, "model_config")
     if model is not None:
         vocab = _json(model).get("vocab_size")
         if isinstance(vocab, int) and vocab > 0:
             out["vocab_size"] = vocab
     return out
+
+
+# A launcher's prefix on a console line: Ray's `(TaskRunner pid=123, ip=10.0.0.2) `,
+# torchrun's `[rank0]: ` / `[default0]:`.
+_RAY = r"\((?:[\w.\-]+ )?pid=\d+(?:, ip=[\d.]+)?\)"
+_PREFIX = re.compile(rf"^\s*(?:{_RAY}|\[(?:rank|default)\d+\]:)\s?")
+# another process's output run into a line (Ray forwards several processes' writes)
+_RUN_IN = re.compile(_RAY)
+_VERL_TOTAL = re.compile(r"Total training steps:\s*([\d,]+)")
+_HF_TOTAL = re.compile(r"Total optimization steps\s*=\s*([\d,]+)")
+_ASSIGNED = re.compile(
+    r"""['"]?\b(num_generations|beta|epsilon|max_completion_length|max_steps|num_iterations"""
+    r"""|rloo_k|reward_clip_range)\b['"]?\s*[=:]\s*([-+\w.]+)"""
+)
+# verl's algorithm.adv_estimator -> the family's algorithm (verl/trainer/ppo/core_algos.py:
+# AdvantageEstimator; gae needs a critic, the others are critic-free group or batch baselines)
+_VERL_ALGORITHMS = {
+    "gae": "PPO",
+    "grpo": "GRPO",
+    "rloo": "RLOO",
+    "reinforce_plus_plus": "REINFORCE",
+    "reinforce_plus_plus_baseline": "REINFORCE",
+    "remax": "REINFORCE",
+}
+
+
+def console_lines(text: str) -> list[tuple[str, str]]:
+    """A console log's lines as (launcher prefix, the rest), without colour codes."""
+    out = []
+    for raw in text.splitlines():
+        line = strip_ansi(raw)
+        match = _PREFIX.match(line)
+        out.append(("", line) if match is None else (match.group().strip(), line[match.end() :]))
+    return out
+
+
+def console_context(text: str) -> dict[str, Any]:
+    """Run-config keys from what a console log printed before its metrics: verl's resolved
+    config (pprinted as a Python dict, verl/trainer/main_ppo.py) and its `Total training
+    steps`; the HF Trainer's `Total optimization steps` banner; a TRL config's fields as a
+    script prints them (`GRPOConfig(num_generations=8, beta=0.04, ...)` or `beta: 0.04`)."""
+    pairs = console_lines(text)
+    lines = [line for _, line in pairs]
+    out: dict[str, Any] = {}
+    config = _verl_config(pairs)
+    if config is None and any("'actor_rollout_ref'" in line for line in lines):
+        config = _verl_fields(lines)  # a dump other output broke: its unambiguous fields
+    if config is not None:
+        out.update(_verl_context(config))
+    for line in lines:
+        total = _VERL_TOTAL.search(line) or _HF_TOTAL.search(line)
+        if total is not None:
+            steps = int(total.group(1).replace(",", ""))
+            if steps > 0:
+                out.setdefault("planned_steps", steps)
+        if config is None:
+            for key, raw in _ASSIGNED.findall(line):
+                out.update(_trl_field(key, _number(raw)))
+    return out
+
+
+def _verl_config(lines: list[tuple[str, str]]) -> dict[str, Any] | None:
+    """The first printed dict literal that is a verl config (it has `actor_rollout_ref` or
+    `algorithm` at its top level), read with `ast.literal_eval` (never executed). Its lines
+    are the ones with the prefix of its first line: other processes' output interleaves."""
+    block_lines: list[str] = []
+    owner = None
+    depth = 0
+    for prefix, line in lines:
+        if owner is None:
+            if not line.lstrip().startswith("{'"):
+                continue
+            owner, block_lines, depth = prefix, [], 0
+        elif prefix != owner:
+            continue
+        cut = _RUN_IN.search(line)
+        if cut is not None:
+            line = line[: cut.start()]
+        block_lines.append(line)
+        depth += _depth_change(line)
+        if depth <= 0:
+            block = "\n".join(block_lines)
+            owner = None
+            if "'actor_rollout_ref'" not in block and "'algorithm'" not in block:
+                continue
+            try:
+                doc = ast.literal_eval(block.strip())
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if isinstance(doc, dict) and ("actor_rollout_ref" in doc or "algorithm" in doc):
+                return doc
+    return None
+
+
+_VERL_FIELDS = {
+    "adv_estimator": "algorithm.adv_estimator",
+    "clip_ratio": "actor_rollout_ref.actor.clip_ratio",
+    "use_kl_loss": "actor_rollout_ref.actor.use_kl_loss",
+    "kl_loss_coef": "actor_rollout_ref.actor.kl_loss_coef",
+    "use_kl_in_reward": "algorithm.use_kl_in_reward",
+    "max_response_length": "data.max_response_length",
+    "total_training_steps": "trainer.total_training_steps",
+}
+_FIELD = re.compile(r"'(" + "|".join(_VERL_FIELDS) + r")':\s*('[^']*'|[-\w.]+)")
+
+
+def _verl_fields(lines: list[str]) -> dict[str, Any]:
+    """The fields of a verl config dump whose names say where they sit, read one by one."""
+    doc: dict[str, Any] = {}
+    for line in lines:
+        for name, raw in _FIELD.findall(line):
+            try:
+                value = ast.literal_eval(raw)
+            except (ValueError, SyntaxError):
+                continue
+            *parents, leaf = _VERL_FIELDS[name].split(".")
+            node = doc
+            for part in parents:
+                node = node.setdefault(part, {})
+            node.setdefault(leaf, value)
+    return doc
+
+
+def _depth_change(line: str) -> int:
+    depth, quote = 0, ""
+    for ch in line:
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+    return depth
+
+
+def _get(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(doc, Mapping):
+            return None
+        doc = doc.get(part)
+    return doc
+
+
+def _verl_context(doc: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"action_space": "token"}
+    estimator = _get(doc, "algorithm.adv_estimator")
+    if isinstance(estimator, str) and estimator in _VERL_ALGORITHMS:
+        out["algorithm"] = _VERL_ALGORITHMS[estimator]
+    n = _get(doc, "actor_rollout_ref.rollout.n")
+    if isinstance(n, int) and not isinstance(n, bool) and n > 1:
+        out["group_size"] = n
+    clip = _positive(_get(doc, "actor_rollout_ref.actor.clip_ratio"))
+    if clip is not None:
+        out["clip_epsilon"] = clip
+    if _get(doc, "actor_rollout_ref.actor.use_kl_loss") is True:
+        coef = _get(doc, "actor_rollout_ref.actor.kl_loss_coef")
+    elif _get(doc, "algorithm.use_kl_in_reward") is False:
+        coef = 0.0  # neither a KL loss nor a KL penalty in the reward
+    else:  # in the reward (older verl always put it there)
+        coef = _get(doc, "algorithm.kl_ctrl.kl_coef")
+    if isinstance(coef, int | float) and not isinstance(coef, bool) and coef >= 0:
+        out["kl_coef"] = float(coef)
+    length = _get(doc, "data.max_response_length")
+    if isinstance(length, int) and not isinstance(length, bool) and length > 0:
+        out["max_length"] = length
+    steps = _get(doc, "trainer.total_training_steps")
+    if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
+        out["planned_steps"] = steps
+    return out
+
+
+def _trl_field(key: str, value: Any) -> dict[str, Any]:
+    number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if number is None:
+        return {}
+    if key == "num_generations" and number >= 2:
+        return {"group_size": int(number), "action_space": "token"}
+    if key == "rloo_k" and number >= 2:
+        return {"group_size": int(number), "algorithm": "RLOO", "action_space": "token"}
+    if key == "beta" and number >= 0:
+        return {"kl_coef": float(number)}
+    if key == "epsilon" and number > 0:
+        return {"clip_epsilon": float(number)}
+    if key == "max_completion_length" and number > 0:
+        return {"max_length": int(number)}
+    if key == "max_steps" and number > 0:
+        return {"planned_steps": int(number)}
+    if key == "num_iterations" and number >= 1:
+        return {"num_iterations": int(number)}
+    return {}

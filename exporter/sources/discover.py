@@ -4,8 +4,10 @@ A directory is searched recursively (hidden folders skipped). With `--format aut
 comes from the file name and, where the name is not enough, its first line:
 `events.out.tfevents.*` is TensorBoard; `*.jsonl`, `*.ndjson` and RLlib's `result.json` are
 JSON Lines (another `*.json` too when its first line is a JSON object); a `*.csv` whose header
-has `time/total_timesteps` is SB3's progress.csv; `*.log`, `*.txt`, `*.out` are read with the
-`--pattern` regex when one is given; a Hugging Face / TRL `trainer_state.json` is read by its
+has `time/total_timesteps` is SB3's progress.csv; `*.log`, `*.txt`, `*.out`, `*.err` are read with the
+`--pattern` regex when one is given, else as a trainer's console log when their first megabyte
+holds a metric line verl, the Hugging Face Trainer or OpenRLHF prints (`console.py`; the first
+line is often a banner, so content decides, not the first line); a Hugging Face / TRL `trainer_state.json` is read by its
 output folder (one run, however many checkpoint copies it holds). Rotated copies (`train.log.1`, `*.gz`) are never picked up,
 so a follower does not read a log twice after rotation. A file's run is its folder's name.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from ..schema import SourcePosition
+from .console import SNIFF_BYTES, ConsoleParser, looks_like_console_log
 from .errors import UnreadableLog
 from .jsonl import JsonlParser
 from .linefile import LineFileSource
@@ -34,11 +37,22 @@ from .trainer_state import STATE_FILE, TrainerStateSource, run_folder
 
 __all__ = ["FORMATS", "Format", "LogFile", "Source", "detect_format", "discover", "open_source"]
 
-Format = Literal["tensorboard", "jsonl", "sb3-csv", "regex", "trainer-state"]
-FORMATS: tuple[Format, ...] = ("tensorboard", "jsonl", "sb3-csv", "regex", "trainer-state")
+Format = Literal["tensorboard", "jsonl", "sb3-csv", "regex", "trainer-state", "console"]
+FORMATS: tuple[Format, ...] = (
+    "tensorboard",
+    "jsonl",
+    "sb3-csv",
+    "regex",
+    "trainer-state",
+    "console",
+)
 
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
-_TEXT_SUFFIXES = (".log", ".txt", ".out")
+_TEXT_SUFFIXES = (".log", ".txt", ".out", ".err")
+
+Sniffed = dict[Path, tuple[int, int, bool]]
+"""Text files already looked at for console metric lines: path -> (size, mtime_ns, found).
+A follower keeps one, so a text file without metrics is read again only once it has changed."""
 _ROTATED = re.compile(r"\.(\d+|gz|bz2|xz|zst)$")
 
 
@@ -96,8 +110,11 @@ def _is_json_object(line: str) -> bool:
         return False
 
 
-def detect_format(path: Path, *, pattern: str | None = None) -> Format | None:
-    """The format of one file by its name and first line, or None when it is not a known log."""
+def detect_format(
+    path: Path, *, pattern: str | None = None, sniffed: Sniffed | None = None
+) -> Format | None:
+    """The format of one file by its name and first line (a text log by its content), or None
+    when it is not a known log."""
     name = path.name
     if is_event_file(path):
         return "tensorboard"
@@ -112,9 +129,27 @@ def detect_format(path: Path, *, pattern: str | None = None) -> Format | None:
         return "jsonl" if _is_json_object(_first_line(path)) else None
     if lower.endswith(".csv"):
         return "sb3-csv" if SB3_STEP_KEY in _first_line(path).split(",") else None
-    if pattern is not None and lower.endswith(_TEXT_SUFFIXES):
-        return "regex"
+    if lower.endswith(_TEXT_SUFFIXES):
+        if pattern is not None:
+            return "regex"
+        return "console" if _is_console(path, sniffed) else None
     return None
+
+
+def _is_console(path: Path, sniffed: Sniffed | None) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    seen = None if sniffed is None else sniffed.get(path)
+    if seen is not None and seen[:2] == (st.st_size, st.st_mtime_ns):
+        return seen[2]
+    if seen is not None and seen[0] >= SNIFF_BYTES and st.st_size >= seen[0]:
+        return seen[2]  # its first megabyte was looked at already and held no metric line
+    found = looks_like_console_log(path)
+    if sniffed is not None:
+        sniffed[path] = (st.st_size, st.st_mtime_ns, found)
+    return found
 
 
 def _matches(path: Path, fmt: Format, pattern: str | None) -> bool:
@@ -130,7 +165,7 @@ def _matches(path: Path, fmt: Format, pattern: str | None) -> bool:
         return lower.endswith((*_JSONL_SUFFIXES, ".json")) and path.name != STATE_FILE
     if fmt == "sb3-csv":
         return lower.endswith(".csv")
-    return lower.endswith(_TEXT_SUFFIXES)
+    return lower.endswith(_TEXT_SUFFIXES)  # regex and console
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -151,7 +186,11 @@ def _is_regular(path: Path) -> bool:
 
 
 def discover(
-    paths: Iterable[Path], fmt: Format | Literal["auto"] = "auto", *, pattern: str | None = None
+    paths: Iterable[Path],
+    fmt: Format | Literal["auto"] = "auto",
+    *,
+    pattern: str | None = None,
+    sniffed: Sniffed | None = None,
 ) -> list[LogFile]:
     """Every log file under `paths`, in a stable order; raise UnreadableLog for a bad path.
 
@@ -175,7 +214,7 @@ def discover(
             raise UnreadableLog(f"{root}: directory is not readable; check its permissions")
         for path in _walk(root):
             if fmt == "auto":
-                kind = detect_format(path, pattern=pattern)
+                kind = detect_format(path, pattern=pattern, sniffed=sniffed)
             else:
                 kind = fmt if _matches(path, fmt, pattern) else None
             if kind == "trainer-state":  # the output folder, read as one log
@@ -196,9 +235,12 @@ def _detect_named(path: Path, pattern: str | None) -> Format:
         return "jsonl"
     if SB3_STEP_KEY in first.split(","):
         return "sb3-csv"
+    if looks_like_console_log(path):
+        return "console"
     raise UnreadableLog(
-        f"{path}: cannot tell its log format from the name or first line; "
-        "pass --format (tensorboard, jsonl, sb3-csv, or regex with --pattern)"
+        f"{path}: cannot tell its log format: its name is not a known log's, and its first "
+        f"{SNIFF_BYTES >> 20} MB hold no metric line verl, the Hugging Face Trainer or OpenRLHF "
+        "prints; pass --format (tensorboard, jsonl, sb3-csv, console, or regex with --pattern)"
     )
 
 
@@ -215,7 +257,9 @@ def open_source(
     if log.format == "trainer-state":
         return TrainerStateSource(log.path, report)
     parser: LineParser
-    if log.format == "jsonl":
+    if log.format == "console":
+        parser = ConsoleParser()
+    elif log.format == "jsonl":
         parser = JsonlParser(step_key)
     elif log.format == "sb3-csv":
         parser = Sb3CsvParser(step_key)

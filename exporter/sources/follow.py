@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..schema import SourcePosition
-from .discover import Format, LogFile, Source, discover, open_source
+from .discover import Format, LogFile, Sniffed, Source, discover, open_source
 from .linefile import LineFileSource
 from .record import Malformed, Record
 from .scalar_block import ScalarBlock
@@ -56,6 +56,7 @@ class LogSet:
         self._pattern = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
         self._step_key = step_key
         self._sources: dict[Path, tuple[LogFile, Source]] = {}
+        self._sniffed: Sniffed = {}
 
     @property
     def files(self) -> list[LogFile]:
@@ -64,7 +65,7 @@ class LogSet:
     def refresh(self) -> list[LogFile]:
         """Search the paths again; open and return the log files not seen before."""
         new: list[LogFile] = []
-        for log in discover(self._paths, self._fmt, pattern=self._pattern):
+        for log in discover(self._paths, self._fmt, pattern=self._pattern, sniffed=self._sniffed):
             if log.path not in self._sources:
                 source = open_source(
                     log, self._report, pattern=self._pattern, step_key=self._step_key
@@ -83,6 +84,12 @@ class LogSet:
             return None
         position = entry[1].position()
         return None if position is None else replace(position, path=path_key(log.path))
+
+    def facts(self, log: LogFile) -> dict[str, object]:
+        """What reading `log` established about its run (see `LineFileSource.facts`)."""
+        entry = self._sources.get(log.path)
+        source = None if entry is None else entry[1]
+        return source.facts() if isinstance(source, LineFileSource) else {}
 
     def poll(self, *, final: bool = False) -> Iterator[tuple[LogFile, Iterable[Record]]]:
         """For each known file (after a refresh), the Records written since the last poll.

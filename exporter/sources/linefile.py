@@ -7,7 +7,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from ..schema import SourcePosition
-from .lines import BadLine, LineParser
+from .lines import BadLine, LineParser, StreamParser
 from .record import Malformed, Record
 from .tail import TextTail
 
@@ -31,9 +31,19 @@ class LineFileSource:
     def position(self) -> SourcePosition | None:
         return self._tail.position()
 
+    def facts(self) -> dict[str, object]:
+        """What the parser learned about the run from the file (a console log's step rule and
+        closing summary), else nothing."""
+        facts = getattr(self._parser, "facts", None)
+        return dict(facts()) if callable(facts) else {}
+
     def resume(self, position: SourcePosition) -> bool:
         """Go on from a saved position (see `TextTail.resume`); the first line is given to the
-        parser again, so a CSV knows its header."""
+        parser again, so a CSV knows its header. A console log is read from its start again:
+        how its steps are placed depends on what came before (see `console.py`), and reading
+        its steps again stores the same values at the same steps."""
+        if isinstance(self._parser, StreamParser):
+            return False
         if not self._tail.resume(position):
             return False
         self._parser.reset()
@@ -54,17 +64,30 @@ class LineFileSource:
         """Like `poll`, with the position reached after every `every` lines (0: never) among
         the records: saved with what was read before it, a reader killed during a long read
         goes on from there instead of from the start."""
+        parser = self._parser
+        stream = parser if isinstance(parser, StreamParser) else None
         for count, line in enumerate(self._tail.poll(final=final), start=1):
             if line.restart:
-                self._parser.reset()
+                parser.reset()
             try:
-                record = self._parser.parse(line.text)
+                if stream is not None:
+                    yield from stream.feed(line.text, terminated=line.terminated)
+                else:
+                    record = parser.parse(line.text)
+                    if record is not None:
+                        yield record
             except BadLine as exc:
                 self._report(Malformed(str(self.path), line.number, str(exc)))
-            else:
-                if record is not None:
-                    yield record
+            if stream is not None:
+                for problem in stream.problems():
+                    self._report(Malformed(str(self.path), line.number, problem))
             if every and not count % every:
+                if stream is not None:
+                    yield from stream.flush()  # nothing held back behind a saved position
                 position = self._tail.position()  # just past this line
                 if position is not None:
                     yield position
+        if stream is not None:
+            # what a line held back is placed now: the read position saved after this poll
+            # lies past its line
+            yield from stream.flush()

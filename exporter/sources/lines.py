@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..schema import MAX_STEP
 from .record import Record
 
-__all__ = ["BadLine", "LineParser", "as_step", "as_value"]
+__all__ = ["BadLine", "LineParser", "StreamParser", "as_step", "as_value"]
 
 
 class BadLine(ValueError):
@@ -22,6 +22,30 @@ class LineParser(Protocol):
 
     def reset(self) -> None:
         """Forget per-file state (a CSV header) because the file starts over."""
+
+
+@runtime_checkable
+class StreamParser(Protocol):
+    """A parser whose lines are read in context: a line may complete what an earlier one began
+    (the Hugging Face Trainer's dict is placed by the progress bar it redraws on the next line),
+    may be read only in part (a console line of many `key:value` pairs, one of them garbled),
+    and the last one may have been cut while it was printed."""
+
+    def feed(self, text: str, *, terminated: bool = True) -> list[Record]:
+        """The Records this line completes (raises BadLine for a line that looks like metrics
+        but cannot be read); `terminated` is False for a last line without its newline."""
+        ...
+
+    def flush(self) -> list[Record]:
+        """The Records still held back, placed with what is known now (end of a read)."""
+        ...
+
+    def problems(self) -> list[str]:
+        """What the lines fed since the last call held that could not be read (the rest of
+        them was); each is reported with its line's number. Calling it forgets them."""
+        ...
+
+    def reset(self) -> None: ...
 
 
 def as_value(raw: object) -> float | None:

@@ -47,6 +47,8 @@ class Line:
     number: int
     text: str
     restart: bool = False
+    terminated: bool = True
+    """False for a last line read without its newline (`poll(final=True)`)."""
 
 
 class TextTail:
@@ -175,14 +177,14 @@ class TextTail:
             for raw in parts:
                 yield self._emit(raw, len(raw) + 1)
         if final and pending:
-            yield self._emit(pending, len(pending))
+            yield self._emit(pending, len(pending), terminated=False)
 
-    def _emit(self, raw: bytes, consumed: int) -> Line:
+    def _emit(self, raw: bytes, consumed: int, *, terminated: bool = True) -> Line:
         if self._lines == 0:
             self._head = raw + b"\n"
         self._offset += consumed
         self._lines += 1
         text = raw.decode("utf-8", errors="replace").rstrip("\r")
-        line = Line(self._lines, text, restart=self._restart_pending)
+        line = Line(self._lines, text, restart=self._restart_pending, terminated=terminated)
         self._restart_pending = False
         return line

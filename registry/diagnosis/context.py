@@ -72,6 +72,8 @@ CONTEXT_KEYS: tuple[str, ...] = (
     "n_actions",
     "action_dims",
     "vocab_size",
+    "group_size",
+    "max_length",
     "clip_epsilon",
     "kl_coef",
     "lr_schedule",
@@ -106,6 +108,11 @@ class RunContext:
     n_actions: int | None = None
     action_dims: int | None = None
     vocab_size: int | None = None
+    group_size: int | None = None
+    """Completions sampled per prompt (GRPO/RLOO's group; verl's rollout.n)."""
+    max_length: int | None = None
+    """The generation limit in tokens (TRL's max_completion_length, verl's
+    data.max_response_length): a response this long was cut, not finished."""
     clip_epsilon: float | None = None
     kl_coef: float | None = None
     lr_schedule: str | None = None
@@ -197,6 +204,12 @@ class RunContext:
                 if zh
                 else f"learning from step {self.learning_starts:,}"
             )
+        if self.group_size:
+            parts.append(f"每组 {self.group_size} 个回复" if zh else f"groups of {self.group_size}")
+        if self.max_length:
+            parts.append(
+                f"最大长度 {self.max_length:,} 词元" if zh else f"max length {self.max_length:,}"
+            )
         if self.env:
             parts.append(f"{'环境' if zh else 'env'} {self.env}")
         if self.clip_epsilon is not None:
@@ -224,6 +237,8 @@ class RunContext:
             "n_actions": self.n_actions,
             "action_dims": self.action_dims,
             "vocab_size": self.vocab_size,
+            "group_size": self.group_size,
+            "max_length": self.max_length,
             "clip_epsilon": self.clip_epsilon,
             "kl_coef": self.kl_coef,
             "lr_schedule": self.lr_schedule,
@@ -449,6 +464,8 @@ def run_context(
         n_actions=n_actions,
         action_dims=action_dims,
         vocab_size=vocab,
+        group_size=_int(given("group_size")),
+        max_length=_int(given("max_length")),
         clip_epsilon=clip,
         kl_coef=kl_coef,
         lr_schedule=schedule,

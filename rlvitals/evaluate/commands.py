@@ -12,6 +12,7 @@ from typing import Any
 import registry
 from exporter.errors import ExporterError
 from exporter.ingest.commands import add_config_arguments, mapped_config, read_config_arguments
+from exporter.sources import discover
 from registry import FRAMEWORKS
 
 from .expected import given, read_expected
@@ -20,6 +21,7 @@ from .replay import (
     ReplayError,
     RunVerdict,
     load_run,
+    run_name_of,
     table,
     tags_cell,
     timeline,
@@ -33,8 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "evaluate",
         help="replay training logs through the diagnosis at every logged step; compare verdicts",
-        description="Each PATH is a run folder holding TensorBoard event files (a folder of run "
-        "folders is searched one level down). Every core metric's card is built at every logged "
+        description="Each PATH is a run: a folder holding its logs (any format `rlvitals "
+        "import` reads), or one log file; a folder of run folders gives one run per folder. Every core metric's card is built at every logged "
         "step from the history up to it; per run: the first watch / warning / critical step, the "
         "status at the end, and, with --expected, the lag of the first flag behind the failure "
         "step (in logged updates) and whether the flag names the failure, and how many of "
@@ -42,7 +44,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "Exit 0; 1 when a run disagrees with --expected; 2 on bad input or when a run's files "
         "could not be read (every other run's row is printed first).",
     )
-    p.add_argument("paths", nargs="+", metavar="PATH", help="run folders (or folders of them)")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="run folders or log files (or folders of run folders)",
+    )
     p.add_argument(
         "--expected",
         metavar="FILE",
@@ -70,23 +77,33 @@ def _fail(message: str) -> int:
 
 
 def _run_folders(paths: list[str]) -> list[Path]:
+    """The runs under the PATHs: a log file is a run; a folder holding logs itself is a run; a
+    folder of run folders gives each sub-folder that holds logs (any format `import` reads)."""
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if not path.is_dir():
-            raise FileNotFoundError(f"{path}: not a folder")
-        if any(p.name.startswith("events.out.tfevents") for p in path.iterdir()):
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such file or folder")
+        if path.is_file():
+            discover([path])  # refuses a file whose format cannot be told, naming why
             out.append(path)
             continue
-        subs = sorted(
-            d
-            for d in path.iterdir()
-            if d.is_dir() and any(p.name.startswith("events.out.tfevents") for p in d.rglob("*"))
-        )
+        if _holds_logs(path):
+            out.append(path)
+            continue
+        subs = sorted(d for d in path.iterdir() if d.is_dir() and discover([d]))
         if not subs:
-            raise FileNotFoundError(f"{path}: no TensorBoard event files in it or its folders")
+            raise FileNotFoundError(
+                f"{path}: no training logs in it or its folders (TensorBoard event files, JSON "
+                "Lines, SB3 progress.csv, trainer_state.json, a trainer's console log)"
+            )
         out += subs
     return out
+
+
+def _holds_logs(folder: Path) -> bool:
+    """Logs in the folder itself (or it is a Hugging Face output folder), not only below it."""
+    return any(log.path.parent == folder or log.path == folder for log in discover([folder]))
 
 
 def _as_json(v: RunVerdict) -> dict[str, Any]:
@@ -159,7 +176,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     judged: list[Judged] = []
     unread = 0
     for folder in folders:
-        entry = expected.get(folder.name)
+        name = run_name_of(folder)
+        entry = expected.get(name)
         try:
             run_reg, run_config = given(reg, config, entry)
             run = load_run(folder, run_reg, framework, run_config)
@@ -167,15 +185,15 @@ def _evaluate(args: argparse.Namespace) -> int:
         except (OSError, ValueError, ExporterError, ReplayError, registry.RegistryError) as exc:
             # one unreadable run must not cost the others their rows
             why = str(exc).splitlines()[0]
-            print(f"rlvitals: error: {folder.name}: {why}", file=sys.stderr)
-            verdicts.append(_unread(folder.name, why))
+            print(f"rlvitals: error: {name}: {why}", file=sys.stderr)
+            verdicts.append(_unread(name, why))
             unread += 1
             continue
         exp = None if entry is None else entry.expected
         verdicts.append(verdict(run_reg, run, exp, steps))
         if args.leave_one_family_out and entry is not None and entry.family is not None:
             judged.append(Judged(run, tuple(steps), entry.expected, entry.family))
-        print(f"rlvitals: {folder.name}: {verdicts[-1].context}", file=sys.stderr)
+        print(f"rlvitals: {name}: {verdicts[-1].context}", file=sys.stderr)
     folds = leave_one_family_out(reg, judged) if judged else []
     if args.json:
         out: Any = [_as_json(v) for v in verdicts]

@@ -54,6 +54,7 @@ __all__ = [
     "StepStatus",
     "failure_kinds",
     "load_run",
+    "run_name_of",
     "tags_cell",
     "timeline",
     "totals",
@@ -152,9 +153,9 @@ def load_run(
     """One run from the logs under `folder`, imported as `rlvitals import FOLDER` imports it
     (into a store of its own, thrown away after), then read back as the datasource reads it.
     `config` (`--config`/`--set`) overrides what the logs say; `registry` carries any `--map`."""
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: not a folder")
-    name = folder.name
+    if not folder.exists():
+        raise FileNotFoundError(f"{folder}: no such file or folder")
+    name = run_name_of(folder)
     with tempfile.TemporaryDirectory(prefix="rlvitals-replay-") as tmp:
         settings = ExporterSettings(store=Path(tmp))
         err = io.StringIO()
@@ -194,6 +195,11 @@ def load_run(
 
 
 _ALL_POINTS = 2**62  # raw points, never bucketed
+
+
+def run_name_of(path: Path) -> str:
+    """A replayed run's name: its folder's, or for a log file named alone, the file's stem."""
+    return path.name if path.is_dir() else path.stem
 
 
 @contextlib.contextmanager
