@@ -65,9 +65,11 @@ class ConsoleParser:
     """Turns the lines of a console log into Records (see the module doc for the step rules).
 
     A Trainer dict is held back until the next line: tqdm redraws its bar right after the dict
-    it wrote (`tqdm.write` clears the bar, writes, and refreshes it), so the first segment of
-    the next line is the bar at the step the dict was logged at, exactly; the bar before the
-    dict may lag (tqdm redraws at most every 0.1 s)."""
+    it wrote (`tqdm.write` clears the bar, writes, and refreshes it), so when the dict follows
+    that clearing (a blank carriage-return segment) the first segment of the next line is the
+    bar at the step the dict was logged at, exactly; the bar before the dict may lag (tqdm
+    redraws at most every 0.1 s), and a dict without the clearing came through another
+    buffer (stdout flushed in bursts) than the bars."""
 
     def __init__(self, *, cadence: int | None = None) -> None:
         self._given_cadence = cadence
@@ -77,6 +79,7 @@ class ConsoleParser:
         self._cadence = self._given_cadence
         self._per_epoch: float | None = None  # optimizer steps per epoch, once anchored
         self._held: dict[str, float] | None = None  # a training dict waiting for its step
+        self._held_cleared = False  # ... written by tqdm.write (it cleared the bar first)
         self._dicts = 0  # training dicts (or OpenRLHF training bars) read
         self._bar_done = False  # OpenRLHF's training bar was read complete
         self._last_step: int | None = None
@@ -116,10 +119,10 @@ class ConsoleParser:
         return out[-1] if out else None
 
     def feed(self, text: str, *, terminated: bool = True) -> list[Record]:
-        parts = segments(text)
+        parts, cleared = segments(text)
         out: list[Record] = []
         if self._held is not None:
-            bar = progress(parts[0]) if parts else None
+            bar = progress(parts[0]) if parts and self._held_cleared else None
             anchor = bar.n if bar is not None and not bar.desc else None
             out += self._place_held(anchor)
         if not parts:
@@ -135,7 +138,7 @@ class ConsoleParser:
         elif orlhf is not None:
             self._set_source("printed")
             mine = self._emit(orlhf[0], orlhf[1].values)
-        elif "{" in last and self._dict(last, mine):
+        elif "{" in last and self._dict(last, mine, cleared):
             pass
         else:
             for part in parts:
@@ -177,7 +180,7 @@ class ConsoleParser:
         """A metric line was read and waits for the next line to be placed."""
         return self._held is not None
 
-    def _dict(self, segment: str, out: list[Record]) -> bool:
+    def _dict(self, segment: str, out: list[Record], cleared: bool) -> bool:
         """Read a printed dict into `out` (or hold it back); False when the segment is no log
         dict.
 
@@ -212,6 +215,7 @@ class ConsoleParser:
             return True  # another rank printed the same dict
         self._dicts += 1
         self._held = values
+        self._held_cleared = cleared
         return True
 
     def _place_held(self, anchor: int | None) -> list[Record]:

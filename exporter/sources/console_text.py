@@ -33,13 +33,16 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
 
 
-def segments(line: str) -> list[str]:
+def segments(line: str) -> tuple[list[str], bool]:
     """A line without colour codes, split at its carriage returns (the last one is what a
-    terminal shows; empty segments are left out)."""
+    terminal shows; blank segments are left out), and whether its last segment follows a
+    blank one (what tqdm writes to clear its bar before a message)."""
     clean = strip_ansi(line)
     if "\r" not in clean:
-        return [clean] if clean.strip() else []
-    return [part for part in clean.split("\r") if part.strip()]
+        return ([clean] if clean.strip() else []), False
+    raw = clean.split("\r")
+    cleared = len(raw) >= 2 and bool(raw[-1].strip()) and not raw[-2].strip()
+    return [part for part in raw if part.strip()], cleared
 
 
 class Progress:

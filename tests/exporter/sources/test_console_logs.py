@@ -1,0 +1,421 @@
+"""A trainer's console log, as verl, the Hugging Face Trainer (TRL) and OpenRLHF print it, read for
+its metrics: the right steps, names and counts, whatever surrounds them (docs/console-logs.md).
+
+The logs are written the way the trainers write them (consolemakers.py: verl's line format,
+Ray's prefix, transformers' own ProgressCallback and tqdm); expectations come from what was
+logged, not from what the reader returns."""
+
+from __future__ import annotations
+
+import math
+import pprint
+from pathlib import Path
+
+import pytest
+from consolemakers import (
+    grpo_logs,
+    hf_console,
+    ray,
+    verl_line,
+    verl_log,
+    verl_metrics,
+)
+
+from exporter import Outbox
+from exporter.ingest.log_context import console_context
+from exporter.sources import LineFileSource, Malformed, Record, detect_format
+from exporter.sources.console import ConsoleParser, console_header, looks_like_console_log
+from rlvitals.cli import main
+
+
+def _read(path: Path) -> tuple[list[Record], list[Malformed], dict[str, object]]:
+    problems: list[Malformed] = []
+    source = LineFileSource(path, ConsoleParser(), problems.append)
+    records = list(source.poll(final=True))
+    facts = source.facts()
+    source.close()
+    return records, problems, facts
+
+
+def _numbers(metrics: dict[str, object]) -> dict[str, float]:
+    return {k: float(v) for k, v in metrics.items() if not isinstance(v, bool | str)}  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
+    monkeypatch.delenv("RLVITALS_INFLUX_URL", raising=False)
+    return tmp_path / "store" / "outbox.sqlite"
+
+
+# verl
+
+
+@pytest.mark.parametrize("style", ["pformat", "3f"])
+def test_a_verl_line_behind_a_coloured_ray_prefix_gives_its_step_and_every_number(
+    tmp_path: Path, style: str
+) -> None:
+    path = tmp_path / "train.log"
+    path.write_text(verl_log(range(1, 4), style=style))
+    records, problems, facts = _read(path)
+    assert [r.step for r in records] == [1, 2, 3]
+    expected = _numbers(verl_metrics(2))
+    got = records[1].values
+    assert set(got) == set(expected)
+    for key, value in expected.items():
+        # the old format prints 3 decimals: read what was printed, nothing more
+        tolerance = 5e-4 if style == "3f" else 1e-12
+        assert got[key] == pytest.approx(value, abs=tolerance), key
+    assert problems == []
+    assert facts["step_source"] == "printed"
+
+
+def test_a_verl_pair_that_is_not_a_number_is_named_and_the_rest_of_the_line_is_read(
+    tmp_path: Path,
+) -> None:
+    line = ray(
+        "step:5 - actor/pg_loss:0.25 - actor/entropy:tensor([0.1, 0.2]) - critic/lr(1e-4):0.1"
+    )
+    path = tmp_path / "train.log"
+    path.write_text(line + "\n")
+    records, problems, _ = _read(path)
+    assert records == [Record(5, {"actor/pg_loss": 0.25, "critic/lr(1e-4)": 0.1})]
+    assert len(problems) == 1 and problems[0].line == 1
+    assert "actor/entropy" in problems[0].reason
+
+
+def test_nan_and_inf_as_python_and_numpy_print_them_are_values(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text(
+        "step:1 - a:nan - b:np.float64(nan) - c:inf - d:-inf - e:np.float32(-inf) - f:np.int64(3)\n"
+    )
+    (record,), problems, _ = _read(path)
+    v = record.values
+    assert math.isnan(float(v["a"])) and math.isnan(float(v["b"]))  # type: ignore[arg-type]
+    assert v["c"] == math.inf and v["d"] == -math.inf and v["e"] == -math.inf and v["f"] == 3
+    assert problems == []
+
+
+def test_a_line_printed_twice_and_other_output_between_lines_change_nothing(
+    tmp_path: Path,
+) -> None:
+    one, two = (ray(verl_line(s, verl_metrics(s))) for s in (1, 2))
+    noise = [
+        ray("Saving actor checkpoint to /ckpt/global_step_1", actor="WorkerDict", pid=99),
+        "WARNING:2025-01-01 00:00:00,000:some other process",
+        ray("{'n': 1, 'logprobs': 1, 'max_tokens': 512, 'temperature': 1.0}", actor="WorkerDict"),
+    ]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join([one, one, *noise, two]) + "\n")
+    records, problems, _ = _read(path)
+    assert [r.step for r in records] == [1, 2]
+    assert problems == []
+
+
+def test_a_log_cut_in_the_middle_of_a_metric_line_names_that_line_and_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    text = verl_log(range(1, 3))
+    path = tmp_path / "train.log"
+    path.write_text(text + ray("step:3 - actor/pg_loss:0.01 - actor/entr"))
+    records, problems, _ = _read(path)
+    assert [r.step for r in records] == [1, 2]
+    assert [(p.line, "middle of this metric line" in p.reason) for p in problems] == [(3, True)]
+
+
+def test_a_resumed_verl_run_printing_steps_again_stores_the_later_values(
+    tmp_path: Path, store: Path
+) -> None:
+    run = tmp_path / "logs" / "verl-resumed"
+    run.mkdir(parents=True)
+    first = [ray(verl_line(s, {"actor/pg_loss": 1.0, "actor/entropy": 0.5})) for s in range(1, 6)]
+    again = [ray(verl_line(s, {"actor/pg_loss": 2.0, "actor/entropy": 0.5})) for s in range(4, 8)]
+    (run / "train.log").write_text(
+        "\n".join([*first, "Resuming from global_step_3", *again]) + "\n"
+    )
+    assert main(["import", str(run.parent)]) == 0
+    with Outbox(store) as box:
+        steps, values = box.series("verl-resumed", "policy_loss")
+    assert steps.tolist() == [1, 2, 3, 4, 5, 6, 7]
+    assert values.tolist() == [1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0]
+
+
+# Hugging Face Trainer / TRL
+
+
+CLOSING = {
+    "train_runtime": 12.5,
+    "train_samples_per_second": 3.2,
+    "train_steps_per_second": 0.8,
+    "train_loss": 0.01,
+    "total_flos": 1e12,
+}
+
+
+def test_trainer_dicts_take_their_step_from_the_bar_tqdm_redraws_after_each(
+    tmp_path: Path,
+) -> None:
+    logs = grpo_logs(6, every=10, per_epoch=100)
+    path = tmp_path / "out.txt"
+    # the loop here is far faster than tqdm's 0.1 s redraw interval: the bar printed before a
+    # dict lags behind, the one redrawn after it does not
+    path.write_text(hf_console(logs, max_steps=60, closing={**CLOSING, "epoch": 0.6}))
+    records, problems, facts = _read(path)
+    assert [r.step for r in records[:-1]] == [step for step, _ in logs]
+    for record, (_, logged) in zip(records, logs, strict=False):
+        for key, value in logged.items():
+            # transformers prints every float to 4 significant digits
+            assert record.values[key] == pytest.approx(value, rel=5e-4), key
+    closing = records[-1]
+    assert closing.step == 60 and closing.values["train_runtime"] == 12.5
+    assert "total_flos" not in closing.values  # the callback drops it
+    assert facts == {"step_source": "progress bar", "closed": True}
+    assert problems == []
+
+
+def test_dicts_without_a_bar_are_placed_by_logging_order_and_the_printed_cadence(
+    tmp_path: Path,
+) -> None:
+    logs = grpo_logs(4, every=10)
+    body = hf_console(logs, max_steps=40, bar=False)
+    path = tmp_path / "out.txt"
+    path.write_text("GRPOConfig(output_dir='out', logging_steps=10, beta=0.04)\n" + body)
+    records, _, facts = _read(path)
+    assert [r.step for r in records] == [10, 20, 30, 40]
+    assert facts["step_source"] == "logging order"
+    path.write_text(body)  # no cadence printed: steps count logging lines, and say so
+    records, _, facts = _read(path)
+    assert [r.step for r in records] == [1, 2, 3, 4]
+    assert facts["step_source"] == "logging order"
+
+
+def test_a_later_dict_without_its_redraw_is_placed_by_its_epoch(tmp_path: Path) -> None:
+    logs = grpo_logs(5, every=4, per_epoch=40)
+    text = hf_console(logs, max_steps=20)
+    lines = text.split("\n")
+    # stdout (the dicts) flushed in a burst: the last three dicts arrive together at the end,
+    # while stderr's bars, clearings and redraws were written as they happened
+    dicts = [i for i, line in enumerate(lines) if line.rstrip().endswith("}")]
+    burst = []
+    for i in dicts[2:]:
+        bars, _, text = lines[i].rpartition("\r")
+        lines[i] = bars
+        burst.append(text)
+    path = tmp_path / "out.txt"
+    path.write_text("\n".join(lines) + "\n" + "\n".join(burst) + "\n")
+    records, _, _ = _read(path)
+    assert sorted(r.step for r in records) == [4, 8, 12, 16, 20]
+
+
+def test_an_evaluation_dict_belongs_to_the_step_trained_last(tmp_path: Path) -> None:
+    logs = grpo_logs(2, every=5)
+    evaluation = {"eval_loss": 0.7, "eval_reward": 0.4, "epoch": 0.1}
+    path = tmp_path / "out.txt"
+    path.write_text(hf_console([*logs, (10, evaluation)], max_steps=10))
+    records, _, _ = _read(path)
+    assert [(r.step, "eval_loss" in r.values) for r in records] == [
+        (5, False),
+        (10, False),
+        (10, True),
+    ]
+
+
+def test_transformers_4_reprs_and_5_formatted_strings_read_alike(tmp_path: Path) -> None:
+    old = "{'loss': 0.0123, 'grad_norm': 0.94921875, 'reward': nan, 'epoch': 0.08}"
+    new = "{'loss': '0.0123', 'grad_norm': '0.9492', 'reward': 'nan', 'epoch': '0.08'}"
+    path = tmp_path / "out.txt"
+    path.write_text(old + "\n" + new + "\n")
+    (a, b), problems, _ = _read(path)
+    assert a.values["loss"] == b.values["loss"] == 0.0123
+    assert math.isnan(float(a.values["reward"])) and math.isnan(float(b.values["reward"]))  # type: ignore[arg-type]
+    assert problems == []
+
+
+def test_dicts_that_are_not_trainer_logs_are_ordinary_output(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    path.write_text(
+        "{'n': 1, 'logprobs': 1, 'max_tokens': 512, 'temperature': 1.0}\n"
+        "Final scores: {'accuracy': 0.81}\n"
+    )
+    assert _read(path)[0] == []
+    assert not looks_like_console_log(path)
+
+
+def test_the_same_dict_from_several_ranks_is_stored_once(tmp_path: Path) -> None:
+    line = "{'loss': '0.5', 'reward': '0.1', 'epoch': '0.01'}"
+    other = "{'loss': '0.4', 'reward': '0.2', 'epoch': '0.02'}"
+    path = tmp_path / "out.txt"
+    path.write_text("\n".join(["[rank0]:" + line, "[rank1]:" + line, other, other]) + "\n")
+    records, _, _ = _read(path)
+    assert [(r.step, r.values["loss"]) for r in records] == [(1, 0.5), (2, 0.4)]
+
+
+def test_a_trainer_dict_that_cannot_be_read_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    path.write_text("{'loss': 0.5, 'reward' 0.1, 'epoch': 0.01}\n")
+    records, problems, _ = _read(path)
+    assert records == [] and len(problems) == 1 and "could not be read" in problems[0].reason
+
+
+# OpenRLHF
+
+
+def test_openrlhf_global_step_lines_give_the_step_and_full_names(tmp_path: Path) -> None:
+    lines = [
+        "(PPOTrainer pid=11) ppo_trainer.py:547] ✨ Global step 1: "
+        "{'policy_loss': 0.1, 'reward': 0.25, 'kl': 0.001, 'response_length': 40.5}",
+        "(PPOTrainer pid=11) ppo_trainer.py:547] ✨ Global step 2: "
+        "{'policy_loss': 0.2, 'reward': 0.5, 'kl': 0.002, 'response_length': 41.5}",
+    ]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    records, problems, _ = _read(path)
+    assert [r.step for r in records] == [1, 2]
+    assert records[1].values == {
+        "policy_loss": 0.2,
+        "reward": 0.5,
+        "kl": 0.002,
+        "response_length": 41.5,
+    }
+    assert problems == []
+
+
+def test_openrlhf_training_bar_postfix_is_read_once_per_completed_bar(tmp_path: Path) -> None:
+    def bar(n: int, total: int, pg: float) -> str:
+        return f"\rTrain epoch [1/1]: {100 * n // total}%|##| {n}/{total} [00:0{n}<00:00, 1.0s/it, pg={pg}, rm=0.5, glen=649, kl=0.001]"
+
+    text = (
+        bar(1, 2, -0.1)
+        + bar(2, 2, -0.2)
+        + "\n"
+        + bar(2, 2, -0.2)
+        + "\n"
+        + bar(1, 2, -0.3)
+        + bar(2, 2, -0.4)
+        + "\n"
+    )
+    path = tmp_path / "train.log"
+    path.write_text(text)
+    records, _, facts = _read(path)
+    assert [(r.step, r.values["policy_loss"]) for r in records] == [(1, -0.2), (2, -0.4)]
+    assert records[0].values["response_length"] == 649
+    assert facts["step_source"] == "logging order"
+
+
+# finding console logs
+
+
+def test_a_console_log_is_found_by_its_content_past_a_long_banner(tmp_path: Path) -> None:
+    path = tmp_path / "run" / "slurm-1234.out"
+    path.parent.mkdir()
+    banner = "\n".join(f"INFO starting worker {i}" for i in range(3000))
+    path.write_text(banner + "\n" + verl_log(range(1, 3)))
+    assert detect_format(path) == "console"
+    plain = tmp_path / "run" / "notes.txt"
+    plain.write_text("nothing to see\nstep: not a metric line\n")
+    assert detect_format(plain) is None
+
+
+def test_a_file_named_directly_that_holds_no_metrics_is_refused_with_a_reason(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "job.log"
+    path.write_text("Loading model...\nDone.\n")
+    assert main(["import", str(path)]) != 0
+    err = capsys.readouterr().err
+    assert "job.log" in err and "no metric line" in err
+
+
+def test_import_reads_a_verl_log_with_its_framework_names_and_context(
+    tmp_path: Path, store: Path
+) -> None:
+    config = {
+        "actor_rollout_ref": {
+            "actor": {"clip_ratio": 0.2, "use_kl_loss": True, "kl_loss_coef": 0.001},
+            "rollout": {"n": 5, "temperature": 1.0},
+        },
+        "algorithm": {"adv_estimator": "grpo", "use_kl_in_reward": False},
+        "data": {"max_response_length": 1024, "train_batch_size": 256},
+        "trainer": {"total_training_steps": 3, "logger": ["console"]},
+    }
+    dump = [ray(line, actor="TaskRunner") for line in pprint.pformat(config).splitlines()]
+    run = tmp_path / "logs" / "qwen-grpo"
+    run.mkdir(parents=True)
+    body = verl_log(range(1, 4))
+    end = ray("'Final validation metrics: None'")
+    (run / "train.log").write_text("\n".join(dump) + "\n" + body + end + "\n")
+    assert main(["import", str(run.parent)]) == 0
+    with Outbox(store) as box:
+        record = box.run("qwen-grpo")
+        assert record is not None and record.framework == "verl"
+        cfg = record.config
+        assert cfg["algorithm"] == "GRPO" and cfg["group_size"] == 5
+        assert cfg["kl_coef"] == 0.001 and cfg["max_length"] == 1024
+        assert cfg["clip_epsilon"] == 0.2 and cfg["planned_steps"] == 3
+        assert cfg["step_source"] == "printed"
+        assert record.state == "finished"
+        steps, values = box.series("qwen-grpo", "policy_entropy")
+        assert steps.tolist() == [1, 2, 3]
+        assert values.tolist() == pytest.approx([0.899, 0.898, 0.897])
+
+
+def test_the_header_of_a_console_log_gives_the_hf_planned_steps_and_trl_settings(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "out.txt"
+    path.write_text(
+        "***** Running training *****\n"
+        "  Num examples = 7,473\n"
+        "  Total optimization steps = 1,200\n"
+        "GRPOConfig(output_dir='out', num_generations=8, beta=0.04, max_completion_length=256)\n"
+        + hf_console(grpo_logs(1), max_steps=1200)
+    )
+    context = console_context(console_header(path))
+    assert context == {
+        "planned_steps": 1200,
+        "group_size": 8,
+        "action_space": "token",
+        "kl_coef": 0.04,
+        "max_length": 256,
+    }
+
+
+def test_a_verl_config_dump_broken_by_other_output_still_gives_its_named_fields() -> None:
+    config = {
+        "actor_rollout_ref": {"actor": {"clip_ratio": 0.28}, "rollout": {"n": 8}},
+        "algorithm": {"adv_estimator": "gae"},
+        "data": {"max_response_length": 512},
+    }
+    lines = [ray(line, actor="main_task") for line in pprint.pformat(config, width=40).splitlines()]
+    lines.insert(2, "WARNING:2024-12-10 06:50:48,698:Zarr-based strategies")
+    lines[3] += "(pid=934604) "  # another process's output run into the dump
+    lines[-1] = lines[-1][:-1]  # its closing brace went elsewhere
+    context = console_context("\n".join(lines))
+    assert context["algorithm"] == "PPO" and context["clip_epsilon"] == 0.28
+    assert context["max_length"] == 512
+    assert "group_size" not in context  # `n` alone says nothing about where it sits
+
+
+# following
+
+
+def test_a_growing_console_log_is_found_once_metrics_appear_and_read_as_it_grows(
+    tmp_path: Path,
+) -> None:
+    from exporter.sources import LogSet
+
+    problems: list[Malformed] = []
+    path = tmp_path / "run" / "train.log"
+    path.parent.mkdir()
+    path.write_text("2025-01-01 INFO Started a local Ray instance.\n")
+    logs = LogSet([tmp_path], problems.append)
+    assert [r for _, rs in logs.poll() for r in rs] == []  # a banner: not a log yet
+    with open(path, "a") as fh:
+        fh.write(verl_log(range(1, 3)))
+        fh.write(ray("step:3 - actor/pg_loss:0.0")[:-3])  # being printed
+    assert [r.step for _, rs in logs.poll() for r in rs] == [1, 2]
+    with open(path, "a") as fh:
+        fh.write("0.0\n" + ray(verl_line(4, verl_metrics(4))) + "\n")
+    assert [(r.step, len(r.values)) for _, rs in logs.poll() for r in rs] == [(3, 1), (4, 13)]
+    assert problems == []
+    logs.close()
