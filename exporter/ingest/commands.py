@@ -599,8 +599,12 @@ def _run_ingest(
     # SIGTERM stops the reader after the file it is reading: the last one read whole leaves
     # nothing unread, so the import is complete once what it read is stored
     cut_short = False
+    found: list[LogFile] = []
+    resumed_any = False
     try:
-        if not logs.refresh() and not follow:
+        found = logs.refresh()
+        resumed_any = bool(logs.resumed)
+        if not found and not follow:
             return _fail(
                 f"no logs found under {', '.join(args.paths)}; check the paths or --format", err
             )
@@ -759,6 +763,17 @@ def _run_ingest(
         print(
             f"rlvitals: error: {lost:,} value(s) read were not stored (see the counts above); "
             f"fix the cause: {again}",
+            file=err,
+        )
+    read = sum(s.values for s in ingest.summaries)
+    if status == 0 and not follow and not interrupted and not read and not resumed_any:
+        # a header-only CSV, a log whose metric lines could not be read, a text file with
+        # none: an import that stored nothing must not look like one that did
+        status = 1
+        print(
+            f"rlvitals: error: read no metric values from {', '.join(args.paths)}: the "
+            f"{len(found)} log file(s) found hold no step with a value"
+            + (" (see the skipped lines above)" if problems.count else ""),
             file=err,
         )
     return status

@@ -71,15 +71,18 @@ def test_a_broken_trainer_state_is_reported_by_name_without_a_traceback(
 ) -> None:
     bad = tmp_path / "out" / "trainer_state.json"
     bad.parent.mkdir()
+    # nothing could be read from it: said, and the import fails (issue 34: a file that holds
+    # no metrics says so with rc != 0)
     bad.write_text('{"global_step": 3, "log_history": "oops"}')
-    assert main(["import", str(bad)]) == 0
+    assert main(["import", str(bad)]) == 1
     err = capsys.readouterr().err
     assert f"{bad}: no 'log_history' list" in err and "Traceback" not in err
+    assert "read no metric values" in err
     bad.write_text('{"log_history": [{"loss": 1.0}, {"step": -2}]}')
-    assert main(["import", str(bad)]) == 0
+    assert main(["import", str(bad)]) == 1
     err = capsys.readouterr().err
     assert "entry 1 has no integer 'step'" in err and "Traceback" not in err
     bad.write_text("{not json")
-    assert main(["import", str(bad), "--format", "trainer-state"]) == 0
+    assert main(["import", str(bad), "--format", "trainer-state"]) == 1
     err = capsys.readouterr().err
     assert "not a JSON object" in err and "Traceback" not in err

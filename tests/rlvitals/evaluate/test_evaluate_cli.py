@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -45,12 +47,38 @@ def test_evaluate_json_and_a_failing_expectation_exit_1(
     assert row["problems"] == ["healthy run flagged warning at step 4"]
 
 
-def test_evaluate_rejects_a_folder_without_event_files(
+def test_evaluate_rejects_a_folder_without_training_logs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    (tmp_path / "notes.txt").write_text("nothing logged here\n")
     assert main(["evaluate", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "no TensorBoard event files" in err and "Traceback" not in err
+    assert "no training logs" in err and "Traceback" not in err
+
+
+def test_evaluate_reads_every_format_import_reads(tmp_path: Path) -> None:
+    """A JSON Lines run, a console log named alone, and a folder of them (issue 35: evaluate
+    refused a folder of JSON Lines that import reads)."""
+    jsonl = tmp_path / "runs" / "own-loop"
+    jsonl.mkdir(parents=True)
+    (jsonl / "metrics.jsonl").write_text(
+        "".join(f'{{"step": {s}, "losses/approx_kl": 0.01}}\n' for s in range(1, 30))
+    )
+    console = tmp_path / "runs" / "verl-run"
+    console.mkdir()
+    (console / "train.log").write_text(
+        "".join(f"step:{s} - actor/ppo_kl:0.001 - actor/entropy:0.5\n" for s in range(1, 30))
+    )
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(["evaluate", str(tmp_path / "runs"), "--json"]) == 0
+    rows = {row["run"]: row for row in json.loads(buffer.getvalue())}
+    assert set(rows) == {"own-loop", "verl-run"}
+    assert all(row["end"] != "not read" for row in rows.values())
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(["evaluate", str(console / "train.log"), "--json"]) == 0
+    assert [row["run"] for row in json.loads(buffer.getvalue())] == ["train"]
 
 
 def test_leave_one_family_out_needs_a_family_for_every_run(
