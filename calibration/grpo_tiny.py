@@ -91,6 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reward", choices=sorted(REWARDS), default="task")
     parser.add_argument("--trainer", choices=("grpo", "rloo"), default="grpo")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--logging-steps",
+        type=int,
+        default=1,
+        help="the Trainer's logging_steps (its console prints no step: a reader must be told)",
+    )
     args = parser.parse_args(argv)
 
     import os
@@ -151,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         per_device_train_batch_size=8,
         num_generations=8,
         max_completion_length=64,
-        logging_steps=1,
+        logging_steps=args.logging_steps,
         save_strategy="no",
         use_cpu=True,
         seed=args.seed,

@@ -339,7 +339,10 @@ def follow_logs(
 def _log_set(
     args: argparse.Namespace, problems: _Problems, positions: dict[str, SourcePosition]
 ) -> LogSet:
-    """The logs `tail` follows, as the flags say, going on from `positions`."""
+    """The logs `tail` follows, as the flags say, going on from `positions`. A console log's
+    logging cadence may be given as `--set logging_steps=N` (see exporter/sources/console.py)."""
+    cadence = read_config_arguments(args).get("logging_steps")
+    valid = isinstance(cadence, int) and not isinstance(cadence, bool) and cadence > 0
     return LogSet(
         [Path(p) for p in args.paths],
         problems.add,
@@ -347,6 +350,7 @@ def _log_set(
         pattern=args.pattern,
         step_key=args.step_key,
         positions=positions,
+        cadence=cadence if valid else None,
     )
 
 
@@ -891,6 +895,12 @@ def _framework_line(summary: RunSummary) -> str:
     if summary.config:
         shown = ", ".join(f"{k}={v}" for k, v in summary.config.items() if k != "framework")
         line += f"; run context: {shown}" if shown else ""
+    if summary.config.get("step_source") == "logging order":
+        line += (
+            "; its log prints no step, so steps count its logged lines (times logging_steps "
+            "where the log prints it): pass --set logging_steps=N if the trainer logged every "
+            "N steps"
+        )
     return line
 
 

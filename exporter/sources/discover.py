@@ -250,15 +250,17 @@ def open_source(
     *,
     pattern: str | None = None,
     step_key: str | None = None,
+    cadence: int | None = None,
 ) -> Source:
-    """A reader for one log file; raises BadPattern for a regex log without a usable pattern."""
+    """A reader for one log file; raises BadPattern for a regex log without a usable pattern.
+    `cadence`: a console log's logging steps, when its user gives them."""
     if log.format == "tensorboard":
         return TensorBoardSource(log.path, report)
     if log.format == "trainer-state":
         return TrainerStateSource(log.path, report)
     parser: LineParser
     if log.format == "console":
-        parser = ConsoleParser()
+        parser = ConsoleParser(cadence=cadence)
     elif log.format == "jsonl":
         parser = JsonlParser(step_key)
     elif log.format == "sb3-csv":

@@ -46,6 +46,7 @@ class LogSet:
         pattern: str | re.Pattern[str] | None = None,
         step_key: str | None = None,
         positions: Mapping[str, SourcePosition] | None = None,
+        cadence: int | None = None,
     ) -> None:
         self._positions = dict(positions or {})
         self.resumed: list[LogFile] = []
@@ -55,6 +56,7 @@ class LogSet:
         self._fmt: Format | Literal["auto"] = fmt
         self._pattern = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
         self._step_key = step_key
+        self._cadence = cadence
         self._sources: dict[Path, tuple[LogFile, Source]] = {}
         self._sniffed: Sniffed = {}
 
@@ -68,7 +70,11 @@ class LogSet:
         for log in discover(self._paths, self._fmt, pattern=self._pattern, sniffed=self._sniffed):
             if log.path not in self._sources:
                 source = open_source(
-                    log, self._report, pattern=self._pattern, step_key=self._step_key
+                    log,
+                    self._report,
+                    pattern=self._pattern,
+                    step_key=self._step_key,
+                    cadence=self._cadence,
                 )
                 self._sources[log.path] = (log, source)
                 saved = self._positions.pop(path_key(log.path), None)
