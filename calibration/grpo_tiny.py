@@ -92,6 +92,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trainer", choices=("grpo", "rloo"), default="grpo")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--progress-bar",
+        action="store_true",
+        help="keep the Trainer's tqdm bar (its default): the console then shows the bar and "
+        "prints the logs with tqdm.write, as a default configuration does",
+    )
+    parser.add_argument(
         "--logging-steps",
         type=int,
         default=1,
@@ -161,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         save_strategy="no",
         use_cpu=True,
         seed=args.seed,
-        disable_tqdm=True,
+        disable_tqdm=not args.progress_bar,
     )
     trainer = trainer_class(
         model=init_dir,

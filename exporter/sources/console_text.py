@@ -3,10 +3,9 @@
 A console log is what a job printed to a terminal, redirected to a file: colour codes (ANSI
 escape sequences), progress bars redrawn in place with carriage returns (tqdm), a launcher's
 prefix on every line (Ray's `(TaskRunner pid=123)`, torchrun's `[rank0]:` or `[default0]:`,
-a logging timestamp). `segments(line)` takes away the colour codes and splits a line at its
-carriage returns: what a terminal would show is the last segment, the earlier ones are
-overdrawn progress bars, which `progress(segment)` reads (the Hugging Face Trainer's bar counts
-optimizer steps).
+a logging timestamp). `strip_ansi` takes away the colour codes; split at its carriage returns,
+what a terminal would show of a line is the last segment, the earlier ones overdrawn progress
+bars, which `progress(segment)` reads (the Hugging Face Trainer's bar counts optimizer steps).
 
 `number(text)` reads one printed value: a float or int as Python prints it (`0.5`, `1e-06`,
 `nan`, `inf`), and the reprs numpy 2 and torch give a scalar (`np.float64(0.5)`,
@@ -17,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["Progress", "number", "progress", "segments", "strip_ansi"]
+__all__ = ["Progress", "number", "progress", "strip_ansi"]
 
 # CSI sequences (colours, cursor moves) and the two-character escapes terminals also take.
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_])")
@@ -31,18 +30,6 @@ _WRAPPED = re.compile(r"^(?:np\.|numpy\.)?\w*\(\s*([^,()]*?)\s*(?:,[^()]*)?\)$")
 
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
-
-
-def segments(line: str) -> tuple[list[str], bool]:
-    """A line without colour codes, split at its carriage returns (the last one is what a
-    terminal shows; blank segments are left out), and whether its last segment follows a
-    blank one (what tqdm writes to clear its bar before a message)."""
-    clean = strip_ansi(line)
-    if "\r" not in clean:
-        return ([clean] if clean.strip() else []), False
-    raw = clean.split("\r")
-    cleared = len(raw) >= 2 and bool(raw[-1].strip()) and not raw[-2].strip()
-    return [part for part in raw if part.strip()], cleared
 
 
 class Progress:

@@ -35,6 +35,7 @@ def grpo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 "3",
                 "--learning-rate",
                 "5e-4",
+                "--progress-bar",  # the Trainer's default: tqdm's bar, logs by tqdm.write
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -50,15 +51,23 @@ def test_a_trl_console_log_reads_as_the_event_file_of_the_same_run(
     monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
     monkeypatch.delenv("RLVITALS_INFLUX_URL", raising=False)
     assert main(["import", str(grpo_run / "tb"), "--run", "events"]) == 0
-    # the Trainer prints no step: its user says how often it logged
-    args = ["import", str(grpo_run / "console.log"), "--run", "console"]
-    assert main([*args, "--set", "logging_steps=3"]) == 0
+    # stdout and stderr in one file: the bar's clearings and redraws place the dicts
+    assert main(["import", str(grpo_run / "console.log"), "--run", "console"]) == 0
+    # stdout alone (the dicts, no bar): the Trainer prints no step, its user says the cadence
+    stdout = tmp_path / "stdout.log"
+    text = (grpo_run / "console.log").read_text()
+    stdout.write_text("".join(line + "\n" for line in text.split("\n") if line.startswith("{'")))
+    args = ["import", str(stdout), "--run", "stdout", "--set", "logging_steps=3"]
+    assert main(args) == 0
     with Outbox(tmp_path / "store" / "outbox.sqlite") as box:
-        for field in ("raw_reward", "response_length_mean", "policy_entropy", "total_loss"):
-            want_steps, want = box.series("events", field)
-            got_steps, got = box.series("console", field)
-            assert got_steps.tolist() == want_steps.tolist(), field
-            assert len(want) == 8, field  # 24 steps logged every 3
-            np.testing.assert_allclose(got, want, rtol=5e-4, atol=1e-12, err_msg=field)
-        record = box.run("console")
-        assert record is not None and record.framework == "trl" and record.state == "finished"
+        for run in ("console", "stdout"):
+            for field in ("raw_reward", "response_length_mean", "policy_entropy", "total_loss"):
+                want_steps, want = box.series("events", field)
+                got_steps, got = box.series(run, field)
+                assert got_steps.tolist() == want_steps.tolist(), (run, field)
+                assert len(want) == 8, field  # 24 steps logged every 3
+                np.testing.assert_allclose(got, want, rtol=5e-4, atol=1e-12, err_msg=field)
+            record = box.run(run)
+            assert record is not None and record.framework == "trl" and record.state == "finished"
+        assert box.run("console").config["step_source"] == "progress bar"  # type: ignore[union-attr]
+        assert box.run("stdout").config["step_source"] == "logging order"  # type: ignore[union-attr]
