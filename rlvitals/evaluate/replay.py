@@ -74,6 +74,7 @@ FAILURE_KINDS = (
     "nonfinite",
     "dead_policy",
     "reward_hacking",
+    "length_limit",
 )
 # which failure a flagged card names, by metric (a firing rule names its own: _RULE_KINDS)
 _METRIC_KINDS: dict[str, str] = {
@@ -92,6 +93,7 @@ _METRIC_KINDS: dict[str, str] = {
     "q_value": "value_divergence",
     "nonfinite_count": "nonfinite",
     "action_std": "entropy_explosion",
+    "truncation_rate": "length_limit",
 }
 # which failure a flagged piece of evidence names, whatever its card
 _EVIDENCE_KINDS: dict[str, str] = {
