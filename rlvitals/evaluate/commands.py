@@ -12,7 +12,7 @@ from typing import Any
 import registry
 from exporter.errors import ExporterError
 from exporter.ingest.commands import add_config_arguments, mapped_config, read_config_arguments
-from exporter.sources import discover
+from exporter.sources import UnreadableLog, discover
 from registry import FRAMEWORKS
 
 from .expected import given, read_expected
@@ -76,29 +76,40 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _run_folders(paths: list[str]) -> list[Path]:
+def _run_folders(paths: list[str]) -> tuple[list[Path], list[tuple[str, str]]]:
     """The runs under the PATHs: a log file is a run; a folder holding logs itself is a run; a
-    folder of run folders gives each sub-folder that holds logs (any format `import` reads)."""
+    folder of run folders gives each sub-folder that holds logs (any format `import` reads).
+    Also the PATHs that hold no log, with why: each gets its row, the others are evaluated."""
     out: list[Path] = []
+    unread: list[tuple[str, str]] = []
     for raw in paths:
         path = Path(raw)
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such file or folder")
         if path.is_file():
-            discover([path])  # refuses a file whose format cannot be told, naming why
-            out.append(path)
+            try:
+                discover([path])  # a file whose format cannot be told: named, with why
+            except UnreadableLog as exc:
+                unread.append((run_name_of(path), str(exc)))
+            else:
+                out.append(path)
             continue
         if _holds_logs(path):
             out.append(path)
             continue
         subs = sorted(d for d in path.iterdir() if d.is_dir() and discover([d]))
         if not subs:
-            raise FileNotFoundError(
-                f"{path}: no training logs in it or its folders (TensorBoard event files, JSON "
-                "Lines, SB3 progress.csv, trainer_state.json, a trainer's console log)"
+            unread.append(
+                (
+                    run_name_of(path),
+                    f"{path}: no training logs in it or its folders (TensorBoard event files, "
+                    "JSON Lines, SB3 progress.csv, trainer_state.json, a trainer's console log)",
+                )
             )
         out += subs
-    return out
+    if not out and unread:
+        raise FileNotFoundError(unread[0][1])
+    return out, unread
 
 
 def _holds_logs(folder: Path) -> bool:
@@ -160,7 +171,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     try:
         reg = registry.registry_from_args(args)
         config = mapped_config(reg, read_config_arguments(args))
-        folders = _run_folders(args.paths)
+        folders, unreadable = _run_folders(args.paths)
         expected = {} if args.expected is None else read_expected(Path(args.expected))
     except (registry.RegistryError, ExporterError, OSError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0])
@@ -175,6 +186,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     verdicts = []
     judged: list[Judged] = []
     unread = 0
+    for name, why in unreadable:
+        print(f"rlvitals: error: {name}: {why}", file=sys.stderr)
+        verdicts.append(_unread(name, why))
+        unread += 1
     for folder in folders:
         name = run_name_of(folder)
         entry = expected.get(name)
