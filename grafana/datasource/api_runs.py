@@ -67,6 +67,8 @@ def health() -> Response:
             auth=svc.config.token is not None,
             reading=reading(svc),
         )
+        if svc.connection_stats is not None:
+            out["connections"] = dict(svc.connection_stats())
     body = jsonify(out)
     # a health check (compose, a load balancer) reads the status code: the store being down is
     # not healthy, whatever the body says

@@ -4,7 +4,7 @@ auth, JSON-only request bodies, body-size limit."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from urllib.parse import urlencode
 
 from flask import Flask, Response, jsonify, redirect, request
@@ -188,11 +188,13 @@ def create_app(
     *,
     history: HistoryStore | None = None,
     follow_state: Callable[[], FollowState] | None = None,
+    connection_stats: Callable[[], Mapping[str, int]] | None = None,
 ) -> Flask:
     """The datasource app. The registry defaults to the built-in one and the history store to
     what `config` names (InfluxDB when a URL is set, else the embedded outbox). `follow_state`
     tells what the follower of `config.following` (`rlvitals serve LOGDIR`) is doing: the run
-    list and `/api/health` show it.
+    list and `/api/health` show it; `connection_stats`, what the server's connection guard did
+    (`grafana.serving`), is in `/api/health` too.
 
     Every request passes, in order: the Host allowlist (`config.allows_host`, 400), the bearer
     token when one is set (401; not on the public paths), and for a method with a body the
@@ -213,6 +215,7 @@ def create_app(
             store=store,
             lifecycle=config.lifecycle,
             follow_state=follow_state,
+            connection_stats=connection_stats,
         ),
     )
     # in this order: a foreign Host learns nothing, not even whether a token is needed
