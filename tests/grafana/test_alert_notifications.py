@@ -21,7 +21,7 @@ from grafana.datasource.api_alert_notifications import KEPT, PATH
 from grafana.datasource.history import MemoryHistory
 
 ROOT = Path(__file__).resolve().parents[2]
-TOKEN = "s3cret"
+TOKEN = "s3cret-token-0123456789"
 
 
 def _notification(status: str = "firing", run: str = "ppo-1", n: int = 1) -> dict[str, Any]:

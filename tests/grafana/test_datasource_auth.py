@@ -10,7 +10,7 @@ import registry
 from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.history import MemoryHistory
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-0123456789"
 
 
 @pytest.fixture(scope="module")

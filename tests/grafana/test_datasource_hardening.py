@@ -25,7 +25,7 @@ from grafana.datasource.config import HOSTS_SETTING
 from grafana.datasource.history import HistoryUnavailable, MemoryHistory
 
 FOREIGN = "attacker-rebind.example"
-TOKEN = "h4rden-token"
+TOKEN = "h4rden-token-0123456789"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 # one body every POST route of the simpod protocol accepts
 GOOD_BODY = {"targets": [], "payload": {"target": "runs"}, "key": "run", "name": "run"}

@@ -26,7 +26,7 @@ from exporter.store.outbox import Outbox
 from grafana.datasource.app import create_app
 from grafana.datasource.config import ConfigError, DatasourceConfig
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # what a browser sends with a fetch() from the server's own page (the test client's Host)
 SAME_ORIGIN = {"Sec-Fetch-Site": "same-origin", "Origin": "http://localhost"}
