@@ -79,6 +79,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})"
     )
+    p.add_argument(
+        "--allow-no-token",
+        action="store_true",
+        help="serve a non-loopback --host with no RLVITALS_DATASOURCE_TOKEN set (refused "
+        "otherwise): only when something in front already decides who reaches the port",
+    )
     p.add_argument("--threads", type=int, default=4, help="worker threads (default 4)")
     _add_limit_arguments(p)
     p.set_defaults(handler=_serve)
@@ -171,9 +177,12 @@ def _serve(args: argparse.Namespace) -> int:
             following=tuple(args.logdirs),
         )
         config = _with_bind_host(config, args.host)
+        if config.token is None and not _binds_loopback(args.host) and not args.allow_no_token:
+            print(f"rlvitals serve: {_no_token_refusal(args.host)}", file=sys.stderr)
+            return 2
         if config.allow_edit is None:
             # run management from the pages: on for a server only this machine reaches
-            config = config.replace(allow_edit=_is_loopback(args.host))
+            config = config.replace(allow_edit=_binds_loopback(args.host))
         reg = registry.registry_from_args(args)
         follower = _follower(args, store, reg) if args.logdirs else None
         if follower is not None:
@@ -224,6 +233,12 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     print(f"rlvitals serve: {_hosts_line(config)}", file=sys.stderr)
+    if config.token is None and not _binds_loopback(args.host):
+        print(
+            f"rlvitals serve: no RLVITALS_DATASOURCE_TOKEN on {args.host} (--allow-no-token): "
+            "whoever reaches this port reads every run",
+            file=sys.stderr,
+        )
     print(f"rlvitals serve: {_limits_line(guard.limits, limits)}", file=sys.stderr)
     editing = "on" if config.allow_edit and not config.uses_influx else "off"
     print(
@@ -284,10 +299,29 @@ def _follower(args: argparse.Namespace, store: Path, reg: Registry) -> Follower:
     return Follower(argv, reg=reg)
 
 
-def _is_loopback(host: str) -> bool:
-    from .datasource.config import LOOPBACK_HOSTS
+def _binds_loopback(host: str) -> bool:
+    """Whether `--host` reaches only this machine: `localhost` or a loopback address
+    (127.0.0.0/8, ::1)."""
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
-    return host.strip("[]").lower() in LOOPBACK_HOSTS
+
+def _no_token_refusal(host: str) -> str:
+    from .datasource.config import TOKEN_SETTING
+    from .datasource.secret_strength import MAKE_ONE
+
+    return (
+        f"--host {host} can be reached from other machines and no {TOKEN_SETTING} is set: "
+        "anyone who reaches the port would read every run. Set a token (make one with "
+        f"`{MAKE_ONE}`; browsers sign in once at /login, Grafana sends it as a bearer token), "
+        "or bind --host 127.0.0.1, or pass --allow-no-token when something in front (a reverse "
+        "proxy with its own login, a firewall) already decides who reaches it"
+    )
 
 
 def _is_wildcard(host: str) -> bool:

@@ -227,6 +227,7 @@ def test_rlvitals_serve_allows_edits_when_bound_to_loopback_only(store: Path) ->
     for host in ("127.0.0.1", "0.0.0.0"):
         port = _free_port()
         cmd = [sys.executable, "-m", "rlvitals.cli", "serve", "--host", host, "--port", str(port)]
+        cmd += [] if host == "127.0.0.1" else ["--allow-no-token"]
         servers[host] = (port, subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL))
     try:
         assert _tag_over_http(*servers["127.0.0.1"]) == 200
