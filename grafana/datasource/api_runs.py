@@ -7,11 +7,12 @@ from __future__ import annotations
 import logging
 import time
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 from rlvitals import __version__
 
 from .history import HistoryError
+from .login_guard import bearer_verdict
 from .reading import reading
 from .run_meta import read_meta, with_meta
 from .run_summary import run_summary
@@ -59,7 +60,7 @@ def health() -> Response:
         out["reason"] = _UNAVAILABLE
     elif follower_failed:
         out.update(status="degraded", reason=_FOLLOWER_FAILED)
-    if svc.config.accepts_token(request.headers.get("Authorization")):
+    if bearer_verdict(svc.logins, svc.config) in ("open", "right"):
         out.update(
             store=store,
             metrics=len(svc.registry.metrics),
@@ -67,6 +68,7 @@ def health() -> Response:
             auth=svc.config.token is not None,
             reading=reading(svc),
         )
+        out["logins"] = svc.logins.counts()
         if svc.connection_stats is not None:
             out["connections"] = dict(svc.connection_stats())
     body = jsonify(out)

@@ -41,6 +41,7 @@ from .history import (
     open_history,
 )
 from .jsonio import SafeJSONProvider
+from .login_guard import bearer_verdict, held_response
 from .services import Services, attach, services
 
 __all__ = ["create_app"]
@@ -95,10 +96,15 @@ def _check_host() -> tuple[Response, int] | None:
 
 
 def _check_auth() -> BaseResponse | tuple[Response, int] | None:
-    config = services().config
-    if _is_open(request.path) or config.accepts_token(request.headers.get("Authorization")):
+    svc = services()
+    verdict = bearer_verdict(svc.logins, svc.config)
+    if _is_open(request.path):
+        return None  # a held client's token is not checked: the open answer, as without one
+    if verdict == "held":
+        return held_response()
+    if verdict in ("open", "right"):
         return None
-    if config.accepts_session(request.cookies.get(SESSION_COOKIE)):
+    if svc.config.accepts_session(request.cookies.get(SESSION_COOKIE)):
         return None
     if request.method == "GET" and wants_html(request):
         # a browser asking for a page: sign in once, then come back to it

@@ -156,7 +156,8 @@ def test_a_client_over_its_limit_loses_its_own_oldest_idle_connection(served: _S
 @pytest.mark.parametrize("served", [ServerLimits(connections=2, per_client=2)], indirect=True)
 def test_connections_being_answered_are_never_closed_to_make_room(served: _Served) -> None:
     held = [served.connect(b"GET /hold HTTP/1.1\r\nHost: localhost\r\n\r\n") for _ in range(2)]
-    assert _wait_for(lambda: all(c.requests for c in served.guard._open.values()))
+    open_now = served.guard._open.values
+    assert _wait_for(lambda: len(open_now()) == 2 and all(c.requests for c in open_now()))
     late = served.connect()
     assert _closed_by_server(late, 2)  # no room: refused, counted
     assert served.guard.stats().refused == 1
