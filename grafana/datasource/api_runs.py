@@ -7,10 +7,11 @@ from __future__ import annotations
 import logging
 import time
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response, current_app, jsonify
 
 from rlvitals import __version__
 
+from .api_alert_notifications import notification_counts
 from .history import HistoryError
 from .login_guard import bearer_verdict
 from .reading import reading
@@ -69,6 +70,7 @@ def health() -> Response:
             reading=reading(svc),
         )
         out["logins"] = svc.logins.counts()
+        out["alert_notifications"] = notification_counts(current_app)
         if svc.connection_stats is not None:
             out["connections"] = dict(svc.connection_stats())
     body = jsonify(out)

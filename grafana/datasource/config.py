@@ -15,6 +15,7 @@ from typing import Literal
 from exporter.config import influx_token_from, influx_url_problem
 from exporter.errors import ConfigError as _ExporterConfigError
 from exporter.lifecycle import Lifecycle
+from grafana.alert_webhook import SECRET_SETTING
 
 from .secret_strength import weakness
 
@@ -37,7 +38,7 @@ SESSION_COOKIE = "rlvitals_session"
 SESSION_DAYS = 30
 _SECRETS = ("influx_password", "influx_token", "token", "alert_webhook_secret")
 TOKEN_SETTING = "RLVITALS_DATASOURCE_TOKEN"
-WEBHOOK_SECRET_SETTING = "RLVITALS_ALERT_WEBHOOK_SECRET"
+WEBHOOK_SECRET_SETTING = SECRET_SETTING
 MAX_POINTS_LIMIT = 100_000
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
