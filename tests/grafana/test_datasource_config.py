@@ -137,6 +137,8 @@ def test_a_weak_secret_is_refused_with_the_command_that_makes_one(
 
 
 def test_the_command_in_the_message_makes_a_token_that_is_accepted() -> None:
+    # the command docs/security.md gives too
+    assert MAKE_ONE in (Path(__file__).parents[2] / "docs" / "security.md").read_text()
     made = subprocess.run(
         MAKE_ONE.replace("python", sys.executable, 1),
         shell=True,
