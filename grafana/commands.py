@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from registry import Registry
 
     from .datasource import DatasourceConfig
+    from .serving import ServerLimits
 
 __all__ = ["register"]
 
@@ -35,7 +36,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "logged) and runs, diagnosis cards, series, events and term pages over HTTP for Grafana "
         "(Infinity or simpod JSON datasource). Reads InfluxDB when RLVITALS_INFLUX_URL is set, "
         "else the embedded store under RLVITALS_STORE. Set RLVITALS_DATASOURCE_TOKEN to require a "
-        "bearer token. Requests are answered only when their Host header names this server: "
+        "bearer token (at least 16 characters; a --host other machines reach refuses to start "
+        "without one unless --allow-no-token). Requests are answered only when their Host header names this server: "
         "localhost, 127.0.0.1, ::1, the --host address, and the names of --allow-host and "
         "RLVITALS_DATASOURCE_HOSTS (others get 400, a defence against DNS rebinding). With "
         "LOGDIRs, the TensorBoard / SB3 progress.csv / JSONL / trainer_state logs under them are "
@@ -78,17 +80,74 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})"
     )
+    p.add_argument(
+        "--allow-no-token",
+        action="store_true",
+        help="serve a non-loopback --host with no RLVITALS_DATASOURCE_TOKEN set (refused "
+        "otherwise): only when something in front already decides who reaches the port",
+    )
     p.add_argument("--threads", type=int, default=4, help="worker threads (default 4)")
+    _add_limit_arguments(p)
     p.set_defaults(handler=_serve)
 
 
-def _serve(args: argparse.Namespace) -> int:
-    import waitress
+def _add_limit_arguments(p: argparse.ArgumentParser) -> None:
+    from .serving import ServerLimits
 
+    d = ServerLimits()
+    p.add_argument(
+        "--connection-limit",
+        type=int,
+        default=d.connections,
+        metavar="N",
+        help=f"connections kept open at once (default {d.connections}, cut to what the "
+        "open-files limit holds); at the limit a new one closes the oldest idle or unfinished one",
+    )
+    p.add_argument(
+        "--client-limit",
+        type=int,
+        default=d.per_client,
+        metavar="N",
+        help=f"connections kept open from one client address (default {d.per_client}; an IPv6 "
+        "client's /64); beyond it the client's own oldest idle or unfinished one is closed",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=d.header_timeout,
+        metavar="SECONDS",
+        help=f"a request's headers must arrive within this (default {d.header_timeout:g}), "
+        "however slowly they trickle",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=float,
+        default=d.request_timeout,
+        metavar="SECONDS",
+        help=f"the whole request, body included, within this (default {d.request_timeout:g})",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=d.idle_timeout,
+        metavar="SECONDS",
+        help=f"a kept-alive connection with no request is closed after this (default "
+        f"{d.idle_timeout:g})",
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
     import registry
     from exporter.errors import ExporterError
 
     from .datasource import ConfigError, DatasourceConfig, create_app
+    from .serving import (
+        ConnectionGuard,
+        LimitsError,
+        ServerLimits,
+        create_guarded_server,
+        raise_open_files_limit,
+    )
 
     if not 0 <= args.port <= 65535:
         print(f"--port {args.port} is not a port number (0-65535)", file=sys.stderr)
@@ -97,6 +156,18 @@ def _serve(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"rlvitals serve: {problem}", file=sys.stderr)
         return 2
+    try:
+        limits = ServerLimits(
+            connections=args.connection_limit,
+            per_client=args.client_limit,
+            header_timeout=args.header_timeout,
+            request_timeout=args.request_timeout,
+            idle_timeout=args.idle_timeout,
+        )
+    except LimitsError as exc:
+        print(f"rlvitals serve: {exc}", file=sys.stderr)
+        return 2
+    guard = ConnectionGuard(limits.fitted(raise_open_files_limit()))
     try:
         config = DatasourceConfig.from_env(os.environ)
         # absolute: the page and the terminal name the store actually read, wherever serve ran
@@ -107,16 +178,30 @@ def _serve(args: argparse.Namespace) -> int:
             following=tuple(args.logdirs),
         )
         config = _with_bind_host(config, args.host)
+        if config.token is None and not _binds_loopback(args.host) and not args.allow_no_token:
+            print(f"rlvitals serve: {_no_token_refusal(args.host)}", file=sys.stderr)
+            return 2
         if config.allow_edit is None:
             # run management from the pages: on for a server only this machine reaches
-            config = config.replace(allow_edit=_is_loopback(args.host))
+            config = config.replace(allow_edit=_binds_loopback(args.host))
         reg = registry.registry_from_args(args)
         follower = _follower(args, store, reg) if args.logdirs else None
         if follower is not None:
             _create_store(config.outbox_path)
-        app = create_app(config, reg, follow_state=follower.state if follower else None)
-        server = waitress.create_server(
-            app, host=args.host, port=args.port, threads=max(1, args.threads)
+        app = create_app(
+            config,
+            reg,
+            follow_state=follower.state if follower else None,
+            connection_stats=lambda: guard.stats().as_json(),
+        )
+        server = create_guarded_server(
+            app,
+            guard,
+            host=args.host,
+            port=args.port,
+            threads=max(1, args.threads),
+            # over the app's limit the app answers its JSON 413; far over it, waitress stops reading
+            max_request_body_size=2 * config.max_body_bytes,
         )
     except (ConfigError, registry.RegistryError) as exc:
         print(f"rlvitals serve: {exc}", file=sys.stderr)  # a registry lists every problem
@@ -149,6 +234,13 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     print(f"rlvitals serve: {_hosts_line(config)}", file=sys.stderr)
+    if config.token is None and not _binds_loopback(args.host):
+        print(
+            f"rlvitals serve: no RLVITALS_DATASOURCE_TOKEN on {args.host} (--allow-no-token): "
+            "whoever reaches this port reads every run",
+            file=sys.stderr,
+        )
+    print(f"rlvitals serve: {_limits_line(guard.limits, limits)}", file=sys.stderr)
     editing = "on" if config.allow_edit and not config.uses_influx else "off"
     print(
         f"rlvitals serve: deleting, renaming, notes and tags from the pages are {editing} "
@@ -208,10 +300,29 @@ def _follower(args: argparse.Namespace, store: Path, reg: Registry) -> Follower:
     return Follower(argv, reg=reg)
 
 
-def _is_loopback(host: str) -> bool:
-    from .datasource.config import LOOPBACK_HOSTS
+def _binds_loopback(host: str) -> bool:
+    """Whether `--host` reaches only this machine: `localhost` or a loopback address
+    (127.0.0.0/8, ::1)."""
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
-    return host.strip("[]").lower() in LOOPBACK_HOSTS
+
+def _no_token_refusal(host: str) -> str:
+    from .datasource.config import TOKEN_SETTING
+    from .datasource.secret_strength import MAKE_ONE
+
+    return (
+        f"--host {host} can be reached from other machines and no {TOKEN_SETTING} is set: "
+        "anyone who reaches the port would read every run. Set a token (make one with "
+        f"`{MAKE_ONE}`; browsers sign in once at /login, Grafana sends it as a bearer token), "
+        "or bind --host 127.0.0.1, or pass --allow-no-token when something in front (a reverse "
+        "proxy with its own login, a firewall) already decides who reaches it"
+    )
 
 
 def _is_wildcard(host: str) -> bool:
@@ -233,6 +344,19 @@ def _with_bind_host(config: DatasourceConfig, host: str) -> DatasourceConfig:
     except ConfigError:
         # a bind address no Host header can carry (an IPv6 zone, say) has nothing to match
         return config
+
+
+def _limits_line(fitted: ServerLimits, asked: ServerLimits) -> str:
+    cut = (
+        f" (cut from {asked.connections}: the open-files limit holds no more; raise `ulimit -n`)"
+        if fitted.connections < asked.connections
+        else ""
+    )
+    return (
+        f"at most {fitted.connections} connections{cut}, {fitted.per_client} per client; "
+        f"headers within {fitted.header_timeout:g} s, a request within "
+        f"{fitted.request_timeout:g} s, idle connections closed after {fitted.idle_timeout:g} s"
+    )
 
 
 def _hosts_line(config: DatasourceConfig) -> str:

@@ -20,6 +20,7 @@ import yaml
 from exporter.lifecycle import Lifecycle, RunStatus
 from exporter.prometheus.live_states import ALERT_GAUGE
 from exporter.prometheus.metrics_endpoint import STATUS_GAUGE
+from grafana.alert_webhook import SECRET_SETTING, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from registry import Alert, Metric, Registry, Rule
 
 from .describe import term_url
@@ -388,6 +389,13 @@ def _notifications() -> dict[str, Any]:
                         "settings": {
                             "url": "${RLVITALS_ALERT_WEBHOOK_URL}",
                             "httpMethod": "POST",
+                            # the receiver's own secret signs each body (grafana/alert_webhook.py);
+                            # the datasource token never goes to the webhook's URL
+                            "hmacConfig": {
+                                "secret": "${" + SECRET_SETTING + "}",
+                                "header": SIGNATURE_HEADER,
+                                "timestampHeader": TIMESTAMP_HEADER,
+                            },
                         },
                     }
                 ],
@@ -442,6 +450,7 @@ def alert_files(reg: Registry, langs: Sequence[str]) -> Mapping[str, str]:
         "provisioning/alerting/rlvitals-notifications.yaml": _dump(
             _notifications(),
             _HEADER + "# Contact point and notification policy: point the webhook at your\n"
-            "# receiver (RLVITALS_ALERT_WEBHOOK_URL) or replace the receiver type (email, slack...).\n",
+            "# receiver (RLVITALS_ALERT_WEBHOOK_URL) or replace the receiver type (email, slack...).\n"
+            "# Each notification is signed with RLVITALS_ALERT_WEBHOOK_SECRET (HMAC-SHA256).\n",
         ),
     }

@@ -31,17 +31,13 @@ from exporter.errors import OutboxError
 from exporter.store import run_admin
 from exporter.store.outbox import Outbox
 
-from .errors import ApiError, BadRequest, NotFound
+from .errors import ApiError, BadRequest, Forbidden, NotFound
 from .jsonio import json_body
 from .services import services
 
 __all__ = ["blueprint"]
 
 blueprint = Blueprint("api_manage", __name__)
-
-
-class _Forbidden(ApiError):
-    status = 403
 
 
 class _Conflict(ApiError):
@@ -56,25 +52,25 @@ class _Busy(ApiError):
 def _may_edit() -> None:
     config = services().config
     if config.uses_influx:
-        raise _Forbidden(
+        raise Forbidden(
             "run management is off on a datasource that reads InfluxDB; use `rlvitals runs "
             "delete|note|tag` with RLVITALS_INFLUX_URL set, where the store is"
         )
     if not config.allow_edit:
-        raise _Forbidden(
+        raise Forbidden(
             "run management is off on this server: `rlvitals serve` turns it on when bound to "
             "127.0.0.1 (or set RLVITALS_DATASOURCE_EDIT=1); use `rlvitals runs delete|rename|"
             "note|tag` meanwhile"
         )
     site = request.headers.get("Sec-Fetch-Site")
     if site is not None and site != "same-origin":
-        raise _Forbidden(
+        raise Forbidden(
             f"refused a {site} request (Sec-Fetch-Site): runs are changed only from this "
             "server's own pages"
         )
     origin = request.headers.get("Origin")
     if origin is not None and origin != f"{request.scheme}://{request.host}":
-        raise _Forbidden(
+        raise Forbidden(
             f"refused a request from Origin {origin[:100]!r}: runs are changed only from this "
             "server's own pages"
         )

@@ -7,11 +7,13 @@ from __future__ import annotations
 import logging
 import time
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, current_app, jsonify
 
 from rlvitals import __version__
 
+from .api_alert_notifications import notification_counts
 from .history import HistoryError
+from .login_guard import bearer_verdict
 from .reading import reading
 from .run_meta import read_meta, with_meta
 from .run_summary import run_summary
@@ -59,7 +61,7 @@ def health() -> Response:
         out["reason"] = _UNAVAILABLE
     elif follower_failed:
         out.update(status="degraded", reason=_FOLLOWER_FAILED)
-    if svc.config.accepts_token(request.headers.get("Authorization")):
+    if bearer_verdict(svc.logins, svc.config) in ("open", "right"):
         out.update(
             store=store,
             metrics=len(svc.registry.metrics),
@@ -67,6 +69,10 @@ def health() -> Response:
             auth=svc.config.token is not None,
             reading=reading(svc),
         )
+        out["logins"] = svc.logins.counts()
+        out["alert_notifications"] = notification_counts(current_app)
+        if svc.connection_stats is not None:
+            out["connections"] = dict(svc.connection_stats())
     body = jsonify(out)
     # a health check (compose, a load balancer) reads the status code: the store being down is
     # not healthy, whatever the body says

@@ -4,7 +4,7 @@ auth, JSON-only request bodies, body-size limit."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from urllib.parse import urlencode
 
 from flask import Flask, Response, jsonify, redirect, request
@@ -41,6 +41,7 @@ from .history import (
     open_history,
 )
 from .jsonio import SafeJSONProvider
+from .login_guard import bearer_verdict, held_response
 from .services import Services, attach, services
 
 __all__ = ["create_app"]
@@ -95,10 +96,15 @@ def _check_host() -> tuple[Response, int] | None:
 
 
 def _check_auth() -> BaseResponse | tuple[Response, int] | None:
-    config = services().config
-    if _is_open(request.path) or config.accepts_token(request.headers.get("Authorization")):
+    svc = services()
+    verdict = bearer_verdict(svc.logins, svc.config)
+    if _is_open(request.path):
+        return None  # a held client's token is not checked: the open answer, as without one
+    if verdict == "held":
+        return held_response()
+    if verdict in ("open", "right"):
         return None
-    if config.accepts_session(request.cookies.get(SESSION_COOKIE)):
+    if svc.config.accepts_session(request.cookies.get(SESSION_COOKIE)):
         return None
     if request.method == "GET" and wants_html(request):
         # a browser asking for a page: sign in once, then come back to it
@@ -188,11 +194,13 @@ def create_app(
     *,
     history: HistoryStore | None = None,
     follow_state: Callable[[], FollowState] | None = None,
+    connection_stats: Callable[[], Mapping[str, int]] | None = None,
 ) -> Flask:
     """The datasource app. The registry defaults to the built-in one and the history store to
     what `config` names (InfluxDB when a URL is set, else the embedded outbox). `follow_state`
     tells what the follower of `config.following` (`rlvitals serve LOGDIR`) is doing: the run
-    list and `/api/health` show it.
+    list and `/api/health` show it; `connection_stats`, what the server's connection guard did
+    (`grafana.serving`), is in `/api/health` too.
 
     Every request passes, in order: the Host allowlist (`config.allows_host`, 400), the bearer
     token when one is set (401; not on the public paths), and for a method with a body the
@@ -213,6 +221,7 @@ def create_app(
             store=store,
             lifecycle=config.lifecycle,
             follow_state=follow_state,
+            connection_stats=connection_stats,
         ),
     )
     # in this order: a foreign Host learns nothing, not even whether a token is needed

@@ -15,6 +15,9 @@ from typing import Literal
 from exporter.config import influx_token_from, influx_url_problem
 from exporter.errors import ConfigError as _ExporterConfigError
 from exporter.lifecycle import Lifecycle
+from grafana.alert_webhook import SECRET_SETTING
+
+from .secret_strength import weakness
 
 __all__ = [
     "ANY_HOST",
@@ -22,6 +25,8 @@ __all__ = [
     "LOOPBACK_HOSTS",
     "SESSION_COOKIE",
     "SESSION_DAYS",
+    "TOKEN_SETTING",
+    "WEBHOOK_SECRET_SETTING",
     "ConfigError",
     "DatasourceConfig",
     "InfluxApi",
@@ -31,7 +36,9 @@ InfluxApi = Literal["v1", "v2"]
 SESSION_COOKIE = "rlvitals_session"
 """The cookie a browser signed in at `/login` sends instead of the bearer token."""
 SESSION_DAYS = 30
-_SECRETS = ("influx_password", "influx_token", "token")
+_SECRETS = ("influx_password", "influx_token", "token", "alert_webhook_secret")
+TOKEN_SETTING = "RLVITALS_DATASOURCE_TOKEN"
+WEBHOOK_SECRET_SETTING = SECRET_SETTING
 MAX_POINTS_LIMIT = 100_000
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -131,6 +138,10 @@ class DatasourceConfig:
     following: tuple[str, ...] = ()
     """The LOGDIRs `rlvitals serve LOGDIR...` imports and follows into `store`, as given on its
     command line (the run list names them); empty when it serves an existing store."""
+    alert_webhook_secret: str | None = None
+    """RLVITALS_ALERT_WEBHOOK_SECRET: the key Grafana signs its alert notifications with (its
+    webhook contact point's HMAC signature); without it `POST /api/alert-notifications` takes
+    nothing (`api_alert_notifications`)."""
 
     def __post_init__(self) -> None:
         try:
@@ -144,6 +155,13 @@ class DatasourceConfig:
                     f"RLVITALS_PUBLIC_URL={self.public_url!r} must be the address browsers "
                     "reach rlvitals at, e.g. http://localhost:8686 or https://rl.example.org"
                 )
+        for setting, secret in (
+            (TOKEN_SETTING, self.token),
+            (WEBHOOK_SECRET_SETTING, self.alert_webhook_secret),
+        ):
+            problem = None if secret is None else weakness(secret, setting)
+            if problem is not None:
+                raise ConfigError(problem)
         if isinstance(self.allowed_hosts, str):  # would be read letter by letter
             raise ConfigError("allowed_hosts takes a tuple of host names, not one string")
         if isinstance(self.following, str):
@@ -192,7 +210,8 @@ class DatasourceConfig:
             influx_bucket=_str(environ, "RLVITALS_INFLUX_BUCKET"),
             influx_token=_token(environ),
             influx_timeout=_float(environ, "RLVITALS_INFLUX_TIMEOUT", d.influx_timeout),
-            token=_str(environ, "RLVITALS_DATASOURCE_TOKEN"),
+            token=_str(environ, TOKEN_SETTING),
+            alert_webhook_secret=_str(environ, WEBHOOK_SECRET_SETTING),
             max_body_bytes=_int(environ, "RLVITALS_DATASOURCE_MAX_BODY", d.max_body_bytes),
             default_points=_int(environ, "RLVITALS_DATASOURCE_POINTS", d.default_points),
             max_points=_int(environ, "RLVITALS_DATASOURCE_MAX_POINTS", d.max_points),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ApiError", "BadRequest", "NotFound", "Unauthorized", "Unavailable"]
+__all__ = ["ApiError", "BadRequest", "Forbidden", "NotFound", "Unauthorized", "Unavailable"]
 
 
 class ApiError(Exception):
@@ -21,6 +21,10 @@ class BadRequest(ApiError):
 
 class Unauthorized(ApiError):
     status = 401
+
+
+class Forbidden(ApiError):
+    status = 403
 
 
 class NotFound(ApiError):

@@ -3,7 +3,8 @@
 - `GET /login[?next=PATH][&lang=en|zh]`: the sign-in page (a page asked for without the token
   is redirected here from `app._check_auth`).
 - `POST /api/login` `{"token": "..."}`: 204 with the session cookie when the token is right,
-  401 when not, 400 on a body that is not that object.
+  401 when not, 400 on a body that is not that object, 429 while wrong tokens from the client
+  (or from everyone) hold it (`login_guard`).
 - `POST /api/logout`: 204, the cookie cleared.
 
 The cookie holds `DatasourceConfig.session_value()`, an HMAC of the token, never the token
@@ -19,6 +20,7 @@ from flask import Blueprint, Response, request
 
 from .config import SESSION_COOKIE, SESSION_DAYS
 from .errors import BadRequest, Unauthorized
+from .login_guard import held_response, request_client
 from .services import services
 
 __all__ = ["blueprint", "safe_next"]
@@ -53,8 +55,9 @@ def login_page() -> Response:
 
 
 @blueprint.post("/api/login")
-def login() -> Response:
-    config = services().config
+def login() -> Response | tuple[Response, int]:
+    svc = services()
+    config = svc.config
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("token"), str):
         raise BadRequest(
@@ -62,10 +65,16 @@ def login() -> Response:
         )
     if config.token is None:
         return Response(status=204)  # nothing to sign in to: every page is open already
+    client = request_client()
+    hold = svc.logins.wait(client)
+    if hold is not None:
+        return held_response(hold)
     if not config.accepts_token(f"Bearer {body['token']}"):
+        svc.logins.failed(client)
         raise Unauthorized(
             "wrong token: paste the value of RLVITALS_DATASOURCE_TOKEN this server was started with"
         )
+    svc.logins.succeeded(client)
     response = Response(status=204)
     response.set_cookie(
         SESSION_COOKIE,

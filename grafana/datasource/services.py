@@ -3,7 +3,7 @@ to the Flask app."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from flask import Flask, current_app
@@ -14,6 +14,7 @@ from exporter.lifecycle import Lifecycle
 
 from .config import DatasourceConfig
 from .history import HistoryStore
+from .login_guard import LoginGuard
 
 __all__ = ["Services", "attach", "services"]
 
@@ -28,6 +29,11 @@ class Services:
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
     follow_state: Callable[[], FollowState] | None = None
     """What `serve LOGDIR`'s log follower is doing now (None when nothing is followed)."""
+    logins: LoginGuard = field(default_factory=LoginGuard)
+    """Wrong tokens counted and slowed, per client and in all (`login_guard`)."""
+    connection_stats: Callable[[], Mapping[str, int]] | None = None
+    """What the server's connection guard has closed and holds open (`grafana.serving`; None
+    under a server without it, a test client)."""
 
 
 def attach(app: Flask, svc: Services) -> None:

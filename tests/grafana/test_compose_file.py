@@ -78,7 +78,7 @@ def test_no_default_secrets_and_env_example_lists_every_variable(compose: dict[s
     listed = set(re.findall(r"^(\w+)=", example, re.M))
     assert used <= listed, used - listed
     for line in example.splitlines():
-        if re.match(r"^\w*(PASSWORD|TOKEN)=", line):
+        if re.match(r"^\w*(PASSWORD|TOKEN|SECRET)\w*=", line):
             assert line.split("=", 1)[1].split("#")[0].strip() == "", f"default secret: {line}"
 
 

@@ -10,6 +10,7 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ from grafana.datasource.config import HOSTS_SETTING
 from grafana.datasource.history import HistoryUnavailable, MemoryHistory
 
 FOREIGN = "attacker-rebind.example"
-TOKEN = "h4rden-token"
+TOKEN = "h4rden-token-0123456789"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
 # one body every POST route of the simpod protocol accepts
 GOOD_BODY = {"targets": [], "payload": {"target": "runs"}, "key": "run", "name": "run"}
@@ -496,3 +497,74 @@ def test_serve_refuses_a_bad_public_url_without_traceback(tmp_path: Path) -> Non
     )
     assert r.returncode == 2 and "RLVITALS_PUBLIC_URL" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+# -- (e) a bind other machines reach needs a token, unless explicitly allowed -------------------
+
+STRONG = "Kq3v-9ZpXw2LmT8rYb4NcH6dJ0sFgA1e"
+
+
+def _start_or_refusal(host: str, extra: list[str], token: str | None) -> tuple[int | None, str]:
+    """(exit code, stderr) when serve refuses to start; (None, stderr so far) once it answers."""
+    port = _free_port()
+    env = {"RLVITALS_STORE": tempfile.mkdtemp(), "PATH": "/usr/bin:/bin"}
+    if token is not None:
+        env["RLVITALS_DATASOURCE_TOKEN"] = token
+    argv = ["serve", "--host", host, "--port", str(port), *extra]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rlvitals.cli", *argv],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        address = host if host.startswith("127.") else "127.0.0.1"  # a wildcard has loopback
+        while proc.poll() is None:
+            try:
+                conn = http.client.HTTPConnection(address, port, timeout=5)
+                try:
+                    conn.request("GET", "/api/health", headers={"Host": "localhost"})
+                    answered = conn.getresponse().status == 200
+                finally:
+                    conn.close()
+                if answered:
+                    proc.terminate()
+                    return None, proc.communicate(timeout=10)[1]
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "serve neither answered nor exited in 30 s"
+            time.sleep(0.2)
+        return proc.returncode, proc.communicate(timeout=10)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::"])
+def test_a_bind_other_machines_reach_without_a_token_is_refused_saying_why_and_how(
+    host: str,
+) -> None:
+    code, err = _start_or_refusal(host, [], token=None)
+    assert code == 2 and "Traceback" not in err
+    assert f"--host {host} can be reached from other machines" in err
+    for how in ("RLVITALS_DATASOURCE_TOKEN", "secrets.token_urlsafe(32)", "--host 127.0.0.1"):
+        assert how in err
+    assert "--allow-no-token" in err
+
+
+def test_allow_no_token_serves_it_and_says_so() -> None:
+    code, err = _start_or_refusal("0.0.0.0", ["--allow-no-token"], token=None)
+    assert code is None
+    assert "no RLVITALS_DATASOURCE_TOKEN on 0.0.0.0 (--allow-no-token)" in err
+
+
+@pytest.mark.parametrize(
+    ("host", "token"), [("0.0.0.0", STRONG), ("127.0.0.1", None), ("127.0.0.2", None)]
+)
+def test_a_token_or_a_loopback_bind_needs_no_flag(host: str, token: str | None) -> None:
+    code, err = _start_or_refusal(host, [], token=token)
+    assert code is None, err
+    assert "--allow-no-token" not in err

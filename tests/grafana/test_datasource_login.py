@@ -13,7 +13,7 @@ from grafana.datasource import DatasourceConfig, create_app
 from grafana.datasource.config import SESSION_COOKIE
 from grafana.datasource.history import MemoryHistory
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-0123456789"
 HTML = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
 
 
@@ -94,7 +94,9 @@ def test_a_forged_or_stale_cookie_opens_nothing(
     old.post("/api/login", json={"token": TOKEN})
     value = _cookie(old)
     assert value is not None
-    rotated = create_app(DatasourceConfig(token="new-token"), reg, history=memory_history)
+    rotated = create_app(
+        DatasourceConfig(token="rotated-token-9876543210"), reg, history=memory_history
+    )
     fresh = rotated.test_client()
     fresh.set_cookie(SESSION_COOKIE, value)
     assert fresh.get("/api/runs").status_code == 401

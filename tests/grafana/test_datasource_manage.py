@@ -26,7 +26,7 @@ from exporter.store.outbox import Outbox
 from grafana.datasource.app import create_app
 from grafana.datasource.config import ConfigError, DatasourceConfig
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # what a browser sends with a fetch() from the server's own page (the test client's Host)
 SAME_ORIGIN = {"Sec-Fetch-Site": "same-origin", "Origin": "http://localhost"}
@@ -227,6 +227,7 @@ def test_rlvitals_serve_allows_edits_when_bound_to_loopback_only(store: Path) ->
     for host in ("127.0.0.1", "0.0.0.0"):
         port = _free_port()
         cmd = [sys.executable, "-m", "rlvitals.cli", "serve", "--host", host, "--port", str(port)]
+        cmd += [] if host == "127.0.0.1" else ["--allow-no-token"]
         servers[host] = (port, subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL))
     try:
         assert _tag_over_http(*servers["127.0.0.1"]) == 200
