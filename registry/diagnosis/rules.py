@@ -150,7 +150,30 @@ def window_stat(
         if early_value is None or early_value == 0.0:
             return None
         return float(v[-1]) / early_value
+    if stat == "significant_relative_to_early":
+        return _significant_ratio(f, history, early_value)
+    if stat == "max_relative_to_early":
+        if early_value is None or early_value <= 0.0:
+            return None
+        return float(v.max()) / early_value
     raise ValueError(f"unknown rule statistic {stat!r}")
+
+
+def _significant_ratio(f: Series, history: Series | None, early: float | None) -> float | None:
+    """The latest value as a multiple of the early value, judged only when it differs from
+    the early value by more than `SIGNIFICANCE` standard errors of one point against the early
+    median (the error from the history's point-to-point differences, as `drop_from_best`):
+    a batch mean over a few prompts swings by itself, and halving within that swing is noise."""
+    if early is None or early <= 0.0:
+        return None
+    past = (history if history is not None else f).finite().values
+    if past.size < 3:
+        return None
+    sigma = float(np.std(np.diff(past))) / math.sqrt(2.0)
+    last = float(f.values[-1])
+    if abs(last - early) <= SIGNIFICANCE * sigma * math.sqrt(1.0 + 1.0 / EARLY_POINTS):
+        return None
+    return last / early
 
 
 def _scale(ctx: RuleContext, metric_id: str, early_value: float | None) -> float | None:
@@ -166,6 +189,7 @@ def _scale(ctx: RuleContext, metric_id: str, early_value: float | None) -> float
     return early_value if early_value is not None and early_value > 0 else None
 
 
+EARLY_POINTS = 5  # the early median's points (registry timing baseline_points)
 SMOOTH_FRACTION = 0.1  # the rolling mean spans 10 % of the points so far (at least 5)
 SMOOTH_MIN = 5
 SIGNIFICANCE = (

@@ -126,7 +126,11 @@ def value_divergence(
     if not len(f):
         return None
     last = np.abs(f.values[-2:])
-    scale = return_scale(series)
+    # An LLM trainer logs its reward as a batch mean (0.01 when one answer in a hundred is
+    # right), far below the largest return one sample earns, which is what bounds a value: no
+    # bound from it (a fresh value head's loss starts far above any such figure and falls:
+    # calibration/llm_corpus, verl PPO). Growth over the early level still judges it.
+    scale = None if ctx.action_space == "token" else return_scale(series)
     loss = metric_id in ("value_loss", "total_loss")
     bound = None if scale is None else (2.0 * scale * scale if loss else scale)
     held = float(np.min(last)) if last.size == 2 else 0.0

@@ -358,6 +358,11 @@ _RULE_KINDS = {
     "dead_policy_zero_gradient": "dead_policy",
     "reward_collapse_from_best": "reward_collapse",
     "reward_regression_from_best": "reward_collapse",
+    "token_entropy_surge_with_reward_collapse": "reward_collapse",
+    "length_limit_with_reward_collapse": "length_limit",
+    "reward_gone_groups_without_variance": "dead_policy",
+    "ref_kl_surge_with_reward_collapse": "reward_collapse",
+    "loss_rising_with_ref_kl_reward_flat": "trust_region",
 }
 
 
