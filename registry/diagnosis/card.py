@@ -446,7 +446,7 @@ def build_card(
         evidence += _silence_evidence(t, metric_id, s, opts)
     if metric_id == opts.entropy_metric:
         evidence += _entropy_evidence(t, s, ctx, early, stages)
-        evidence = _converged(t, evidence, series, ctx)
+        evidence = _converged(t, evidence, series, ctx, early)
     evidence += _spread_evidence(t, metric_id, s, ctx, opts.tuning)
     evidence += _value_scale_evidence(t, metric_id, s, series, ctx, opts.tuning)
     if metric_id == opts.kl_metric:
@@ -848,7 +848,11 @@ _CONVERGED_KEPT = 0.9  # the return holds at least 90 % of its gain over the sta
 
 
 def _converged(
-    t: _Lang, evidence: list[Evidence], series: Mapping[str, Series], ctx: RunContext
+    t: _Lang,
+    evidence: list[Evidence],
+    series: Mapping[str, Series],
+    ctx: RunContext,
+    early: float | None = None,
 ) -> list[Evidence]:
     """A low or falling entropy of a run whose return has learned and holds its best is a
     policy that knows what to do, not a collapse: the entropy's warnings (a low level, a cliff,
@@ -861,6 +865,8 @@ def _converged(
     the reward going with it. So for a token policy the entropy's warnings are watched while
     the task reward holds where it started or above, and stay once it falls below that."""
     if ctx.action_space == "token":
+        if _from_scratch(ctx, early):
+            return evidence
         return _sharpening(t, evidence, series)
     if ctx.action_space not in ("discrete", "continuous"):
         return evidence
@@ -891,11 +897,22 @@ def _converged(
 
 _HALVED = 0.5
 """A token policy's reward at half its start or less: the line the token rules warn at."""
+_UNTRAINED = 0.5
+"""A token policy starting at half its maximum entropy or more has learned nothing yet."""
 
 
-def _sharpening(
-    t: _Lang, evidence: list[Evidence], series: Mapping[str, Series]
-) -> list[Evidence]:
+def _from_scratch(ctx: RunContext, early: float | None) -> bool:
+    """A language model trained from scratch: its early token entropy at least half of ln of
+    its vocabulary (a random model samples near uniformly). Its entropy falling is then what it
+    is for a discrete policy, a collapse to be read on its own: sharpening is what a pretrained
+    model does, which starts far below its maximum (calibration corpus grpo_* on a random
+    24-word model start at ln 24 = 3.18; published Qwen runs at 0.2 of ln 152k = 11.9)."""
+    if not ctx.vocab_size or ctx.vocab_size < 2 or early is None:
+        return False
+    return early >= _UNTRAINED * math.log(ctx.vocab_size)
+
+
+def _sharpening(t: _Lang, evidence: list[Evidence], series: Mapping[str, Series]) -> list[Evidence]:
     """A token policy's entropy warnings become `watch` unless the task reward went with it
     (see `_converged`): its rolling mean below where it started beyond noise, at half of it or
     less, as the token rules read a fallen reward (a dip of a quarter is a few prompts' batch

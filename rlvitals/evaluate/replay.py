@@ -360,6 +360,7 @@ _RULE_KINDS = {
     "reward_regression_from_best": "reward_collapse",
     "token_entropy_surge_with_reward_collapse": "reward_collapse",
     "length_limit_with_reward_collapse": "length_limit",
+    "token_entropy_cliff_with_answers_at_limit": "entropy_collapse",
     "reward_gone_groups_without_variance": "dead_policy",
     "ref_kl_surge_with_reward_collapse": "reward_collapse",
     "loss_rising_with_ref_kl_reward_flat": "trust_region",
