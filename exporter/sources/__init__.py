@@ -1,5 +1,6 @@
 """Log sources: TensorBoard event files, JSON Lines, SB3 progress.csv / progress.json, HF
-`trainer_state.json` and text logs read with a regex, found by searching directories and followed
+`trainer_state.json`, trainers' console logs, text logs read with a regex, and other trackers'
+local runs (an MLflow file store's run folders, W&B run logs), found by searching directories and followed
 as they grow (rotation, truncation, new event files), each yielding `Record`s (one step's values
 under the log's own names) or, for TensorBoard, `ScalarBlock`s (steps as columns).
 
