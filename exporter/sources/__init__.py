@@ -11,7 +11,16 @@ May import: `exporter.errors` and `exporter.schema` (the read positions the stor
 a source knows the file, not what the names mean (`translate`) or where rows go (`store`).
 """
 
-from .discover import FORMATS, Format, LogFile, Source, detect_format, discover, open_source
+from .discover import (
+    FORMATS,
+    TRACKER_FORMATS,
+    Format,
+    LogFile,
+    Source,
+    detect_format,
+    discover,
+    open_source,
+)
 from .errors import BadPattern, SourceError, UnreadableLog
 from .follow import LogSet
 from .jsonl import STEP_KEYS, JsonlParser
@@ -28,6 +37,7 @@ __all__ = [
     "FORMATS",
     "SB3_STEP_KEY",
     "STEP_KEYS",
+    "TRACKER_FORMATS",
     "BadLine",
     "BadPattern",
     "Format",

@@ -65,13 +65,13 @@ def is_wandb_log(path: Path) -> bool:
     return _LOG.match(path.name) is not None
 
 
-def _record_class() -> Any:
+def _record_class(path: Path) -> Any:
     try:
         module = importlib.import_module("wandb.proto.wandb_internal_pb2")
     except ImportError as exc:
         raise MissingWandb(
-            "reading a W&B run (run-<id>.wandb) needs the wandb package: "
-            "pip install 'rlvitals[trackers]'"
+            f"{path}: reading a W&B run needs the wandb package: pip install "
+            "'rlvitals[trackers]' (or name only the folders of the other logs)"
         ) from exc
     return module.Record
 
@@ -102,7 +102,7 @@ def wandb_identity(path: Path) -> RunIdentity:
             started = ""
     name = None
     try:
-        cls = _record_class()
+        cls = _record_class(path)
     except MissingWandb:
         return RunIdentity(None, run_id, started)
     log = RecordLog(path, lambda _: None)
@@ -128,8 +128,7 @@ class WandbRunSource:
         self.path = path
         self._report = report
         self._log = RecordLog(path, self._problem)
-        self._cls: Any = None
-        self._missing = False
+        self._cls = _record_class(path)  # without wandb: MissingWandb, said before reading
         self._config: dict[str, Any] = {}
         self._step_metrics: list[tuple[str, str]] = []  # (key glob, its step metric)
         self._step_source: str | None = None
@@ -169,15 +168,6 @@ class WandbRunSource:
 
     def poll(self, *, final: bool = False) -> Iterator[Record]:
         """The history rows written since the last poll, one Record each."""
-        if self._cls is None:
-            if self._missing:
-                return
-            try:
-                self._cls = _record_class()
-            except MissingWandb as exc:
-                self._missing = True
-                self._problem(str(exc))
-                return
         for payload in self._log.poll(final=final):
             record = self._cls()
             try:
