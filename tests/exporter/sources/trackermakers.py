@@ -79,13 +79,13 @@ _WANDB_SCRIPT = r"""
 import json, os, sys
 spec = json.loads(sys.stdin.read())
 import wandb
-for line in spec["print_before"]:
-    print(line, flush=True)
 run = wandb.init(dir=spec["dir"], project="p", name=spec["name"], config=spec["config"],
                  id=spec["id"], resume="allow" if spec["id"] else None)
+for line in spec["print_before"]:  # printed after init: what W&B captures
+    print(line, flush=True)
 if spec["step_metric"]:
     run.define_metric(spec["step_metric"])
-    run.define_metric(spec["glob"], step_metric=spec["step_metric"], step_sync=True)
+    run.define_metric(spec["glob"], step_metric=spec["step_metric"], step_sync=spec["sync"])
 for row in spec["rows"]:
     if spec["print_rows"]:
         print(" - ".join([f"step:{row['step']}"] + [f"{k}:{v}" for k, v in row["values"].items()]),
@@ -96,10 +96,7 @@ for row in spec["rows"]:
         run.log(row["values"], step=row["step"])
 if spec["table"]:
     run.log({"samples": wandb.Table(columns=["prompt", "reward"], data=[["2+2", 1.0]])})
-if spec["finish"]:
-    run.finish()
-else:
-    os._exit(0)  # killed: no exit record
+run.finish()
 """
 
 
@@ -111,16 +108,17 @@ def write_wandb_run(
     config: Mapping[str, Any] | None = None,
     step_metric: str | None = None,
     glob: str = "*",
+    step_sync: bool = True,
     run_id: str | None = None,
     print_before: Iterable[str] = (),
     print_rows: bool = False,
     table: bool = False,
-    finish: bool = True,
 ) -> Path:
     """One W&B offline run under `root` (`wandb.init(dir=root)`, `WANDB_MODE=offline`), each row
     logged with `wandb.log(values, step=step)` (no `step` when None); with `step_metric`, the
-    run defines it as the step of the keys matching `glob`, as the Hugging Face Trainer's W&B
-    callback does. Returns the new run folder."""
+    run defines it as the step of the keys matching `glob` (`step_sync`: W&B copies its last
+    value into a row that lacks it), as the Hugging Face Trainer's W&B callback does. `print_before` lines are printed after `wandb.init` (W&B captures the console
+    from there), before the rows. Returns the new run folder."""
     root.mkdir(parents=True, exist_ok=True)
     before = set((root / "wandb").glob("*run-*"))
     spec = {
@@ -130,11 +128,11 @@ def write_wandb_run(
         "id": run_id,
         "step_metric": step_metric,
         "glob": glob,
+        "sync": step_sync,
         "rows": [{"step": step, "values": dict(values)} for step, values in rows],
         "print_before": list(print_before),
         "print_rows": print_rows,
         "table": table,
-        "finish": finish,
     }
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
     env.pop("WANDB_DIR", None)
