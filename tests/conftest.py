@@ -48,6 +48,7 @@ SLOW_MODULES: dict[str, str] = {
     "test_replay_matches_live.py": "the corpus replayed, and each run logged and served again",
     "test_readme_commands.py": "the README's commands: the demo, serve, SB3 and corpus trainings",
     "test_serve_logdir.py": "rlvitals serve processes following log folders",
+    "test_docs_trackers.py": "docs/trackers.md's commands: W&B and MLflow runs written, serve",
 }
 
 
