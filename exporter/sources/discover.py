@@ -189,8 +189,10 @@ def _is_console(path: Path, sniffed: Sniffed | None) -> bool:
 def _matches(path: Path, fmt: Format, pattern: str | None) -> bool:
     """Whether a file found in a directory search belongs to an explicitly chosen format."""
     lower = path.name.lower()
-    if fmt in TRACKER_FORMATS or path.is_dir() or is_wandb_log(path):
-        return detect_format(path) == fmt
+    if fmt == "mlflow" or path.is_dir():
+        return fmt == "mlflow" and path.is_dir() and is_mlflow_run(path)
+    if fmt == "wandb" or is_wandb_log(path):
+        return fmt == "wandb" and is_wandb_log(path)
     if fmt == "tensorboard":
         return is_event_file(path)
     if _ROTATED.search(lower) or is_event_file(path):

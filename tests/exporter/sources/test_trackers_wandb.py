@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from trackermakers import write_wandb_run
+from trackermakers import write_mlflow_run, write_wandb_run
 
 import registry
 from exporter import Outbox
@@ -238,3 +238,13 @@ def test_evaluate_replays_each_run_of_a_wandb_folder(
     assert main(["evaluate", str(tmp_path / "logs" / "wandb")]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     assert sorted(row.split(" | ")[0].strip("| ") for row in rows[2:]) == ["one", "two"]
+
+
+def test_a_chosen_format_takes_only_that_tracker_s_runs(store: Path, tmp_path: Path) -> None:
+    write_wandb_run(tmp_path / "logs", VERL_ROWS, name="from-wandb")
+    write_mlflow_run(tmp_path / "logs" / "mlruns", VERL_ROWS, run_name="from-mlflow")
+    assert main(["import", str(tmp_path / "logs"), "--format", "wandb"]) == 0
+    assert main(["import", str(tmp_path / "logs"), "--format", "mlflow", "--run", "second"]) == 0
+    with Outbox(store) as box:
+        assert sorted(r.run for r in box.runs()) == ["from-wandb", "second"]
+        assert box.series("second", "policy_loss")[0].tolist() == [1, 2, 3, 4]
