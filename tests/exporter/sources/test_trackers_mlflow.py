@@ -195,3 +195,28 @@ def test_evaluate_replays_each_mlflow_run_of_a_store(
         "first-run",
         "second-run",
     ]
+
+
+def test_verl_s_flattened_config_params_give_its_run_context(store: Path, tmp_path: Path) -> None:
+    # verl's MLflow logger logs its whole config flattened with "/" (verl/utils/tracking.py,
+    # _flatten_dict(..., sep="/")), so each param is a sub-folder of params/
+    params = {
+        "algorithm/adv_estimator": "grpo",
+        "algorithm/use_kl_in_reward": False,
+        "actor_rollout_ref/rollout/n": 5,
+        "actor_rollout_ref/actor/clip_ratio": 0.28,
+        "actor_rollout_ref/actor/use_kl_loss": True,
+        "actor_rollout_ref/actor/kl_loss_coef": 0.001,
+        "data/max_response_length": 2048,
+    }
+    rows = [(s, {"actor/pg_loss": 0.1, "critic/score/mean": 0.5}) for s in (1, 2, 3)]
+    run = write_mlflow_run(tmp_path / "mlruns", rows, run_name="verl-grpo", params=params)
+    assert (run / "params" / "actor_rollout_ref" / "rollout" / "n").read_text() == "5"
+    assert main(["import", str(tmp_path / "mlruns")]) == 0
+    with Outbox(store) as box:
+        record = box.run("verl-grpo")
+    assert record is not None and record.framework == "verl"
+    config = record.config
+    assert config["algorithm"] == "GRPO" and config["group_size"] == 5
+    assert config["clip_epsilon"] == 0.28 and config["kl_coef"] == 0.001
+    assert config["max_length"] == 2048
