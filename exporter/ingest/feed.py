@@ -27,6 +27,7 @@ from ..run import Run
 from ..schema import SourcePosition
 from ..sources import LogFile, Record, ScalarBlock
 from ..sources.console import console_header
+from ..sources.discover import last_modified
 from ..sources.follow import path_key
 from ..sources.text_summaries import read_text_summaries
 from ..translate.derive import StepDeriver
@@ -37,6 +38,7 @@ __all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary", "import_end"]
 
 DETECT_SAMPLE = 200  # records looked at to detect a run's framework
 _CONFIG_FACTS = ("step_source",)  # facts of a log kept in its run's config
+_WANDB_CONSOLE = Path("files", "output.log")
 _ROOM_CHECK_EVERY = 256
 _BLOCK_SLICE = 2048
 """Steps of a `ScalarBlock` handed to a run at a time: about one worker batch (a transaction),
@@ -215,6 +217,10 @@ class Ingest:
                     state.texts.setdefault(tag, text)
             elif log.format == "console":
                 state.texts.setdefault("console", console_header(log.path))
+            elif log.format == "wandb" and (log.path.parent / _WANDB_CONSOLE).is_file():
+                # the console the W&B run captured: what it printed before its metrics
+                # (verl's config dump, the Trainer's banner); its metrics are in the history
+                state.texts.setdefault("console", console_header(log.path.parent / _WANDB_CONSOLE))
             if facts is not None:
                 state.facts.append(facts)
         summary.files.add(str(log.path))
@@ -255,10 +261,7 @@ class Ingest:
         if key in self._read:
             return time.time(), True
         self._read.add(key)
-        try:
-            return log.path.stat().st_mtime, False
-        except OSError:
-            return time.time(), False
+        return last_modified(log) or time.time(), False
 
     @staticmethod
     def _grew(state: _RunState, arrival: tuple[float, bool]) -> None:
@@ -448,9 +451,16 @@ class Ingest:
             # same run going on, never a new one under a new name.
             resume = resume or state.ended
             keys = {name for record in state.pending for name in record.values}
+            learned = state.learned()
+            tracker = learned.get("tracker_config")
             config = {
-                **context_from_logs(framework, keys, state.texts),
-                **{k: v for k, v in state.learned().items() if k in _CONFIG_FACTS},
+                **context_from_logs(
+                    framework,
+                    keys,
+                    state.texts,
+                    tracker=tracker if isinstance(tracker, Mapping) else None,
+                ),
+                **{k: v for k, v in learned.items() if k in _CONFIG_FACTS},
                 **self._config,
             }
             summary.config = config
@@ -522,7 +532,10 @@ def import_end(
     """(state, reason) an import that read a run's logs to their end records: `finished` when
     they reach its planned length (`planned_steps` of its run config) or the trainer printed
     its closing summary (`facts`), else `ended`."""
-    if facts and facts.get("closed"):
+    closed = facts.get("closed") if facts else None
+    if isinstance(closed, str):  # a tracker's own record of a normal end
+        return "finished", closed
+    if closed:
         return "finished", "its log holds what the trainer prints when it ends normally"
     planned = config.get("planned_steps")
     if isinstance(planned, int) and isinstance(last, int) and last >= planned > 0:

@@ -17,7 +17,13 @@ from typing import Any
 
 from ..sources.console_text import strip_ansi
 
-__all__ = ["console_context", "console_lines", "context_from_logs", "parse_assignment"]
+__all__ = [
+    "console_context",
+    "console_lines",
+    "context_from_logs",
+    "parse_assignment",
+    "tracker_context",
+]
 
 
 def _number(text: str) -> Any:
@@ -79,11 +85,18 @@ def _positive(value: Any) -> float | None:
 
 
 def context_from_logs(
-    framework: str | None, keys: Iterable[str], texts: Mapping[str, str]
+    framework: str | None,
+    keys: Iterable[str],
+    texts: Mapping[str, str],
+    *,
+    tracker: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run-config keys (see `registry.diagnosis.context.CONTEXT_KEYS`) the logs establish."""
+    """Run-config keys (see `registry.diagnosis.context.CONTEXT_KEYS`) the logs establish;
+    `tracker`: the config a tracker run was given (MLflow params, W&B config)."""
     names = set(keys)
     out: dict[str, Any] = {}
+    if tracker:
+        out.update(tracker_context(tracker))
     if framework:
         out["framework"] = framework
     if framework == "sb3":
@@ -347,3 +360,53 @@ def _trl_field(key: str, value: Any) -> dict[str, Any]:
     if key == "num_iterations" and number >= 1:
         return {"num_iterations": int(number)}
     return {}
+
+
+def _nested(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A tracker's config as nested dicts: MLflow params are flat text (`beta` -> "0.04"; verl
+    logs its config flattened, `algorithm/adv_estimator` or `algorithm.adv_estimator`), a W&B
+    config nested JSON values."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        *parents, leaf = re.split(r"[./]", key) if isinstance(key, str) else [str(key)]
+        node = out
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                break
+            node = child
+        else:
+            node.setdefault(leaf, _number(value) if isinstance(value, str) else value)
+    return out
+
+
+_TRL_FIELDS = (
+    "num_generations",
+    "beta",
+    "epsilon",
+    "max_completion_length",
+    "max_steps",
+    "num_iterations",
+    "rloo_k",
+)
+
+
+def tracker_context(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Run-config keys from the config a tracker run was given: verl's config (its
+    `algorithm.adv_estimator`, `actor_rollout_ref.rollout.n`, `actor_rollout_ref.actor.clip_ratio`,
+    KL settings, `data.max_response_length`: what its config dump gives) or a TRL trainer's
+    arguments (`num_generations`, `beta`, `epsilon`, `max_completion_length`, `max_steps`, ...:
+    what the Hugging Face Trainer's W&B and MLflow callbacks log, `args.to_dict()`)."""
+    doc = _nested(config)
+    if "actor_rollout_ref" in doc or "algorithm" in doc:
+        return _verl_context(doc)
+    out: dict[str, Any] = {}
+    for key in _TRL_FIELDS:
+        if key in doc:
+            out.update(_trl_field(key, doc[key]))
+    if "num_generations" in doc or "rloo_k" in doc:
+        # RLOOConfig alone has `reward_clip_range` (TRL 1.x trl/trainer/rloo_config.py)
+        rloo = "rloo_k" in doc or "reward_clip_range" in doc
+        out["algorithm"] = "RLOO" if rloo else "GRPO"
+        out["action_space"] = "token"
+    return out

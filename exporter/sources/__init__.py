@@ -1,5 +1,6 @@
 """Log sources: TensorBoard event files, JSON Lines, SB3 progress.csv / progress.json, HF
-`trainer_state.json` and text logs read with a regex, found by searching directories and followed
+`trainer_state.json`, trainers' console logs, text logs read with a regex, and other trackers'
+local runs (an MLflow file store's run folders, W&B run logs), found by searching directories and followed
 as they grow (rotation, truncation, new event files), each yielding `Record`s (one step's values
 under the log's own names) or, for TensorBoard, `ScalarBlock`s (steps as columns).
 
@@ -10,7 +11,16 @@ May import: `exporter.errors` and `exporter.schema` (the read positions the stor
 a source knows the file, not what the names mean (`translate`) or where rows go (`store`).
 """
 
-from .discover import FORMATS, Format, LogFile, Source, detect_format, discover, open_source
+from .discover import (
+    FORMATS,
+    TRACKER_FORMATS,
+    Format,
+    LogFile,
+    Source,
+    detect_format,
+    discover,
+    open_source,
+)
 from .errors import BadPattern, SourceError, UnreadableLog
 from .follow import LogSet
 from .jsonl import STEP_KEYS, JsonlParser
@@ -27,6 +37,7 @@ __all__ = [
     "FORMATS",
     "SB3_STEP_KEY",
     "STEP_KEYS",
+    "TRACKER_FORMATS",
     "BadLine",
     "BadPattern",
     "Format",

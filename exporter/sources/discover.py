@@ -10,6 +10,13 @@ holds a metric line verl, the Hugging Face Trainer or OpenRLHF prints (`console.
 line is often a banner, so content decides, not the first line); a Hugging Face / TRL `trainer_state.json` is read by its
 output folder (one run, however many checkpoint copies it holds). Rotated copies (`train.log.1`, `*.gz`) are never picked up,
 so a follower does not read a log twice after rotation. A file's run is its folder's name.
+
+Other trackers' runs are one log each, and nothing inside them is searched: an MLflow file
+store's run folder (`mlruns/<experiment>/<run>/`, `mlflow_files.py`; an experiment folder is
+searched only for its runs, not its models or traces) and a W&B run folder's `run-<id>.wandb`
+(`wandb_offline.py`; its `files/output.log` is not read as a console log as well). Their run is
+the name the tracker gave it (its id when it has none); of several runs given one name, the
+first started keeps it and the others are told apart by their id's first 8 characters.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -29,15 +37,29 @@ from .errors import UnreadableLog
 from .jsonl import JsonlParser
 from .linefile import LineFileSource
 from .lines import LineParser
+from .mlflow_files import MlflowRunSource, RunIdentity, is_mlflow_run, mlflow_identity
 from .record import Malformed, Record
 from .regex_text import RegexParser
 from .sb3_csv import SB3_STEP_KEY, Sb3CsvParser
 from .tensorboard import TensorBoardSource, is_event_file
 from .trainer_state import STATE_FILE, TrainerStateSource, run_folder
+from .wandb_offline import WandbRunSource, is_wandb_log, wandb_identity
 
-__all__ = ["FORMATS", "Format", "LogFile", "Source", "detect_format", "discover", "open_source"]
+__all__ = [
+    "FORMATS",
+    "TRACKER_FORMATS",
+    "Format",
+    "LogFile",
+    "Source",
+    "detect_format",
+    "discover",
+    "last_modified",
+    "open_source",
+]
 
-Format = Literal["tensorboard", "jsonl", "sb3-csv", "regex", "trainer-state", "console"]
+Format = Literal[
+    "tensorboard", "jsonl", "sb3-csv", "regex", "trainer-state", "console", "mlflow", "wandb"
+]
 FORMATS: tuple[Format, ...] = (
     "tensorboard",
     "jsonl",
@@ -45,7 +67,11 @@ FORMATS: tuple[Format, ...] = (
     "regex",
     "trainer-state",
     "console",
+    "mlflow",
+    "wandb",
 )
+TRACKER_FORMATS: tuple[Format, ...] = ("mlflow", "wandb")
+"""Formats whose log is one run of another tracker, named as that tracker named it."""
 
 _JSONL_SUFFIXES = (".jsonl", ".ndjson")
 _TEXT_SUFFIXES = (".log", ".txt", ".out", ".err")
@@ -80,9 +106,13 @@ class LogFile:
 
     path: Path
     format: Format
+    name: str | None = None
+    """The run's name when the log itself gives it (a tracker's run), else None."""
 
     @property
     def run(self) -> str:
+        if self.name is not None:
+            return self.name
         # A folder name that is not UTF-8 arrives with lone surrogates, which no store can
         # hold: its bytes are written as \x.. escapes instead.
         if self.format == "trainer-state":  # an output folder, or a state file in it
@@ -118,6 +148,10 @@ def detect_format(
     name = path.name
     if is_event_file(path):
         return "tensorboard"
+    if is_wandb_log(path):
+        return "wandb"
+    if path.is_dir():
+        return "mlflow" if is_mlflow_run(path) else None
     if _ROTATED.search(name):
         return None
     lower = name.lower()
@@ -155,6 +189,10 @@ def _is_console(path: Path, sniffed: Sniffed | None) -> bool:
 def _matches(path: Path, fmt: Format, pattern: str | None) -> bool:
     """Whether a file found in a directory search belongs to an explicitly chosen format."""
     lower = path.name.lower()
+    if fmt == "mlflow" or path.is_dir():
+        return fmt == "mlflow" and path.is_dir() and is_mlflow_run(path)
+    if fmt == "wandb" or is_wandb_log(path):
+        return fmt == "wandb" and is_wandb_log(path)
     if fmt == "tensorboard":
         return is_event_file(path)
     if _ROTATED.search(lower) or is_event_file(path):
@@ -169,8 +207,25 @@ def _matches(path: Path, fmt: Format, pattern: str | None) -> bool:
 
 
 def _walk(root: Path) -> Iterator[Path]:
+    """Files under `root`, and the run folders of an MLflow store (nothing inside them)."""
     for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        if is_mlflow_run(here):
+            dirs[:] = []
+            yield here
+            continue
+        runs = [name for name in sorted(files) if is_wandb_log(Path(name))]
+        if runs:  # a W&B run folder: its log, not its console copy or debug logs
+            dirs[:] = []
+            yield from (here / name for name in runs)
+            continue
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if (here / "meta.yaml").is_file():
+            # an MLflow experiment: its runs, not its logged models' or traces' files
+            experiment = [d for d in dirs if is_mlflow_run(here / d)]
+            if experiment:
+                dirs[:] = experiment
+                continue
         for name in sorted(files):
             if not name.startswith(".") and _is_regular(Path(folder) / name):
                 yield Path(folder) / name
@@ -221,7 +276,50 @@ def discover(
                 path = run_folder(path)
             if kind is not None:
                 found.setdefault(path, LogFile(path, kind))
-    return list(found.values())
+    return _name_tracker_runs(list(found.values()))
+
+
+def _identity(log: LogFile) -> RunIdentity:
+    return mlflow_identity(log.path) if log.format == "mlflow" else wandb_identity(log.path)
+
+
+def _name_tracker_runs(logs: list[LogFile]) -> list[LogFile]:
+    """Give each tracker run its tracker's name: of runs of one name (distinct ids), the
+    first started keeps it and the others get `-<id[:8]>`; a run without a name is its id.
+    Logs of one id (a W&B run resumed in a second folder) are one run."""
+    idents = {log.path: _identity(log) for log in logs if log.format in TRACKER_FORMATS}
+    first: dict[str, RunIdentity] = {}
+    for ident in sorted(idents.values(), key=lambda i: (i.started, i.run_id)):
+        if ident.name is not None:
+            first.setdefault(ident.name, ident)
+    out = []
+    for log in logs:
+        found = idents.get(log.path)
+        if found is None:
+            out.append(log)
+            continue
+        ident = found
+        if ident.name is None:
+            name = ident.run_id
+        elif first[ident.name].run_id == ident.run_id:
+            name = ident.name
+        else:
+            name = f"{ident.name}-{ident.run_id[:8]}"
+        out.append(replace(log, name=os.fsencode(name).decode("utf-8", "backslashreplace")))
+    return out
+
+
+def last_modified(log: LogFile) -> float:
+    """When the log last changed: an MLflow run folder's newest metric file (appending to a
+    file leaves its folder's time alone), else the file's (folder's) own time."""
+    paths = [log.path]
+    if log.format == "mlflow":
+        paths += [Path(f, n) for f, _, names in os.walk(log.path / "metrics") for n in names]
+    newest = 0.0
+    for path in paths:
+        with suppress(OSError):
+            newest = max(newest, path.stat().st_mtime)
+    return newest
 
 
 def _detect_named(path: Path, pattern: str | None) -> Format:
@@ -258,6 +356,10 @@ def open_source(
         return TensorBoardSource(log.path, report)
     if log.format == "trainer-state":
         return TrainerStateSource(log.path, report)
+    if log.format == "mlflow":
+        return MlflowRunSource(log.path, report)
+    if log.format == "wandb":
+        return WandbRunSource(log.path, report)
     parser: LineParser
     if log.format == "console":
         parser = ConsoleParser(cadence=cadence)

@@ -92,10 +92,11 @@ class LogSet:
         return None if position is None else replace(position, path=path_key(log.path))
 
     def facts(self, log: LogFile) -> dict[str, object]:
-        """What reading `log` established about its run (see `LineFileSource.facts`)."""
+        """What reading `log` established about its run (`LineFileSource.facts`, a tracker
+        run's `facts`: its config, how it ended)."""
         entry = self._sources.get(log.path)
-        source = None if entry is None else entry[1]
-        return source.facts() if isinstance(source, LineFileSource) else {}
+        facts = None if entry is None else getattr(entry[1], "facts", None)
+        return dict(facts()) if callable(facts) else {}
 
     def poll(self, *, final: bool = False) -> Iterator[tuple[LogFile, Iterable[Record]]]:
         """For each known file (after a refresh), the Records written since the last poll.

@@ -12,7 +12,7 @@ from typing import Any
 import registry
 from exporter.errors import ExporterError
 from exporter.ingest.commands import add_config_arguments, mapped_config, read_config_arguments
-from exporter.sources import UnreadableLog, discover
+from exporter.sources import TRACKER_FORMATS, LogFile, UnreadableLog, discover
 from registry import FRAMEWORKS
 
 from .expected import given, read_expected
@@ -78,7 +78,8 @@ def _fail(message: str) -> int:
 
 def _run_folders(paths: list[str]) -> tuple[list[Path], list[tuple[str, str]]]:
     """The runs under the PATHs: a log file is a run; a folder holding logs itself is a run; a
-    folder of run folders gives each sub-folder that holds logs (any format `import` reads).
+    folder of run folders gives each sub-folder that holds logs (any format `import` reads),
+    and each tracker run below it (an MLflow run folder, a W&B run folder) is a run of its own.
     Also the PATHs that hold no log, with why: each gets its row, the others are evaluated."""
     out: list[Path] = []
     unread: list[tuple[str, str]] = []
@@ -97,23 +98,42 @@ def _run_folders(paths: list[str]) -> tuple[list[Path], list[tuple[str, str]]]:
         if _holds_logs(path):
             out.append(path)
             continue
-        subs = sorted(d for d in path.iterdir() if d.is_dir() and discover([d]))
-        if not subs:
+        trackers = sorted({_tracker_run(log) for log in discover([path]) if _is_tracker(log)})
+        subs = sorted(
+            d
+            for d in path.iterdir()
+            if d.is_dir()
+            and not d.is_symlink()  # W&B's `latest-run` is another run's folder
+            and not any(_is_tracker(log) for log in discover([d]))
+            and discover([d])
+        )
+        if not subs and not trackers:
             unread.append(
                 (
                     run_name_of(path),
                     f"{path}: no training logs in it or its folders (TensorBoard event files, "
-                    "JSON Lines, SB3 progress.csv, trainer_state.json, a trainer's console log)",
+                    "JSON Lines, SB3 progress.csv, trainer_state.json, a trainer's console log, "
+                    "MLflow or W&B runs)",
                 )
             )
-        out += subs
+        out += trackers + subs
     if not out and unread:
         raise FileNotFoundError(unread[0][1])
     return out, unread
 
 
+def _is_tracker(log: LogFile) -> bool:
+    return log.format in TRACKER_FORMATS
+
+
+def _tracker_run(log: LogFile) -> Path:
+    """A tracker run's folder: the MLflow run folder, the W&B log's folder."""
+    return log.path if log.path.is_dir() else log.path.parent
+
+
 def _holds_logs(folder: Path) -> bool:
-    """Logs in the folder itself (or it is a Hugging Face output folder), not only below it."""
+    """Logs in the folder itself (or it is a Hugging Face output folder or a tracker's run
+    folder), not only below it."""
     return any(log.path.parent == folder or log.path == folder for log in discover([folder]))
 
 

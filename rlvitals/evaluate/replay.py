@@ -27,6 +27,8 @@ import numpy.typing as npt
 from exporter.config import ExporterSettings
 from exporter.ingest.commands import import_into
 from exporter.schema import TRANSFORMS_FIELD
+from exporter.sources import TRACKER_FORMATS, discover
+from exporter.sources.wandb_offline import is_wandb_log
 from grafana.datasource.cards import run_cards
 from grafana.datasource.config import DatasourceConfig
 from grafana.datasource.history.embedded import EmbeddedHistory
@@ -200,7 +202,12 @@ _ALL_POINTS = 2**62  # raw points, never bucketed
 
 
 def run_name_of(path: Path) -> str:
-    """A replayed run's name: its folder's, or for a log file named alone, the file's stem."""
+    """A replayed run's name: a tracker run's own (MLflow's run name, W&B's display name), else
+    its folder's, or for a log file named alone, the file's stem."""
+    if path.is_dir() or is_wandb_log(path):
+        logs = [log for log in discover([path]) if log.format in TRACKER_FORMATS]
+        if len(logs) == 1 and path in (logs[0].path, logs[0].path.parent):
+            return logs[0].run
     return path.name if path.is_dir() else path.stem
 
 

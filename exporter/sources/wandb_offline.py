@@ -1,0 +1,237 @@
+"""A W&B run folder (`wandb/offline-run-<date>-<id>/`, or `run-<date>-<id>/` of a run that
+was online), read from its transaction log `run-<id>.wandb` as one log.
+
+The log's framing is read by `leveldb_log.py`; each record is decoded with the wandb package's
+own protobuf class, `wandb.proto.wandb_internal_pb2.Record` (wandb is an optional extra,
+`pip install 'rlvitals[trackers]'`, imported only when such a folder is read). Checked against
+wandb 0.31.0, whose offline runs write no `files/config.yaml` or `wandb-summary.json` (those
+come with `wandb sync`): everything is in the log. What is read, by record type:
+
+- `history`: one row per W&B step; each item is `key` (older writers) or `nested_key` (0.31:
+  `["actor/pg_loss"]`, a nested dict's `["a", "b"]`, named `a.b` as W&B shows it) with a JSON
+  value (`NaN`/`Infinity` bare). Numbers are read; strings, lists and media are not: a key group
+  with a `_type` child (tables, images, histograms: `table-file`, `histogram`, ...) is dropped,
+  and so are W&B's own `_runtime`, `_timestamp` (the row's wall time) and `_step`.
+- The step: `_step`, unless the run defined a step metric for the row's keys
+  (`define_metric("*", step_metric="train/global_step")`, what the Hugging Face Trainer's and
+  OpenRLHF's W&B loggers do: they call `wandb.log` without `step`, so `_step` counts calls):
+  then that metric's value in the row, which is not stored as a metric. A row lacking the step
+  metric defined for its keys is reported and not placed.
+- `run` and `config`: the run's name (`display_name`) and config, for its run context.
+- `exit`: exit code 0 is a normal end.
+
+Not read: media, tables and histograms (their files under `files/media/`), artifacts, the run
+summary (its last values; HF's end-of-run `train_runtime` lives only there), system metrics
+(`stats` records: CPU, memory, GPU), and `files/output.log`, the captured console: the history
+holds the same metrics with their steps, so it is the run's one source (a console log holds what
+the trainer printed, not always every logged key, and rounded).
+
+A new process reads the run from its start again: the records needed to place its steps (the
+step metric's definition) come first in the log, and its steps are stored again at the same steps.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from ..schema import SourcePosition
+from .errors import SourceError
+from .leveldb_log import RecordLog
+from .mlflow_files import RunIdentity
+from .record import Malformed, Record
+
+__all__ = ["MissingWandb", "WandbRunSource", "is_wandb_log", "wandb_identity"]
+
+_LOG = re.compile(r"^run-([A-Za-z0-9]+)\.wandb$")
+_FOLDER = re.compile(r"^(?:offline-)?run-(\d{8}_\d{6})-([A-Za-z0-9]+)$")
+_INTERNAL = ("_step", "_runtime", "_timestamp")
+_NAME_SCAN = 64  # records looked at for the run record when naming a run
+
+
+class MissingWandb(SourceError):
+    """A W&B run log found without the wandb package installed to decode it."""
+
+
+def is_wandb_log(path: Path) -> bool:
+    """Whether `path` is a W&B run's transaction log (`run-<id>.wandb`)."""
+    return _LOG.match(path.name) is not None
+
+
+def _record_class(path: Path) -> Any:
+    try:
+        module = importlib.import_module("wandb.proto.wandb_internal_pb2")
+    except ImportError as exc:
+        raise MissingWandb(
+            f"{path}: reading a W&B run needs the wandb package: pip install "
+            "'rlvitals[trackers]' (or name only the folders of the other logs)"
+        ) from exc
+    return module.Record
+
+
+def _items(items: Iterable[Any], problem: Callable[[str], None]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key = item.key or ".".join(item.nested_key)
+        try:
+            out[key] = json.loads(item.value_json)
+        except ValueError:
+            problem(f"{key}: value {item.value_json[:40]!r} is not JSON")
+    return out
+
+
+def wandb_identity(path: Path) -> RunIdentity:
+    """The run's name (its run record's `display_name`; None when it has none, or wandb is
+    not installed to read it), id and start (the folder's date, else the file's mtime)."""
+    found = _LOG.match(path.name)
+    run_id = found.group(1) if found else path.stem
+    folder = _FOLDER.match(path.parent.name)
+    if folder is not None:
+        started = folder.group(1)
+    else:
+        try:
+            started = f"{path.stat().st_mtime:>20.3f}"
+        except OSError:
+            started = ""
+    name = None
+    try:
+        cls = _record_class(path)
+    except MissingWandb:
+        return RunIdentity(None, run_id, started)
+    log = RecordLog(path, lambda _: None)
+    for count, payload in enumerate(log.poll(), 1):
+        record = cls()
+        try:
+            record.ParseFromString(payload)
+        except Exception:  # protobuf's DecodeError; the source reports it
+            break
+        if record.WhichOneof("record_type") == "run":
+            name = record.run.display_name or None
+            run_id = record.run.run_id or run_id
+            break
+        if count >= _NAME_SCAN:
+            break
+    return RunIdentity(name, run_id, started)
+
+
+class WandbRunSource:
+    """Reads the history of one W&B run log incrementally."""
+
+    def __init__(self, path: Path, report: Callable[[Malformed], None]) -> None:
+        self.path = path
+        self._report = report
+        self._log = RecordLog(path, self._problem)
+        self._cls = _record_class(path)  # without wandb: MissingWandb, said before reading
+        self._config: dict[str, Any] = {}
+        self._step_metrics: list[tuple[str, str]] = []  # (key glob, its step metric)
+        self._step_source: str | None = None
+        self._exit: int | None = None
+        self._rows = 0
+
+    def _problem(self, reason: str) -> None:
+        self._report(Malformed(str(self.path), 0, reason))
+
+    def close(self) -> None:
+        """Nothing is held open: each poll opens the log."""
+
+    def position(self) -> SourcePosition | None:
+        if not self._log.offset:
+            return None
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return SourcePosition(
+            str(self.path), st.st_dev, st.st_ino, self._log.offset, self._rows, b"", b""
+        )
+
+    def resume(self, position: SourcePosition) -> bool:
+        """Always read from the start (see the module docstring)."""
+        return False
+
+    def facts(self) -> dict[str, object]:
+        """The run's config (for its run context), where its steps came from, and whether W&B
+        recorded a normal exit."""
+        out: dict[str, object] = {"tracker_config": dict(self._config)}
+        if self._step_source is not None:
+            out["step_source"] = self._step_source
+        if self._exit == 0:
+            out["closed"] = "W&B recorded the run's exit with code 0"
+        return out
+
+    def poll(self, *, final: bool = False) -> Iterator[Record]:
+        """The history rows written since the last poll, one Record each."""
+        for payload in self._log.poll(final=final):
+            record = self._cls()
+            try:
+                record.ParseFromString(payload)
+            except Exception:  # protobuf's DecodeError (the payload passed its checksum)
+                self._problem(f"record {self._log.records} is not a W&B record; skipped")
+                continue
+            kind = record.WhichOneof("record_type")
+            if kind == "history":
+                row = self._row(record.history)
+                if row is not None:
+                    yield row
+            elif kind == "run":
+                self._config.update(_items(record.run.config.update, self._problem))
+            elif kind == "config":
+                self._config.update(_items(record.config.update, self._problem))
+            elif kind == "metric" and record.metric.step_metric:
+                glob = record.metric.glob_name or record.metric.name
+                self._step_metrics.append((glob, record.metric.step_metric))
+            elif kind == "exit":
+                self._exit = record.exit.exit_code
+        self._config.pop("_wandb", None)
+
+    def _row(self, history: Any) -> Record | None:
+        items = _items(history.item, self._problem)
+        media = {key[: -len("._type")] for key in items if key.endswith("._type")}
+        values: dict[str, float] = {}
+        for key, value in items.items():
+            if key.startswith("_") or isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            if key in media or any(key.startswith(group + ".") for group in media):
+                continue
+            values[key] = float(value)
+        if not values.keys() - {metric for _, metric in self._step_metrics}:
+            return None  # a row of media or text only (a step metric W&B copied in aside)
+        step = self._step(values, items.get("_step", history.step.num))
+        if step is None:
+            return None
+        for _, metric in self._step_metrics:
+            values.pop(metric, None)
+        self._rows += 1
+        at = items.get("_timestamp")
+        wall = float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
+        return Record(step=step, values=values, wall_time=wall)
+
+    def _step(self, values: dict[str, float], counter: Any) -> int | None:
+        """The row's step: the step metric defined for its keys, else W&B's `_step`."""
+        wanted = None
+        for glob, metric in self._step_metrics:
+            if not any(fnmatchcase(key, glob) for key in values if key != metric):
+                continue
+            value = values.get(metric)
+            if value is not None and math.isfinite(value) and value >= 0 and value.is_integer():
+                self._step_source = self._step_source or f"{metric} (the run's W&B step metric)"
+                return int(value)
+            wanted = wanted or metric
+        if wanted is not None:
+            self._problem(
+                f"history row {self._rows + 1} has no whole {wanted}, the step its keys are "
+                "logged against; not placed"
+            )
+            return None
+        if isinstance(counter, bool) or not isinstance(counter, int) or counter < 0:
+            self._problem(f"history row {self._rows + 1} has no _step; not placed")
+            return None
+        self._step_source = self._step_source or "_step (W&B's step)"
+        return counter
