@@ -223,4 +223,6 @@ def open_source(
         if pattern is None:
             raise UnreadableLog(f"{log.path}: a text log needs --pattern REGEX to be read")
         parser = RegexParser(pattern)
+        # a text log is a trainer's printed output: its tracebacks and closing lines count
+        return LineFileSource(log.path, parser, report, console=True)
     return LineFileSource(log.path, parser, report)
