@@ -438,8 +438,6 @@ class Run:
         self._worker.join(max(0.1, deadline - time.monotonic()))
         if self._forwarder is not None:
             self._forwarder.stop(max(0.1, deadline - time.monotonic()))
-        if self._endpoint is not None:
-            self._endpoint.stop()
         if self._shared_endpoint is not None:
             self._shared_endpoint.remove(self)
         atexit.unregister(self._at_exit)
@@ -485,6 +483,18 @@ class Run:
             )
         if outbox is not None:
             outbox.close()
+        if self._endpoint is not None:
+            # Prometheus reads the end before the process goes: otherwise its last reading
+            # (live) is what the alert rules have, as from a process killed without an end
+            if not self._endpoint.linger(self.settings.prometheus_linger_s):
+                _log.warning(
+                    "rlvitals run %r: Prometheus did not scrape /metrics again within %g s of "
+                    "the run's end; it may read the run as gone without an end "
+                    "(RLVITALS_PROMETHEUS_LINGER_S)",
+                    self.name,
+                    self.settings.prometheus_linger_s,
+                )
+            self._endpoint.stop()
 
     def __enter__(self) -> Run:
         return self
@@ -541,6 +551,7 @@ class Run:
             last_activity=last_activity,
             finished=self._closed,
             status=self.status(),
+            writer=self._lease_kind == "log",
         )
 
     def status(self) -> Status:

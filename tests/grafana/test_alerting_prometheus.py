@@ -8,6 +8,8 @@ import contextlib
 import math
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -103,28 +105,33 @@ def stack(
         crashed.log(0, {"policy_kl": 0.01})
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
     # Followed logs (the sidecar's path): one was already quiet when first read (history), so
-    # `finish_idle` ends it and it leaves /metrics; one grew while followed, then went quiet:
-    # stalled once the window passes, it fires.
+    # `finish_idle` ends it and it leaves /metrics; two grew while followed, then went quiet:
+    # the one whose writer process still runs and holds its log open is stalled once the window
+    # passes, and fires; the one with no writer to be seen is quiet, and never fires.
     ingest = Ingest(
         registry=builtin, settings=settings, framework="sb3", endpoint=endpoint, follow=True
     )
     now = time.time()
+    holders = []
     for name, written in (
         ("followed-ended", now - 2 * life.ended_after_s),
         ("followed-stall", now),
+        ("followed-quiet", now),
     ):
         (root / name).mkdir()
         log = LogFile(root / name / "m.jsonl", "jsonl")
         log.path.write_text("{}\n", encoding="utf-8")
         os.utime(log.path, (written, written))
+        if name == "followed-stall":
+            holders.append(_hold_open(log.path))
         records = [Record(s, {"policy_kl": 0.01}, wall_time=now + s) for s in range(STEPS)]
         ingest.feed(log, records[: STEPS // 2])
-        if name == "followed-stall":
+        if name != "followed-ended":
             ingest.feed(log, records[STEPS // 2 :])  # read again: it grew while followed
     ingest.settle()
     assert ingest.flush(30)
     # history is ended as soon as the reader moves on from it (here: to the next log)
-    assert [r.name for r in ingest.runs] == ["followed-stall"]
+    assert [r.name for r in ingest.runs] == ["followed-stall", "followed-quiet"]
     assert ingest.finish_idle(life, time.time()) == []
     dead = ExporterSettings(
         store=root / "broken", influx_url=f"http://127.0.0.1:{free_port()}", policy="warn"
@@ -161,6 +168,19 @@ def stack(
         for run in (*runs.values(), broken):
             run.finish(5)
         ingest.finish(5)
+        for holder in holders:
+            holder.kill()
+            holder.wait(10)
+
+
+def _hold_open(path: Path) -> subprocess.Popen[str]:
+    """A process holding `path` open for writing, as a training job holds its log."""
+    code = "import sys, time; f = open(sys.argv[1], 'a'); print('ok', flush=True); time.sleep(3600)"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "ok\n"
+    return proc
 
 
 def _rules(reg: registry.Registry) -> list[dict[str, Any]]:
@@ -210,7 +230,7 @@ def test_injected_failures_fire_their_rules_and_a_healthy_run_fires_none(
     assert nonfinite, "the registry's NaN alert has no rule"
     fired = _wait_for(stack["prom"], rules, expected)
     assert expected <= fired, f"missing: {expected - fired}"
-    for quiet in ("healthy", "lr0.001", "done", "followed-ended"):
+    for quiet in ("healthy", "lr0.001", "done", "followed-ended", "followed-quiet"):
         assert not {f for f in fired if f.run == quiet}, f"run {quiet} fired {fired}"
     # no training job on the host: its target is down, yet the exporter is healthy
     assert not {f for f in fired if f.rule == "rlv-exporter-unhealthy" and f.run != "broken"}
