@@ -618,6 +618,7 @@ def _run_ingest(
             )
         if on_poll is not None:
             on_poll(logs.files)  # what was found, before the first pass reads it
+        ingest.look_for_writers([log.path for log in logs.files])
         # Runs whose logs a reader of this store read before (a restarted sidecar): they are
         # this reader's own and go on, never becoming NAME-2 copies of themselves.
         attached.update(

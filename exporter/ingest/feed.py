@@ -21,7 +21,9 @@ from ..config import ExporterSettings
 from ..counts import RunStats
 from ..errors import ConfigError, RunHeld
 from ..influx.direct import DirectRun
+from ..lease import Holder, this_process
 from ..lifecycle import Lifecycle
+from ..processes import writers_of
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..run import Run
 from ..schema import SourcePosition
@@ -30,7 +32,7 @@ from ..sources.follow import path_key
 from ..sources.text_summaries import read_text_summaries
 from ..translate.derive import StepDeriver
 from ..translate.steps import LoggedValue
-from .followed_end import EndEvidence, WriterWatch, judge_gone, judge_quiet
+from .followed_end import SCAN_EVERY, EndEvidence, WriterWatch, judge_gone, judge_quiet
 from .log_context import context_from_logs
 
 __all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary", "import_end"]
@@ -110,6 +112,9 @@ class _RunState:
     """The logs grew since the last look at their writer (`WriterWatch`)."""
     evidence: EndEvidence = field(default_factory=EndEvidence)
     """What the logs and their writer's process say about the run's end."""
+    looked: bool = False
+    """Its writer was searched for since it was first read (logs quiet when first read are
+    history only when no process holds them open for writing: a hung job the reader met)."""
     ended: bool = False
     """Finished by `finish_idle`: if its logs grow again, it resumes under its own name."""
     handed_over: bool = False
@@ -163,7 +168,9 @@ class Ingest:
         self._read: set[str] = set()  # files read at least once
         self._last_fed: str | None = None  # the run the last feed() logged records to
         self._renamed: dict[str, str] = {}
-        self._writers = WriterWatch()
+        # the writer of a log that grew is looked for at least four times in a stall window
+        self._writers = WriterWatch(min(SCAN_EVERY, settings.lifecycle.stall_after_s / 4))
+        self._writers_at_start: dict[str, Holder] | None = None
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -176,6 +183,19 @@ class Ingest:
     def run_name(self, log: LogFile) -> str:
         name = self._run_name or log.run
         return self._renamed.get(name, name)
+
+    def look_for_writers(self, paths: Collection[Path]) -> None:
+        """Before a follower's first pass: which processes write these logs now, in one search
+        (a log quiet when first read, held open by a process that still runs, is a hung job
+        the follower met, not history)."""
+        if not self._follow:
+            return
+        host = this_process().host
+        found = writers_of([str(p) for p in paths])
+        self._writers_at_start = {str(p): Holder(-1, host, None) for p in paths}
+        for path, writers in found.items():
+            first = min(writers, key=lambda w: w.pid)
+            self._writers_at_start[path] = Holder(first.pid, host, first.started)
 
     def follow_renames(self, renamed: Mapping[str, str]) -> None:
         """Runs renamed since their logs were read (`rlvitals runs rename`): the name their
@@ -202,6 +222,13 @@ class Ingest:
         if state is None:
             state = self._runs[name] = _RunState(RunSummary(name))
         summary = state.summary
+        known = (
+            None if self._writers_at_start is None else self._writers_at_start.get(str(log.path))
+        )
+        if known is not None and str(log.path) not in summary.files:
+            state.looked = True  # searched for before the first pass
+            if known.pid > 0 and state.evidence.writer is None:
+                state.evidence.writer, state.evidence.writer_open = known, True
         if str(log.path) not in summary.files and log.format == "tensorboard":
             for tag, text in read_text_summaries(log.path).items():
                 state.texts.setdefault(tag, text)
@@ -360,8 +387,8 @@ class Ingest:
             and state.run is not None
             and state.last_activity is not None
         }
-        if self._follow:
-            self._look_at_writers(chosen, now)
+        if self._follow:  # the search for new writers waits for a full look, once a pass
+            self._look_at_writers(chosen, now, scan=runs is None)
         ended = []
         for name, state in chosen.items():
             assert state.run is not None and state.last_activity is not None
@@ -415,16 +442,22 @@ class Ingest:
             ended.append(name)
         return ended
 
-    def _look_at_writers(self, runs: Mapping[str, _RunState], now: float) -> None:
+    def _look_at_writers(self, runs: Mapping[str, _RunState], now: float, *, scan: bool) -> None:
         """Find and check the processes writing the followed runs' logs; tell each run."""
-        self._writers.look(
+        searched = self._writers.look(
             {
-                name: (state.evidence, state.summary.files, state.grew_since_look)
+                name: (
+                    state.evidence,
+                    state.summary.files,
+                    state.grew_since_look or not state.looked,
+                )
                 for name, state in runs.items()
             },
             now,
+            scan=scan,
         )
-        for state in runs.values():
+        for name, state in runs.items():
+            state.looked = state.looked or name in searched
             state.grew_since_look = False
             if isinstance(state.run, Run):
                 state.run.observe_writer(state.evidence.writer, state.evidence.writer_open)

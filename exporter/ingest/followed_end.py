@@ -31,9 +31,9 @@ from ..lease import Holder
 from ..processes import Exit, describe_exit, holds_for_writing, process_state, writers_of
 from ..sources import EndMark, Record, ScalarBlock, closing_record
 
-__all__ = ["EndEvidence", "WriterWatch", "judge_gone", "judge_quiet"]
+__all__ = ["SCAN_EVERY", "EndEvidence", "WriterWatch", "judge_gone", "judge_quiet"]
 
-_SCAN_EVERY = 10.0
+SCAN_EVERY = 10.0
 """Seconds between two searches of the process table for the writers of logs that grew (one
 pass over every process's open files); a known writer is checked at every look."""
 _CLOSING_FRAMEWORKS = frozenset({"trl"})
@@ -184,16 +184,23 @@ class WriterWatch:
     checked at every look (its process and its open files: a few system calls); logs that grew
     without a known writer are searched for together, at most every `scan_every` seconds."""
 
-    scan_every: float = _SCAN_EVERY
+    scan_every: float = SCAN_EVERY
     _last_scan: float = field(default=-math.inf)
     _host: str = field(default_factory=socket.gethostname)
+    _pending: set[str] = field(default_factory=set)
+    """Runs whose logs grew with no writer known, waiting for the next search."""
 
     def look(
-        self, runs: Mapping[str, tuple[EndEvidence, Collection[str], bool]], now: float
-    ) -> None:
+        self,
+        runs: Mapping[str, tuple[EndEvidence, Collection[str], bool]],
+        now: float,
+        *,
+        scan: bool = True,
+    ) -> set[str]:
         """Update each run's evidence: `runs` maps a name to (evidence, its log files, whether
-        they grew since the last look)."""
-        wanted: dict[str, list[str]] = {}
+        to look for their writer: they grew since the last look, or were first read quiet).
+        Returns the runs whose writer was searched for in this look (none without `scan`: the
+        known writers are checked, the search waits for a look that may scan)."""
         for name, (evidence, files, grew) in runs.items():
             writer = evidence.writer
             if writer is not None and evidence.gone_at is None:
@@ -210,10 +217,15 @@ class WriterWatch:
                     evidence.zombie = state.state == "zombie"
             seeking = writer is None or evidence.gone_at is not None or not evidence.writer_open
             if grew and seeking:
-                wanted[name] = [str(f) for f in files]
-        if not wanted or now - self._last_scan < self.scan_every:
-            return
+                self._pending.add(name)
+            elif not seeking:
+                self._pending.discard(name)
+        self._pending &= set(runs)
+        if not scan or not self._pending or now - self._last_scan < self.scan_every:
+            return set()
         self._last_scan = now
+        wanted = {name: [str(f) for f in runs[name][1]] for name in self._pending}
+        self._pending.clear()
         found = writers_of({f for files in wanted.values() for f in files})
         for name, files in wanted.items():
             seen = [w for f in files for w in found.get(f, ())]
@@ -224,3 +236,4 @@ class WriterWatch:
             evidence.reset_writer()
             evidence.writer = Holder(first.pid, self._host, first.started)
             evidence.writer_open = True
+        return set(wanted)
