@@ -53,8 +53,8 @@ HEARTBEAT_GAUGE = "rlvitals_writer_heartbeat_timestamp_seconds"
 def status_family() -> GaugeMetricFamily:
     return GaugeMetricFamily(
         STATUS_GAUGE,
-        "1 for the run's current status (live, stalled, finished, crashed, incomplete, ended, "
-        "unknown) as recorded, with the reason that set it.",
+        "1 for the run's current status (live, stalled, quiet, finished, crashed, incomplete, "
+        "ended, unknown) as recorded, with the reason that set it.",
         labels=["run", "status", "reason"],
     )
 
