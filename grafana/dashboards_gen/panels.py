@@ -264,6 +264,11 @@ _EVENT_MARK_STYLE = [
     _prop("custom.axisPlacement", "hidden"),
     _prop("min", 0),
     _prop("max", 1),
+    # Grafana draws one threshold area per scale, from the first field on it that asks for one
+    # (public/app/core/components/TimeSeries/utils.ts preparePlotConfigBuilder; addThresholds in
+    # packages/grafana-ui/src/components/uPlot/config/UPlotConfigBuilder.ts): the marks would
+    # inherit the chart's healthy band and paint it over their own [0, 1] scale
+    _prop("custom.thresholdsStyle", {"mode": "off"}),
     _prop("custom.hideFrom", {"legend": True, "tooltip": True, "viz": False}),
 ]
 
