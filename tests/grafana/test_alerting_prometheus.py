@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 import pytest
 from bundle_data import healthy_value, logged_metrics
-from grafana_interp import prometheus_run_matcher
 from influx_server import free_port
 from prom_server import PromServer, scrape_config
 
@@ -33,7 +32,6 @@ from exporter.prometheus.store_statuses import store_statuses
 from exporter.sources import Record
 from exporter.sources.discover import LogFile
 from grafana.dashboards_gen.alerts import EXPORTER_JOB, Timing, alert_rule_groups
-from grafana.dashboards_gen.overview import health_exprs
 
 pytestmark = pytest.mark.skipif(
     shutil.which("prometheus") is None, reason="prometheus not installed"
@@ -236,25 +234,6 @@ def test_injected_failures_fire_their_rules_and_a_healthy_run_fires_none(
     assert not {f for f in fired if f.rule == "rlv-exporter-unhealthy" and f.run != "broken"}
     down = stack["prom"].query(f'up{{job="{HOST_JOB}"}} == 0')
     assert down, "the host job's target should be down in this setup"
-
-
-def test_health_stats_find_a_dotted_run_as_grafana_interpolates_it(stack: dict[str, Any]) -> None:
-    matcher = prometheus_run_matcher(["lr0.001", "healthy"])
-    deadline = time.monotonic() + 30
-    while True:
-        results = {
-            key: {
-                r["metric"].get("run") for r in stack["prom"].query(expr.replace("$run", matcher))
-            }
-            for key, expr in health_exprs().items()
-        }
-        if all("lr0.001" in runs for key, runs in results.items() if key != "nonfinite"):
-            break
-        assert time.monotonic() < deadline, results
-        time.sleep(1)
-    # the steps/s stat is the step's progress in wall time: positive while a run trains
-    rate = stack["prom"].query(health_exprs()["steps_per_second"].replace("$run", matcher))
-    assert all(float(r["value"][1]) > 0 for r in rate), rate
 
 
 def test_every_rule_expression_is_valid_promql(
