@@ -197,7 +197,7 @@ UI: dict[str, dict[str, str]] = {
         "event_run": "{n} 个 {kind}",
         "events_more": "再显示 {n} 条",
         "events_fewer": "收起",
-        "event_lines": "┆ {kinds}",
+        "event_lines": "┆ 事件：{kinds}",
         "event_strip": "▬ {n} 个 {kind}",
         "no_events": "未记录事件",
         "t_negate": "取相反数",
