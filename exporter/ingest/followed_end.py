@@ -36,6 +36,8 @@ __all__ = ["SCAN_EVERY", "EndEvidence", "WriterWatch", "judge_gone", "judge_quie
 SCAN_EVERY = 10.0
 """Seconds between two searches of the process table for the writers of logs that grew (one
 pass over every process's open files); a known writer is checked at every look."""
+MISSED_BACKOFF = 6
+"""Searches' time before a run whose writer was not found is searched for again."""
 _CLOSING_FRAMEWORKS = frozenset({"trl"})
 """Frameworks whose trainer writes a closing record when training ends (TRL runs on the HF
 Trainer): from them, a writer gone without one was stopped."""
@@ -189,6 +191,10 @@ class WriterWatch:
     _host: str = field(default_factory=socket.gethostname)
     _pending: set[str] = field(default_factory=set)
     """Runs whose logs grew with no writer known, waiting for the next search."""
+    _missed: dict[str, float] = field(default_factory=dict)
+    """When a search last found no writer for a run: it is searched for again only after
+    `MISSED_BACKOFF` searches' time (a log written from another container grows at every poll,
+    and a search reads every process's open files)."""
 
     def look(
         self,
@@ -216,12 +222,16 @@ class WriterWatch:
                     evidence.exit = state.exit
                     evidence.zombie = state.state == "zombie"
             seeking = writer is None or evidence.gone_at is not None or not evidence.writer_open
-            if grew and seeking:
+            missed = self._missed.get(name)
+            waited = missed is None or now - missed >= MISSED_BACKOFF * self.scan_every
+            if grew and seeking and waited:
                 self._pending.add(name)
             elif not seeking:
                 self._pending.discard(name)
-        self._pending &= set(runs)
-        if not scan or not self._pending or now - self._last_scan < self.scan_every:
+        if not scan:  # a partial look (one run): others' pending searches wait for a full one
+            return set()
+        self._pending &= set(runs)  # a full look names every run still followed
+        if not self._pending or now - self._last_scan < self.scan_every:
             return set()
         self._last_scan = now
         wanted = {name: [str(f) for f in runs[name][1]] for name in self._pending}
@@ -230,7 +240,9 @@ class WriterWatch:
         for name, files in wanted.items():
             seen = [w for f in files for w in found.get(f, ())]
             if not seen:
+                self._missed[name] = now
                 continue
+            self._missed.pop(name, None)
             first = min(seen, key=lambda w: w.pid)
             evidence = runs[name][0]
             evidence.reset_writer()
