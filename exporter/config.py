@@ -159,6 +159,11 @@ class ExporterSettings:
     ended_after_s: float = 3600.0
     """Seconds a followed log may stay quiet before the sidecar records its run ended, and a
     crash alert stays raised (RLVITALS_ENDED_AFTER_S)."""
+    prometheus_linger_s: float = 90.0
+    """Seconds at most a training process serving its own /metrics waits, once its run ended,
+    for Prometheus to scrape that end (RLVITALS_PROMETHEUS_LINGER_S; 0: never waits). It waits
+    only when it was scraped before, for one scrape interval and a half as it measured it: a
+    process that exits unscraped reads, to the alert rules, as one that was killed."""
 
     def __post_init__(self) -> None:
         if isinstance(self.store, str | os.PathLike) and not isinstance(self.store, Path):
@@ -214,6 +219,11 @@ class ExporterSettings:
             raise ConfigError(f"RLVITALS_STALL_AFTER_S / RLVITALS_ENDED_AFTER_S: {exc}") from None
         if self.flush_timeout < 0:
             raise ConfigError("RLVITALS_FLUSH_TIMEOUT must not be negative")
+        if not 0 <= self.prometheus_linger_s <= 3600:
+            raise ConfigError(
+                f"RLVITALS_PROMETHEUS_LINGER_S={self.prometheus_linger_s} must be in [0, 3600] "
+                "seconds"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ExporterSettings:
@@ -248,6 +258,9 @@ class ExporterSettings:
             ),
             stall_after_s=_float(env, "RLVITALS_STALL_AFTER_S", default.stall_after_s),
             ended_after_s=_float(env, "RLVITALS_ENDED_AFTER_S", default.ended_after_s),
+            prometheus_linger_s=_float(
+                env, "RLVITALS_PROMETHEUS_LINGER_S", default.prometheus_linger_s
+            ),
         )
 
     def replace(self, **changes: object) -> ExporterSettings:

@@ -66,6 +66,9 @@ class LiveState:
     """The run was finished (`Run.finish()`, or the sidecar ended it): see `Lifecycle`."""
     status: Status | None = None
     """The run's status as its writer sees it (`Lifecycle`), with the reason."""
+    writer: bool = False
+    """Served by the process that writes the run (a trainer logging through `exporter.init`),
+    not by a reader of its logs: when this process stops answering, the writer is gone."""
 
 
 class RunCounters:

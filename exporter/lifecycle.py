@@ -1,5 +1,5 @@
-"""A run's life as recorded: `live`, `stalled`, `finished`, `crashed`, `incomplete`, `ended`,
-`unknown`, each with the reason that set it.
+"""A run's life as recorded: `live`, `stalled`, `quiet`, `finished`, `crashed`, `incomplete`,
+`ended`, `unknown`, each with the reason that set it.
 
 One definition, read by everything that shows or alerts on a run's state: the datasource's run
 list, `rlvitals runs`, the exporter's `/metrics` (`rlvitals_run_status`), the generated alert
@@ -15,9 +15,16 @@ rules and `tail`. What it reads was recorded when it happened:
 - **arrival on the store's clock** (`Recorded.arrived`): when rows last reached the store, never
   the trainer's `wall_time` (a training host whose clock is off must not read stalled or live).
 
-`stalled` needs a live writer: a process that holds the lease and has stored nothing for
-`stall_after_s`. History nobody holds (an import, a followed log that was quiet when first seen,
-a run whose writer left no record) reads `ended` once quiet, so it never pages.
+`stalled` needs a live writer: a training process that holds the lease and has stored nothing
+for `stall_after_s`. History nobody holds (an import, a followed log that was quiet when first
+seen, a run whose writer left no record) reads `ended` once quiet, so it never pages.
+
+A follower (`tail`, `serve LOGDIR`) holding a run's lease is not its trainer: that it lives says
+nothing about the training. A followed run that went quiet is `stalled` only when the follower
+saw the process writing its logs on its own host and that process still runs and holds a log
+open for writing (`Lease.writer`); otherwise it is `quiet` — hung, paused, or over, the logs
+cannot tell — which is shown and never pages. How a followed run ended, where its logs or its
+writer's process say so, the follower records as an end (`exporter/ingest/followed_end.py`).
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .lease import Lease, holder_alive
+from .lease import Holder, Lease, holder_alive, holder_state
+from .processes import describe_exit
 
 __all__ = ["TERMINAL_STATES", "Lifecycle", "Recorded", "RunStatus", "Status"]
 
@@ -35,6 +43,7 @@ __all__ = ["TERMINAL_STATES", "Lifecycle", "Recorded", "RunStatus", "Status"]
 class RunStatus(StrEnum):
     LIVE = "live"
     STALLED = "stalled"
+    QUIET = "quiet"
     FINISHED = "finished"
     CRASHED = "crashed"
     INCOMPLETE = "incomplete"
@@ -141,12 +150,7 @@ class Lifecycle:
                         "same command again goes on with this run from where it stopped",
                         lease.renewed,
                     )
-                return Status(
-                    RunStatus.CRASHED,
-                    f"{who} stopped without recording an end (no finish(), no exception "
-                    "seen): killed, out of memory, or its host went down",
-                    lease.renewed,
-                )
+                return Status(RunStatus.CRASHED, _gone_without_end(lease.holder), lease.renewed)
         elif state == "importing":
             return Status(
                 RunStatus.INCOMPLETE,
@@ -163,6 +167,8 @@ class Lifecycle:
         quiet = at - activity
         if quiet < self.stall_after_s:
             return Status(RunStatus.LIVE, reason or "rows arrived recently", activity)
+        if lease is not None and lease.kind == "tail":
+            return _followed_quiet(lease, quiet, activity)
         if lease is not None:
             return Status(
                 RunStatus.STALLED,
@@ -176,3 +182,53 @@ class Lifecycle:
             "ended was not recorded",
             activity,
         )
+
+
+def _gone_without_end(holder: Holder) -> str:
+    who = holder.describe()
+    state = holder_state(holder)
+    if state is not None and state.state == "zombie":
+        how = f" ({describe_exit(state.exit)})" if state.exit is not None else ""
+        return (
+            f"{who} exited{how} without recording an end and was never reaped by its parent "
+            "(a zombie: the launcher does not wait for it)"
+        )
+    return (
+        f"{who} stopped without recording an end (no finish(), no exception seen): killed, "
+        "out of memory, or its host went down"
+    )
+
+
+def _followed_quiet(lease: Lease, quiet: float, activity: float) -> Status:
+    """A followed run whose logs stopped growing, its follower alive: stalled only when the
+    process writing the logs is seen running and holding one open for writing."""
+    writer = lease.writer
+    waited = _duration(quiet)
+    if writer is not None:
+        state = holder_state(writer)
+        if state is not None and state.running and lease.writer_open:
+            return Status(
+                RunStatus.STALLED,
+                f"{writer.describe()}, which writes its logs, still runs and holds them open, "
+                f"but they have not grown for {waited}: hung, or paused",
+                activity,
+            )
+        if state is not None and state.running:
+            why = (
+                f"{writer.describe()}, which wrote its logs, closed them and still runs; they "
+                f"have not grown for {waited}"
+            )
+        elif state is not None:
+            why = (
+                f"{writer.describe()}, which wrote its logs, is gone; the follower records how "
+                "the run ended at its next look"
+            )
+        else:
+            why = f"its logs have not grown for {waited}; their writer is on another host"
+    else:
+        why = (
+            f"its logs have not grown for {waited} and no process on this host holds them open "
+            "for writing (the trainer is on another host or in another container, or opens its "
+            "log only to write): hung, paused or over cannot be told from the logs"
+        )
+    return Status(RunStatus.QUIET, why, activity)

@@ -36,7 +36,7 @@ from .influx.forward_process import ForwarderProcess
 from .influx.forwarder import Forwarder
 from .influx.rollups import make_rollups
 from .influx.writers import make_writer
-from .lease import Lease, this_process
+from .lease import Holder, Lease, this_process
 from .lifecycle import Lifecycle, Recorded, RunStatus, Status
 from .prometheus import live_states
 from .prometheus.metrics_endpoint import MetricsEndpoint
@@ -172,6 +172,8 @@ class Run:
         self._lifecycle = lifecycle or settings.lifecycle
         self._holder = this_process()
         self._lease_kind = lease_kind
+        self._writer: Holder | None = None  # a follower's look at its logs' writer
+        self._writer_open = False
         self._last_log = time.monotonic()  # when log() was last called: this process's view
         self._end: Status | None = None  # how the run ended, once finish() recorded it
         self._marked: str | None = None  # mark_finished()'s reason, until log() is called again
@@ -396,6 +398,16 @@ class Run:
             return True
         return self._forwarder.flush(max(0.0, deadline - time.monotonic()))
 
+    def observe_writer(self, writer: Holder | None, open_: bool) -> None:
+        """A follower's look at the process writing this run's logs (`Lease.writer`): who it
+        is (None: none seen) and whether it holds a log open for writing. Stored with the
+        lease; it is what makes a quiet followed run stalled rather than quiet."""
+        if (writer, open_) == (self._writer, self._writer_open):
+            return
+        self._writer, self._writer_open = writer, open_
+        self._queue.append(("writer", writer, open_))
+        self._wake.set()
+
     def mark_finished(self, reason: str) -> None:
         """Record that training ended (SB3's `learn()` returned, HF's `on_train_end`) without
         closing the run: logging to it again makes it live again."""
@@ -405,11 +417,17 @@ class Run:
             self._wake.set()
 
     def finish(
-        self, timeout: float = 10.0, *, state: str | None = "finished", reason: str | None = None
+        self,
+        timeout: float = 10.0,
+        *,
+        state: str | None = "finished",
+        reason: str | None = None,
+        at: float | None = None,
     ) -> None:
         """Flush (waiting at most `timeout` seconds), stop the threads, record how the run ended
         (`state`: `finished`, `crashed` or `ended`, with `reason`; None records no end and only
-        lets go of the run, as a sidecar that stops watching it) and close the outbox."""
+        lets go of the run, as a sidecar that stops watching it) and close the outbox. `at`:
+        when the run ended, where a reader of its logs knows it was before now."""
         if self._closed:
             return
         deadline = time.monotonic() + timeout
@@ -420,8 +438,6 @@ class Run:
         self._worker.join(max(0.1, deadline - time.monotonic()))
         if self._forwarder is not None:
             self._forwarder.stop(max(0.1, deadline - time.monotonic()))
-        if self._endpoint is not None:
-            self._endpoint.stop()
         if self._shared_endpoint is not None:
             self._shared_endpoint.remove(self)
         atexit.unregister(self._at_exit)
@@ -439,7 +455,7 @@ class Run:
         why = reason or ("finish() called" if state == "finished" else f"recorded {state}")
         if state is not None:
             shown = RunStatus.INCOMPLETE if state == "importing" else RunStatus(state)
-            self._end = Status(shown, why, time.time())
+            self._end = Status(shown, why, time.time() if at is None else at)
         outbox = self._open_outbox(quiet=True)
         if outbox is not None:
             # The end (or the lease let go) is what the run's status is read from: wait for
@@ -451,7 +467,9 @@ class Run:
                 if state is None:
                     outbox.release_lease(self.name, self._holder, wait=wait)
                 else:
-                    outbox.record_state(self.name, state, why, holder=self._holder, wait=wait)
+                    outbox.record_state(
+                        self.name, state, why, holder=self._holder, wait=wait, at=at
+                    )
             except OutboxError as exc:
                 _log.error("rlvitals run %r: %s", self.name, exc)
         if not flushed:
@@ -465,6 +483,18 @@ class Run:
             )
         if outbox is not None:
             outbox.close()
+        if self._endpoint is not None:
+            # Prometheus reads the end before the process goes: otherwise its last reading
+            # (live) is what the alert rules have, as from a process killed without an end
+            if not self._endpoint.linger(self.settings.prometheus_linger_s):
+                _log.warning(
+                    "rlvitals run %r: Prometheus did not scrape /metrics again within %g s of "
+                    "the run's end; it may read the run as gone without an end "
+                    "(RLVITALS_PROMETHEUS_LINGER_S)",
+                    self.name,
+                    self.settings.prometheus_linger_s,
+                )
+            self._endpoint.stop()
 
     def __enter__(self) -> Run:
         return self
@@ -521,6 +551,7 @@ class Run:
             last_activity=last_activity,
             finished=self._closed,
             status=self.status(),
+            writer=self._lease_kind == "log",
         )
 
     def status(self) -> Status:
@@ -537,7 +568,9 @@ class Run:
         # a run whose worker still stores a backlog nobody logs to any more (a sidecar's
         # catch-up of a large log, finish() draining it) is not stalled.
         arrived = now - idle if stored is None else max(now - idle, stored)
-        own = Lease(self._holder, self._lease_kind, self._created, now)
+        own = Lease(
+            self._holder, self._lease_kind, self._created, now, self._writer, self._writer_open
+        )
         return self._lifecycle.status(Recorded(arrived=arrived, lease=own), now, alive=_alive)
 
     def __repr__(self) -> str:
@@ -854,6 +887,12 @@ class Run:
                 try:
                     outbox.record_state(self.name, item[1], item[2])
                 except OutboxError as exc:
+                    self._report("store_error", exc)
+                continue
+            if item[0] == "writer":
+                try:
+                    outbox.set_writer(self.name, self._holder, item[1], item[2])
+                except (OutboxError, sqlite3.Error) as exc:
                     self._report("store_error", exc)
                 continue
             if item[0] == "sourced":

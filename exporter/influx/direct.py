@@ -294,11 +294,16 @@ class DirectRun:
         return self._translator.last_step
 
     def finish(
-        self, timeout: float = 10.0, *, state: str | None = "finished", reason: str | None = None
+        self,
+        timeout: float = 10.0,
+        *,
+        state: str | None = "finished",
+        reason: str | None = None,
+        at: float | None = None,
     ) -> None:
         """Send what is left (at most `timeout` seconds), record how the run ended (`state`,
-        `reason`; None records nothing and lets go of the run, as at a tail's hand-over) and
-        close."""
+        `reason`, `at`; None records nothing and lets go of the run, as at a tail's hand-over)
+        and close."""
         if self._closed:
             return
         deadline = time.monotonic() + timeout
@@ -324,7 +329,7 @@ class DirectRun:
                 self._outbox.release_lease(self.name, self._holder)
             else:
                 why = reason or f"recorded {state}"
-                self._outbox.record_state(self.name, state, why, holder=self._holder)
+                self._outbox.record_state(self.name, state, why, holder=self._holder, at=at)
         except OutboxError as exc:
             _log.error("rlvitals run %r: %s", self.name, exc)
         self._outbox.close()

@@ -52,7 +52,16 @@ from ..prometheus import live_states
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..prometheus.store_statuses import store_statuses
 from ..schema import SourcePosition
-from ..sources import FORMATS, LogFile, LogSet, Malformed, Record, ScalarBlock, compile_pattern
+from ..sources import (
+    FORMATS,
+    EndMark,
+    LogFile,
+    LogSet,
+    Malformed,
+    Record,
+    ScalarBlock,
+    compile_pattern,
+)
 from ..sources.follow import path_key
 from ..store.outbox import Outbox
 from .feed import Ingest, RunSummary, import_end
@@ -618,6 +627,7 @@ def _run_ingest(
             )
         if on_poll is not None:
             on_poll(logs.files)  # what was found, before the first pass reads it
+        ingest.look_for_writers([log.path for log in logs.files])
         # Runs whose logs a reader of this store read before (a restarted sidecar): they are
         # this reader's own and go on, never becoming NAME-2 copies of themselves.
         attached.update(
@@ -817,10 +827,10 @@ class _Progress:
         self._name = name
 
     def count(
-        self, records: Iterable[Record | ScalarBlock | SourcePosition]
-    ) -> Iterator[Record | ScalarBlock | SourcePosition]:
+        self, records: Iterable[Record | ScalarBlock | SourcePosition | EndMark]
+    ) -> Iterator[Record | ScalarBlock | SourcePosition | EndMark]:
         for record in records:
-            if isinstance(record, SourcePosition):
+            if isinstance(record, SourcePosition | EndMark):
                 yield record
                 continue
             if isinstance(record, ScalarBlock):

@@ -21,17 +21,20 @@ from ..config import ExporterSettings
 from ..counts import RunStats
 from ..errors import ConfigError, RunHeld
 from ..influx.direct import DirectRun
+from ..lease import Holder, this_process
 from ..lifecycle import Lifecycle
+from ..processes import writers_of
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..run import Run
 from ..schema import SourcePosition
-from ..sources import LogFile, Record, ScalarBlock
+from ..sources import EndMark, LogFile, Record, ScalarBlock
 from ..sources.console import console_header
 from ..sources.discover import last_modified
 from ..sources.follow import path_key
 from ..sources.text_summaries import read_text_summaries
 from ..translate.derive import StepDeriver
 from ..translate.steps import LoggedValue
+from .followed_end import SCAN_EVERY, EndEvidence, WriterWatch, judge_gone, judge_quiet
 from .log_context import context_from_logs
 
 __all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary", "import_end"]
@@ -87,7 +90,12 @@ class _Sink(Protocol):
     def flush(self, timeout: float = 10.0, *, sent: bool = True) -> bool: ...
 
     def finish(
-        self, timeout: float = 10.0, *, state: str | None = ..., reason: str | None = None
+        self,
+        timeout: float = 10.0,
+        *,
+        state: str | None = ...,
+        reason: str | None = None,
+        at: float | None = None,
     ) -> None: ...
 
 
@@ -102,8 +110,15 @@ class _RunState:
     what was there when first read, the time of reading for what came later (never the
     trainer's own `wall_time`, which a skewed clock or a log without times would falsify)."""
     grew: bool = False
-    """This reader saw the logs grow after it first read them (then a quiet run is stalled;
-    history already quiet at the first read is ended at once, and never pages)."""
+    """This reader saw the logs grow after it first read them (history already quiet at the
+    first read is ended at once, and never pages)."""
+    grew_since_look: bool = False
+    """The logs grew since the last look at their writer (`WriterWatch`)."""
+    evidence: EndEvidence = field(default_factory=EndEvidence)
+    """What the logs and their writer's process say about the run's end."""
+    looked: bool = False
+    """Its writer was searched for since it was first read (logs quiet when first read are
+    history only when no process holds them open for writing: a hung job the reader met)."""
     ended: bool = False
     """Finished by `finish_idle`: if its logs grow again, it resumes under its own name."""
     handed_over: bool = False
@@ -169,6 +184,9 @@ class Ingest:
         self._read: set[str] = set()  # files read at least once
         self._last_fed: str | None = None  # the run the last feed() logged records to
         self._renamed: dict[str, str] = {}
+        # the writer of a log that grew is looked for at least four times in a stall window
+        self._writers = WriterWatch(min(SCAN_EVERY, settings.lifecycle.stall_after_s / 4))
+        self._writers_at_start: dict[str, Holder] | None = None
 
     @property
     def summaries(self) -> list[RunSummary]:
@@ -182,6 +200,19 @@ class Ingest:
         name = self._run_name or log.run
         return self._renamed.get(name, name)
 
+    def look_for_writers(self, paths: Collection[Path]) -> None:
+        """Before a follower's first pass: which processes write these logs now, in one search
+        (a log quiet when first read, held open by a process that still runs, is a hung job
+        the follower met, not history)."""
+        if not self._follow:
+            return
+        host = this_process().host
+        found = writers_of([str(p) for p in paths])
+        self._writers_at_start = {str(p): Holder(-1, host, None) for p in paths}
+        for path, writers in found.items():
+            first = min(writers, key=lambda w: w.pid)
+            self._writers_at_start[path] = Holder(first.pid, host, first.started)
+
     def follow_renames(self, renamed: Mapping[str, str]) -> None:
         """Runs renamed since their logs were read (`rlvitals runs rename`): the name their
         logs give (folder or `--run`) -> the name they have now, which they go on under."""
@@ -190,14 +221,16 @@ class Ingest:
     def feed(
         self,
         log: LogFile,
-        records: Iterable[Record | ScalarBlock | SourcePosition],
+        records: Iterable[Record | ScalarBlock | SourcePosition | EndMark],
         *,
         facts: Callable[[], Mapping[str, Any]] | None = None,
     ) -> int:
         """Log one file's new records into its run; returns how many records were read. A
         `ScalarBlock` counts as the records it holds (a direct run logs it as columns); a
-        `SourcePosition` among them is saved with what came before it. `facts`: what reading
-        the file establishes about the run (`LogSet.facts`), asked when it starts and ends."""
+        `SourcePosition` among them is saved with what came before it; an `EndMark` (a console
+        log's traceback or closing line) is kept as evidence of how the run ended. `facts`:
+        what reading the file establishes about the run (`LogSet.facts`), asked when it starts
+        and ends."""
         name = self.run_name(log)
         judged = self._last_fed
         if judged is not None and judged != name:
@@ -211,6 +244,13 @@ class Ingest:
         if state is None:
             state = self._runs[name] = _RunState(RunSummary(name))
         summary = state.summary
+        known = (
+            None if self._writers_at_start is None else self._writers_at_start.get(str(log.path))
+        )
+        if known is not None and str(log.path) not in summary.files:
+            state.looked = True  # searched for before the first pass
+            if known.pid > 0 and state.evidence.writer is None:
+                state.evidence.writer, state.evidence.writer_open = known, True
         if str(log.path) not in summary.files:
             if log.format == "tensorboard":
                 for tag, text in read_text_summaries(log.path).items():
@@ -230,14 +270,19 @@ class Ingest:
             if isinstance(record, SourcePosition):
                 self.save_position(log, record)
                 continue
+            if isinstance(record, EndMark):
+                state.evidence.mark(record)
+                continue
             if isinstance(record, ScalarBlock):
                 count += len(record)
                 if len(record):
                     self._grew(state, arrival)
+                    state.evidence.block(record)
                 self._feed_block(log, state, record)
                 continue
             count += 1
             self._grew(state, arrival)
+            state.evidence.record(record)
             summary.steps += 1
             summary.values += len(record.values)
             summary.names.update(record.values)
@@ -268,6 +313,7 @@ class Ingest:
         at, new = arrival
         state.last_activity = at if state.last_activity is None else max(state.last_activity, at)
         state.grew = state.grew or new
+        state.grew_since_look = state.grew_since_look or new
 
     def _feed_block(self, log: LogFile, state: _RunState, block: ScalarBlock) -> None:
         if not len(block):
@@ -356,32 +402,59 @@ class Ingest:
         *,
         runs: Collection[str] | None = None,
     ) -> list[str]:
-        """Record `ended` for every followed run whose logs were already quiet for
-        `lifecycle.stall_after_s` when this reader first read them (history: it never pages),
-        went quiet for `lifecycle.ended_after_s` after this reader saw them grow, or whose log
-        files are all gone: its gauges leave /metrics and the store records the end with its
-        reason. A run quiet for less, after growing, stays and reads stalled. New lines in its
-        logs start it again. `runs`: judge only these."""
+        """Look at each followed run's writer and record the end its evidence gives
+        (`followed_end.py`): once its writer is gone, how it went; once its logs are quiet for
+        `lifecycle.stall_after_s` with no writer seen running and holding them, what the logs
+        say (a closing record, the planned length, a traceback), else nothing (the run reads
+        quiet). Also `ended`: history already quiet for `stall_after_s` when this reader first
+        read it (it never pages), logs quiet for `lifecycle.ended_after_s` after growing while
+        no writer holds them, and logs that are all gone. An ended run's gauges leave /metrics;
+        new lines in its logs start it again. `runs`: judge only these."""
+        chosen = {
+            name: state
+            for name, state in self._runs.items()
+            if (runs is None or name in runs)
+            and state.run is not None
+            and state.last_activity is not None
+        }
+        if self._follow:  # the search for new writers waits for a full look, once a pass
+            self._look_at_writers(chosen, now, scan=runs is None)
         ended = []
-        for name, state in self._runs.items():
-            if runs is not None and name not in runs:
-                continue
-            if state.run is None or state.last_activity is None:
-                continue
+        for name, state in chosen.items():
+            assert state.run is not None and state.last_activity is not None
+            evidence = state.evidence
+            config = state.summary.config
             files = state.summary.files
             gone = bool(files) and not any(Path(f).exists() for f in files)
             quiet = now - state.last_activity
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(state.last_activity))
-            if gone:
-                reason = "its log files were deleted"
+            holding = evidence.writer is not None and evidence.gone_at is None
+            holding = holding and evidence.writer_open
+            at: float | None = state.last_activity
+            if evidence.gone_at is not None and evidence.gone_at < now:
+                # seen gone at an earlier look: what it wrote before going has been read since
+                end, reason = judge_gone(evidence, config, state.summary.framework)
+                at = evidence.gone_at
+            elif evidence.gone_at is not None:
+                continue  # judged at the next look
+            elif gone:
+                end, reason = "ended", "its log files were deleted"
+            elif holding:
+                continue  # its writer runs and holds them: live, or stalled (Lifecycle)
+            elif quiet >= lifecycle.stall_after_s and (said := judge_quiet(evidence, config)):
+                end, reason = said
             elif not state.grew and quiet >= lifecycle.stall_after_s:
-                reason = (
-                    f"its logs were already quiet when this reader first read them (last "
-                    f"written {when}); they do not record how the run ended"
+                end, reason = (
+                    "ended",
+                    (
+                        f"its logs were already quiet when this reader first read them (last "
+                        f"written {when}); they do not record how the run ended"
+                    ),
                 )
             elif quiet >= lifecycle.ended_after_s:
-                reason = (
-                    f"its logs have not grown since {when}; they do not record how the run ended"
+                end, reason = (
+                    "ended",
+                    (f"its logs have not grown since {when}; they do not record how the run ended"),
                 )
             else:
                 continue
@@ -389,14 +462,35 @@ class Ingest:
             # room in the queue too): a finish() timing out on a large one recorded the end,
             # and the worker's later writes then undid it (a run logging again is live again).
             _wait_for_room(state.run, 0)
-            state.run.finish(timeout, state="ended", reason=reason)
+            state.run.finish(timeout, state=end, reason=reason, at=at if end != "ended" else None)
             state.summary.stats = _plus(state.earlier, state.run.stats)
             state.earlier = None
             state.run = None
             state.ended = True
             state.grew = False
+            state.evidence = EndEvidence()
             ended.append(name)
         return ended
+
+    def _look_at_writers(self, runs: Mapping[str, _RunState], now: float, *, scan: bool) -> None:
+        """Find and check the processes writing the followed runs' logs; tell each run."""
+        searched = self._writers.look(
+            {
+                name: (
+                    state.evidence,
+                    state.summary.files,
+                    state.grew_since_look or not state.looked,
+                )
+                for name, state in runs.items()
+            },
+            now,
+            scan=scan,
+        )
+        for name, state in runs.items():
+            state.looked = state.looked or name in searched
+            state.grew_since_look = False
+            if isinstance(state.run, Run):
+                state.run.observe_writer(state.evidence.writer, state.evidence.writer_open)
 
     def failure(self) -> str | None:
         """Why a run stopped for good (a direct import whose InfluxDB stayed unreachable)."""
@@ -407,16 +501,20 @@ class Ingest:
         return None
 
     def finish(self, timeout: float, *, complete: bool = True) -> None:
-        """Finish every run. An import records how each ended (`finished` when it reached its
-        planned length, else `ended`), or, when it did not `complete`, leaves it `importing`
-        (incomplete: the same command goes on with it); a tail records no end (it only stops
-        watching)."""
+        """Finish every run. An import records how each ended (`finished` when its logs close
+        it or reach its planned length, `crashed` when they end with a traceback, else
+        `ended`), or, when it did not `complete`, leaves it `importing` (incomplete: the same
+        command goes on with it); a tail records no end (it only stops watching)."""
         self.settle()
         deadline = time.monotonic() + timeout
         for state in self._runs.values():
             if state.run is not None:
                 end, why = self._end(state, complete)
-                state.run.finish(max(0.1, deadline - time.monotonic()), state=end, reason=why)
+                # a crash read from old logs happened when they were last written, not now
+                at = state.last_activity if end == "crashed" else None
+                state.run.finish(
+                    max(0.1, deadline - time.monotonic()), state=end, reason=why, at=at
+                )
                 state.summary.stats = _plus(state.earlier, state.run.stats)
             elif state.summary.stats is None and state.earlier is not None:
                 state.summary.stats = state.earlier
@@ -429,6 +527,9 @@ class Ingest:
                 "the import stopped before it was complete (SIGTERM, Ctrl-C, or not everything "
                 "it read was stored); running the same command again goes on with this run"
             )
+        said = judge_quiet(state.evidence, state.summary.config)
+        if said is not None:
+            return said
         return import_end(
             state.summary.config, getattr(state.run, "last_step", None), state.learned()
         )
@@ -530,13 +631,12 @@ def import_end(
     config: Mapping[str, Any], last: object, facts: Mapping[str, Any] | None = None
 ) -> tuple[str, str]:
     """(state, reason) an import that read a run's logs to their end records: `finished` when
-    they reach its planned length (`planned_steps` of its run config) or the trainer printed
-    its closing summary (`facts`), else `ended`."""
+    they reach its planned length (`planned_steps` of its run config) or the tracker recorded a
+    normal end (`facts`' `closed`), else `ended`. (A console log's closing line or traceback is
+    judged before this, from its `EndMark`s: `followed_end.judge_quiet`.)"""
     closed = facts.get("closed") if facts else None
     if isinstance(closed, str):  # a tracker's own record of a normal end
         return "finished", closed
-    if closed:
-        return "finished", "its log holds what the trainer prints when it ends normally"
     planned = config.get("planned_steps")
     if isinstance(planned, int) and isinstance(last, int) and last >= planned > 0:
         return "finished", f"its logs reach the planned length ({planned:,} steps)"

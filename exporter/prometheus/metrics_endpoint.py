@@ -10,14 +10,20 @@ server_rejected), `rlvitals_nonfinite_samples_total{run,metric}`,
 `rlvitals_last_activity_timestamp_seconds` (the trainer's wall time of its latest step: data),
 `rlvitals_run_finished`, `rlvitals_run_status{run,status,reason}` (1 for the run's current status
 from `Lifecycle`, the one definition: the generated "Training stalled" and "Run crashed" rules
-read it), and
+read it), `rlvitals_writer_heartbeat_timestamp_seconds{run}` (served by a training process for
+its own run: the time of the scrape while it has recorded no end, 0 once it has; when it stops
+answering with a nonzero last value, it is gone without an end: "Run crashed" reads it), and
 `rlvitals_rule_active{run,rule,severity}` (1 while a diagnosis rule fires, from a pluggable callable).
+
+A training process's endpoint waits at its end (`linger`) for one more scrape, so Prometheus
+reads the end before the process (and its series) go away.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -30,6 +36,7 @@ from ..counts import LiveState
 from ..lifecycle import RunStatus, Status
 
 __all__ = [
+    "HEARTBEAT_GAUGE",
     "STATUS_GAUGE",
     "LiveSource",
     "MetricsEndpoint",
@@ -40,13 +47,14 @@ __all__ = [
 ]
 
 STATUS_GAUGE = "rlvitals_run_status"
+HEARTBEAT_GAUGE = "rlvitals_writer_heartbeat_timestamp_seconds"
 
 
 def status_family() -> GaugeMetricFamily:
     return GaugeMetricFamily(
         STATUS_GAUGE,
-        "1 for the run's current status (live, stalled, finished, crashed, incomplete, ended, "
-        "unknown) as recorded, with the reason that set it.",
+        "1 for the run's current status (live, stalled, quiet, finished, crashed, incomplete, "
+        "ended, unknown) as recorded, with the reason that set it.",
         labels=["run", "status", "reason"],
     )
 
@@ -90,6 +98,7 @@ class _RunCollector(Collector):
         return []
 
     def collect(self) -> Iterator[Metric]:
+        self._endpoint.scraped()
         states: list[LiveState] = []
         for source in self._endpoint.sources():
             try:
@@ -121,6 +130,13 @@ class _RunCollector(Collector):
             "rlvitals_run_finished", "1 once the run has been finished, else 0.", labels=["run"]
         )
         statuses = status_family()
+        heartbeat = GaugeMetricFamily(
+            HEARTBEAT_GAUGE,
+            "Served by the process writing the run: the Unix time of this scrape while the run "
+            "has recorded no end, 0 once it has (its last value before it stopped answering "
+            "tells a writer gone without an end).",
+            labels=["run"],
+        )
         backlog = GaugeMetricFamily(
             "rlvitals_outbox_backlog", "Outbox rows not yet sent to InfluxDB.", labels=["run"]
         )
@@ -188,6 +204,8 @@ class _RunCollector(Collector):
             finished.add_metric([s.run], 1.0 if s.finished else 0.0)
             if s.status is not None:
                 add_status(statuses, s.run, s.status)
+            if s.writer:
+                heartbeat.add_metric([s.run], 0.0 if s.finished else time.time())
             backlog.add_metric([s.run], float(s.backlog))
             queue.add_metric([s.run], float(s.queue_depth))
             for family, read in counters.values():
@@ -205,7 +223,8 @@ class _RunCollector(Collector):
                 add_status(statuses, run, status)
         for rule in self._endpoint.rule_states():
             rules.add_metric([rule.run, rule.rule, rule.severity], 1.0 if rule.active else 0.0)
-        yield from (metric, step, rate, age, activity, finished, statuses, backlog, queue)
+        yield from (metric, step, rate, age, activity, finished, statuses, heartbeat)
+        yield from (backlog, queue)
         yield from (family for family, _ in counters.values())
         yield from (nonfinite, dropped, rules)
 
@@ -225,7 +244,29 @@ class MetricsEndpoint:
         self._store_statuses: StoreStatuses | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._scrapes: list[float] = []  # monotonic times of the last two scrapes
+        self._scraped = threading.Condition()
         self.registry.register(_RunCollector(self))
+
+    def scraped(self) -> None:
+        """A scrape (or a render) is being answered."""
+        with self._scraped:
+            self._scrapes = [*self._scrapes[-1:], time.monotonic()]
+            self._scraped.notify_all()
+
+    def linger(self, longest: float) -> bool:
+        """Wait for the next scrape, when something scraped this endpoint before: at most one
+        scrape interval and a half as measured (`longest` seconds at most, and when only one
+        scrape was seen). True when a scrape came (or none is expected)."""
+        with self._scraped:
+            if not self._scrapes or self._server is None or longest <= 0:
+                return True
+            seen = self._scrapes[-1]
+            if len(self._scrapes) == 2:
+                wait = min(longest, 1.5 * (self._scrapes[1] - self._scrapes[0]) + 1.0)
+            else:
+                wait = longest
+            return self._scraped.wait_for(lambda: self._scrapes[-1] > seen, timeout=wait)
 
     def add(self, source: LiveSource) -> None:
         with self._lock:

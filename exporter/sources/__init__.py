@@ -5,7 +5,9 @@ as they grow (rotation, truncation, new event files), each yielding `Record`s (o
 under the log's own names) or, for TensorBoard, `ScalarBlock`s (steps as columns).
 
 `discover` finds and identifies files, `follow` keeps a set of them open across passes, `tail`
-reads text files line by line with their read positions; one module per format.
+reads text files line by line with their read positions; one module per format. `run_end` says
+what a log's lines or records tell about how the run ended (a traceback, a trainer's closing
+record), for any reader of console text.
 
 May import: `exporter.errors` and `exporter.schema` (the read positions the store keeps) only:
 a source knows the file, not what the names mean (`translate`) or where rows go (`store`).
@@ -28,6 +30,7 @@ from .linefile import LineFileSource
 from .lines import BadLine, LineParser
 from .record import Malformed, Record
 from .regex_text import RegexParser, compile_pattern
+from .run_end import EndMark, EndScanner, closing_record
 from .sb3_csv import SB3_STEP_KEY, Sb3CsvParser
 from .scalar_block import ScalarBlock
 from .tail import Line, TextTail
@@ -40,6 +43,8 @@ __all__ = [
     "TRACKER_FORMATS",
     "BadLine",
     "BadPattern",
+    "EndMark",
+    "EndScanner",
     "Format",
     "JsonlParser",
     "Line",
@@ -57,6 +62,7 @@ __all__ = [
     "TensorBoardSource",
     "TextTail",
     "UnreadableLog",
+    "closing_record",
     "compile_pattern",
     "detect_format",
     "discover",

@@ -55,9 +55,6 @@ HEADER_BYTES = 1 << 20
 _STEP_KEYS = ("global_step", "step")
 # a dict the Trainer printed, by its `epoch` entry (what could not be read of it is reported)
 _LOG_DICT = re.compile(r"""\{\s*['"][^'"]+['"]\s*:.*['"]epoch['"]\s*:""")
-# verl prints its last validation when the loop reaches total_training_steps, then returns
-# (verl/trainer/ppo/ray_trainer.py `fit`); no other line marks a normal end
-_VERL_END = "Final validation metrics"
 _CADENCE = re.compile(r"""['"]?logging_steps['"]?\s*[=:]\s*(\d+)""")
 
 
@@ -77,9 +74,6 @@ class ConsoleParser:
         self._last_dict: dict[str, float] | None = None
         self._problems: list[str] = []
         self._printed = False  # some step came printed (verl, OpenRLHF, a dict's step key)
-        self.closed = False
-        """The trainer printed what it prints when it ends normally: the HF Trainer's
-        `train_runtime` dict, verl's `Final validation metrics` line."""
 
     @property
     def step_source(self) -> str | None:
@@ -93,13 +87,11 @@ class ConsoleParser:
         return "logging order" if self._last is not None else None
 
     def facts(self) -> dict[str, object]:
-        """What reading the log established about the run: how its steps were decided and
-        whether the trainer printed what it prints at a normal end."""
+        """What reading the log established about the run: how its steps were decided. (How
+        it ended, a closing line or a traceback, is `run_end.py`'s: the source's `EndMark`s.)"""
         out: dict[str, object] = {}
         if self.step_source is not None:
             out["step_source"] = self.step_source
-        if self.closed:
-            out["closed"] = True
         return out
 
     def problems(self) -> list[str]:
@@ -163,8 +155,6 @@ class ConsoleParser:
             bar = self._train_bar(last)
             return self._records(placed) + bar
         self.note_header(last)
-        if _VERL_END in last:
-            self.closed = True
         return []
 
     def _dict(self, segment: str) -> list[Record] | None:
@@ -193,8 +183,6 @@ class ConsoleParser:
             return []  # another rank printed the same dict
         self._last_dict = values
         closing = "train_runtime" in values
-        if closing:
-            self.closed = True
         evaluation = all(k.startswith(("eval_", "test_")) or k == "epoch" for k in values)
         return self._records(self._dicts.add(values, training=not (closing or evaluation)))
 

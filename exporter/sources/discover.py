@@ -362,8 +362,9 @@ def open_source(
         return WandbRunSource(log.path, report)
     parser: LineParser
     if log.format == "console":
-        parser = ConsoleParser(cadence=cadence)
-    elif log.format == "jsonl":
+        # a trainer's printed output: its tracebacks and closing lines count (run_end.py)
+        return LineFileSource(log.path, ConsoleParser(cadence=cadence), report, console=True)
+    if log.format == "jsonl":
         parser = JsonlParser(step_key)
     elif log.format == "sb3-csv":
         parser = Sb3CsvParser(step_key)
@@ -371,4 +372,6 @@ def open_source(
         if pattern is None:
             raise UnreadableLog(f"{log.path}: a text log needs --pattern REGEX to be read")
         parser = RegexParser(pattern)
+        # a text log is a trainer's printed output: its tracebacks and closing lines count
+        return LineFileSource(log.path, parser, report, console=True)
     return LineFileSource(log.path, parser, report)

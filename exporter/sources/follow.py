@@ -23,6 +23,7 @@ from ..schema import SourcePosition
 from .discover import Format, LogFile, Sniffed, Source, discover, open_source
 from .linefile import LineFileSource
 from .record import Malformed, Record
+from .run_end import EndMark
 from .scalar_block import ScalarBlock
 from .tensorboard import TensorBoardSource
 
@@ -109,7 +110,7 @@ class LogSet:
 
     def poll_blocks(
         self, *, final: bool = False
-    ) -> Iterator[tuple[LogFile, Iterable[Record | ScalarBlock | SourcePosition]]]:
+    ) -> Iterator[tuple[LogFile, Iterable[Record | ScalarBlock | SourcePosition | EndMark]]]:
         """Like `poll`, with runs of steps as `ScalarBlock`s where a source reads them so (event
         files), and now and then the position a text log was read to (`SourcePosition`, with
         the `path_key` of its file) among its records."""
@@ -124,8 +125,8 @@ class LogSet:
 
     @staticmethod
     def _keyed(
-        log: LogFile, items: Iterable[Record | SourcePosition]
-    ) -> Iterator[Record | SourcePosition]:
+        log: LogFile, items: Iterable[Record | SourcePosition | EndMark]
+    ) -> Iterator[Record | SourcePosition | EndMark]:
         key = path_key(log.path)
         for item in items:
             yield replace(item, path=key) if isinstance(item, SourcePosition) else item

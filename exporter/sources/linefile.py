@@ -9,6 +9,7 @@ from pathlib import Path
 from ..schema import SourcePosition
 from .lines import BadLine, LineParser, StreamParser
 from .record import Malformed, Record
+from .run_end import EndMark, EndScanner
 from .tail import TextTail
 
 __all__ = ["MARK_EVERY", "LineFileSource"]
@@ -19,11 +20,21 @@ MARK_EVERY = 10_000
 class LineFileSource:
     """Incremental reader of one text log; malformed lines go to `report` with file:line."""
 
-    def __init__(self, path: Path, parser: LineParser, report: Callable[[Malformed], None]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        parser: LineParser,
+        report: Callable[[Malformed], None],
+        *,
+        console: bool = False,
+    ) -> None:
+        """`console`: the file is a trainer's printed output, whose other lines may say how the
+        run ended (a traceback, a closing record: `EndMark`s among the records)."""
         self.path = path
         self._parser = parser
         self._report = report
         self._tail = TextTail(path)
+        self._ends = EndScanner() if console else None
 
     def close(self) -> None:
         self._tail.close()
@@ -55,20 +66,27 @@ class LineFileSource:
     def poll(self, *, final: bool = False) -> Iterator[Record]:
         """Records of the lines written since the last poll; consume before polling again."""
         for item in self.poll_marked(final=final, every=0):
-            assert isinstance(item, Record)
-            yield item
+            if isinstance(item, Record):
+                yield item
 
     def poll_marked(
         self, *, final: bool = False, every: int = MARK_EVERY
-    ) -> Iterator[Record | SourcePosition]:
+    ) -> Iterator[Record | SourcePosition | EndMark]:
         """Like `poll`, with the position reached after every `every` lines (0: never) among
         the records: saved with what was read before it, a reader killed during a long read
-        goes on from there instead of from the start."""
+        goes on from there instead of from the start. A console log's lines that say how the
+        run ended come as `EndMark`s."""
         parser = self._parser
         stream = parser if isinstance(parser, StreamParser) else None
         for count, line in enumerate(self._tail.poll(final=final), start=1):
             if line.restart:
                 parser.reset()
+                if self._ends is not None:
+                    self._ends.reset()
+            if self._ends is not None:
+                mark = self._ends.feed(line.text, line.number)
+                if mark is not None:
+                    yield mark
             try:
                 if stream is not None:
                     yield from stream.feed(line.text, terminated=line.terminated)

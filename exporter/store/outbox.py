@@ -40,7 +40,7 @@ import numpy.typing as npt
 import orjson
 
 from ..errors import OutboxError, RunHeld
-from ..lease import LEASE_COLUMNS, Holder, Lease, holder_alive, lease_from_row
+from ..lease import LEASE_COLUMNS, OLD_LEASE_COLUMNS, Holder, Lease, holder_alive, lease_from_row
 from ..lifecycle import Recorded
 from ..schema import (
     NO_RANK,
@@ -107,7 +107,10 @@ CREATE TABLE IF NOT EXISTS leases (
     started INTEGER,
     kind TEXT NOT NULL,
     since REAL NOT NULL,
-    renewed REAL NOT NULL
+    renewed REAL NOT NULL,
+    writer_pid INTEGER,
+    writer_started INTEGER,
+    writer_open INTEGER
 );
 CREATE TABLE IF NOT EXISTS samples (
     run TEXT NOT NULL,
@@ -506,7 +509,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
 
 
 def _run_record(row: Sequence[Any]) -> RunRecord:
-    lease = None if row[11] is None else lease_from_row(row[11:])
+    lease = None if row[11] is None else lease_from_row(row[11:20])
     return RunRecord(
         row[0],
         row[1],
@@ -520,8 +523,8 @@ def _run_record(row: Sequence[Any]) -> RunRecord:
         row[9],
         row[10],
         lease,
-        row[17] or "",
-        tags_from_json(row[18]),
+        row[20] or "",
+        tags_from_json(row[21]),
     )
 
 
@@ -550,7 +553,11 @@ def _batch_run(
 
 
 def _lease(db: sqlite3.Connection, run: str) -> Lease | None:
-    row = db.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
+    try:
+        row = db.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
+    except sqlite3.OperationalError:
+        # a file whose leases table has no writer columns yet (the next writable open adds them)
+        row = db.execute(f"SELECT {OLD_LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
     return None if row is None else lease_from_row(row)
 
 
@@ -741,6 +748,11 @@ class Outbox:
                     self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
         with suppress(sqlite3.OperationalError):  # busy: the next open adds it
             self._db.execute(_LEASES)
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(leases)")}
+        for column in ("writer_pid", "writer_started", "writer_open"):
+            if have and column not in have:
+                with suppress(sqlite3.OperationalError):  # another process added it first
+                    self._db.execute(f"ALTER TABLE leases ADD COLUMN {column} INTEGER")
         # the run a read position was read into (`runs rename` / `delete` follow it); NULL in a
         # file from before: such a position is found by no run
         have = {row[1] for row in self._db.execute("PRAGMA table_info(source_positions)")}
@@ -1065,12 +1077,14 @@ class Outbox:
         *,
         holder: Holder | None = None,
         wait: float = 2.0,
+        at: float | None = None,
     ) -> None:
         """Record how `run` ended (`finished`, `crashed`, `ended`) or that an import of it is
         under way (`importing`), with the reason, and give up `holder`'s lease on it when given
         and the state is an end. Called on the caller's thread (`finish()`): waits at most `wait`
-        seconds for a store another process keeps locked."""
-        now = time.time()
+        seconds for a store another process keeps locked. `at`: when it ended, where that was
+        before now (a follower reading the end of a log written earlier)."""
+        now = time.time() if at is None else at
         try:
             with self._busy_wait(wait), self._transaction() as db:
                 db.execute(
@@ -1108,6 +1122,24 @@ class Outbox:
             cur = db.execute(
                 "UPDATE leases SET renewed = ? WHERE run = ? AND pid = ? AND host = ?",
                 (time.time(), run, holder.pid, holder.host),
+            )
+        return cur.rowcount > 0
+
+    def set_writer(self, run: str, holder: Holder, writer: Holder | None, open_: bool) -> bool:
+        """A follower's look at the process writing the run's logs (see `Lease.writer`);
+        False when `holder` no longer holds the run's lease."""
+        with self._transaction() as db:
+            cur = db.execute(
+                "UPDATE leases SET writer_pid = ?, writer_started = ?, writer_open = ? "
+                "WHERE run = ? AND pid = ? AND host = ?",
+                (
+                    None if writer is None else writer.pid,
+                    None if writer is None else writer.started,
+                    int(open_),
+                    run,
+                    holder.pid,
+                    holder.host,
+                ),
             )
         return cur.rowcount > 0
 
@@ -1238,7 +1270,8 @@ class Outbox:
             "INSERT INTO leases (run, pid, host, started, kind, since, renewed) VALUES "
             "(?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run) DO UPDATE SET pid = excluded.pid, "
             "host = excluded.host, started = excluded.started, kind = excluded.kind, "
-            "since = excluded.since, renewed = excluded.renewed",
+            "since = excluded.since, renewed = excluded.renewed, writer_pid = NULL, "
+            "writer_started = NULL, writer_open = NULL",
             (run, holder.pid, holder.host, holder.started, kind, now, now),
         )
         return None if before is None or mine else before

@@ -1,7 +1,7 @@
 """`rlvitals runs`: the runs in the embedded store, with their lifecycle status.
 
 Status is `Lifecycle.status(...)` with the settings' windows (RLVITALS_STALL_AFTER_S,
-RLVITALS_ENDED_AFTER_S): live, stalled, finished, crashed, incomplete, ended or unknown, with the
+RLVITALS_ENDED_AFTER_S): live, stalled, quiet, finished, crashed, incomplete, ended or unknown, with the
 reason that set it (see `lifecycle.py`); the one definition the datasource, `/metrics` and the
 alert rules use too. `--json` prints the same rows as a JSON list for scripts (with each run's
 tags and notes; the table shows a TAGS column once a run has tags). The subcommands that change
@@ -108,7 +108,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="list the runs in the store (project, framework, status, last step, started); "
         "delete, rename, note, tag them",
         description="List the runs of the embedded store, oldest first. Status is live, "
-        "stalled (its writer runs but stored nothing for 10 minutes), finished, crashed, "
+        "stalled (its writer runs but stored nothing for 10 minutes), quiet (a followed log "
+        "stopped growing and no process writing it is seen: never pages), finished, crashed, "
         "incomplete (an import that stopped: run it again), ended or unknown; WHY says what "
         "set it.",
     )

@@ -19,7 +19,7 @@ import yaml
 
 from exporter.lifecycle import Lifecycle, RunStatus
 from exporter.prometheus.live_states import ALERT_GAUGE
-from exporter.prometheus.metrics_endpoint import STATUS_GAUGE
+from exporter.prometheus.metrics_endpoint import HEARTBEAT_GAUGE, STATUS_GAUGE
 from grafana.alert_webhook import SECRET_SETTING, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from registry import Alert, Metric, Registry, Rule
 
@@ -103,6 +103,46 @@ def status_expr(status: RunStatus, by: str = "run") -> str:
     """1 for each run whose recorded status (`exporter.Lifecycle`, served as
     `rlvitals_run_status`) is `status`."""
     return f'max by ({by}) ({STATUS_GAUGE}{{status="{status}"}})'
+
+
+WRITER_GONE = (
+    "no samples: the training process serving this run's /metrics stopped answering (its "
+    "target is down or gone) without recording an end: killed, out of memory, or its host "
+    "went down"
+)
+"""The reason a crash read from a vanished self-served target carries (a fixed text: a label)."""
+
+
+def _newest(selector: str, window: str) -> str:
+    """Per run, the time of the newest sample of `selector` within `window` (a subquery every
+    15 s: `timestamp` of a selector is its sample's time)."""
+    return f"max by (run) (max_over_time(timestamp({selector})[{window}:15s]))"
+
+
+def crashed_expr(timing: Timing) -> str:
+    """1 (or, for a writer gone, when it last answered) for each run, with its reason:
+
+    - a `crashed` status served in the last `ended_after_s` (a training process serving its own
+      /metrics answers only until it exits: the crash it recorded is held from its last scrape),
+      unless the run was served with another status since (it was resumed);
+    - a run whose own training process served `rlvitals_writer_heartbeat_timestamp_seconds`
+      with no end recorded at its last scrape, and serves nothing now, nor anyone a status for
+      its run since: the process is gone without an end (`kill -9`, out of memory, a zombie: a
+      dead process answers no scrape)."""
+    window = f"{timing.lifecycle.ended_after_s:g}s"
+    crashed = f'{STATUS_GAUGE}{{status="crashed"}}'
+    other = f'{STATUS_GAUGE}{{status!="crashed"}}'
+    recorded = (
+        f"last_over_time({crashed}[{window}]) unless on (run) "
+        f"({_newest(other, window)} > on (run) {_newest(crashed, window)})"
+    )
+    gone = (
+        f"(last_over_time({HEARTBEAT_GAUGE}[{window}]) > 0) unless on (run) {HEARTBEAT_GAUGE} "
+        f"unless on (run) ({_newest(STATUS_GAUGE, window)} > on (run) "
+        f"{_newest(HEARTBEAT_GAUGE, window)})"
+    )
+    labelled = f'label_replace({gone}, "reason", "{WRITER_GONE}", "", "")'
+    return f"max by (run, reason) ({recorded} or {labelled})"
 
 
 def unhealthy_expr(timing: Timing) -> str:
@@ -297,12 +337,14 @@ def _pipeline_rules(reg: Registry, timing: Timing) -> list[dict[str, Any]]:
                     f"{_seconds(timing.lifecycle.stall_after_s)} s"
                 ),
                 "description": (
-                    "The process writing this run holds its lease (it is alive) but logged "
-                    f"nothing for {_seconds(timing.lifecycle.stall_after_s)} s, measured on the "
-                    "exporter's clock: the job may be hung (deadlock, NCCL wait, data loader) or "
-                    "paused. Runs that finished, crashed, or whose history was already quiet "
-                    "when the exporter first saw it never fire. Check the process and its last "
-                    "log lines."
+                    "The training process writing this run is alive but logged nothing for "
+                    f"{_seconds(timing.lifecycle.stall_after_s)} s, measured on the exporter's "
+                    "clock: it holds the run's lease (logging through the Python API), or, for "
+                    "a followed log, it was seen on the follower's host holding the log open "
+                    "for writing. The job may be hung (deadlock, NCCL wait, data loader) or "
+                    "paused. Runs that finished, crashed, whose history was already quiet when "
+                    "the exporter first saw it, or whose quiet logs have no writer the follower "
+                    "can see (status quiet) never fire. Check the process and its last log lines."
                 ),
                 "runbook_url": step_link,
             },
@@ -310,17 +352,20 @@ def _pipeline_rules(reg: Registry, timing: Timing) -> list[dict[str, Any]]:
         _rule(
             "rlv-run-crashed",
             "Run crashed",
-            status_expr(RunStatus.CRASHED, by="run, reason"),
+            crashed_expr(timing),
             timing,
             {"severity": "critical", "metric": "rlvitals_step", "layer": "health"},
             {
                 "summary": "Run {{ .Labels.run }} crashed: {{ .Labels.reason }}",
                 "description": (
                     "The run ended with an exception (recorded by the context manager or the "
-                    "process's excepthook), or its writing process died without recording an "
-                    "end (killed, out of memory). Raised once: it resolves "
-                    f"{_seconds(timing.lifecycle.ended_after_s)} s after the crash. Read the "
-                    "exception on the run's page, fix it and resume the run."
+                    "process's excepthook, or a traceback its followed console log ends with), "
+                    "its writing process died without recording an end (killed, out of memory, "
+                    "a zombie its launcher never reaped; seen by the lease, by the follower on "
+                    "the writer's host, or as a self-served /metrics target that stopped "
+                    "answering), or a followed log stopped short of its planned length. It "
+                    f"resolves {_seconds(timing.lifecycle.ended_after_s)} s after the crash was "
+                    "last served. Read the reason on the run's page, fix it and resume the run."
                 ),
                 "runbook_url": step_link,
             },

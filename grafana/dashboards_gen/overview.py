@@ -12,45 +12,29 @@ from registry import Metric, Registry
 from .charts import charts_for
 from .common import Grid, dashboard_shell
 from .i18n import words
-from .panels import Chart, cards_panel, chart_panel, events_panel, stat_panel
+from .panels import Chart, cards_panel, chart_panel, events_panel, state_stat_panel
 from .queries import step_measurement
 
-__all__ = ["LAYERS", "health_exprs", "overview_dashboard"]
+__all__ = ["HEALTH_STATS", "LAYERS", "overview_dashboard"]
 
 LAYERS: tuple[str, ...] = ("health", "trend", "resource")
-# `$run`, not `${run:regex}`: Grafana's Prometheus datasource escapes each value of a multi-value
-# variable for a regex inside a PromQL string (`.` -> `\\.`, prometheusSpecialRegexEscape in
-# packages/grafana-prometheus/src/escaping.ts); the generic regex format writes `\.`, an escape
-# sequence PromQL's string parser rejects (run names like `lr0.001`).
-_RUN = 'run=~"$run"'
 
-
-def health_exprs() -> dict[str, str]:
-    """PromQL of the Health row's live numbers (the exporter's own series)."""
-    return {
-        "step": f"max by (run) (rlvitals_step{{{_RUN}}})",
-        # The step's own progress in wall time as Prometheus saw it: the training's rate for a
-        # live run (followed logs included, where the exporter's gauge measures the import), 0
-        # once it stops.
-        "steps_per_second": f"max by (run) (clamp_min(deriv(rlvitals_step{{{_RUN}}}[2m]), 0))",
-        "nonfinite": f"sum by (run) (rlvitals_nonfinite_samples_total{{{_RUN}}})",
-        "active_alerts": (
-            f'sum by (run) ({{__name__=~"rlvitals_alert_active|rlvitals_rule_active", {_RUN}}})'
-        ),
-    }
+HEALTH_STATS: tuple[tuple[str, str, tuple[tuple[float | None, str], ...]], ...] = (
+    ("step", "step", ((None, "blue"),)),
+    ("steps_per_second", "steps_per_second", ((None, "red"), (1e-9, "green"))),
+    ("nonfinite", "nonfinite", ((None, "green"), (1.0, "red"))),
+    ("active_alerts", "alerts", ((None, "green"), (1.0, "orange"))),
+)
+"""The Health row's four numbers: (title word, `/api/run_state` column, colour steps). Read from
+the datasource, not Prometheus: Prometheus holds only what live processes serve, so a finished,
+imported or demo run read "No data" there."""
 
 
 def _health_stats(dash: db.Dashboard, grid: Grid, lang: str) -> db.Dashboard:
     w = words(lang)
-    exprs = health_exprs()
-    specs = (
-        ("step", w.step, "short", ((None, "blue"),)),
-        ("steps_per_second", w.steps_per_second, "short", ((None, "red"), (1e-9, "green"))),
-        ("nonfinite", w.nonfinite, "short", ((None, "green"), (1.0, "red"))),
-        ("active_alerts", w.active_alerts, "short", ((None, "green"), (1.0, "orange"))),
-    )
-    for key, title, unit, steps in specs:
-        panel = stat_panel(title, title, exprs[key], unit, steps)
+    for word, column, steps in HEALTH_STATS:
+        title = getattr(w, word)
+        panel = state_stat_panel(title, title, column, "short", steps, lang)
         dash = dash.with_panel(panel.id(grid.next_id()).grid_pos(grid.place(6, 4)))
     return dash
 

@@ -19,7 +19,7 @@ from . import queries
 from .describe import band_steps, description, term_url
 from .i18n import words
 from .queries import Series, series_alias
-from .sources import INFINITY, INFLUX, PROMETHEUS
+from .sources import INFINITY, INFLUX
 from .targets import Target
 from .units import grafana_unit
 
@@ -34,7 +34,7 @@ __all__ = [
     "chart_panel",
     "events_panel",
     "glossary_panel",
-    "stat_panel",
+    "state_stat_panel",
 ]
 
 # smoothed line widths by emphasis; raw is always 1 (thinner than any smoothed line)
@@ -264,6 +264,11 @@ _EVENT_MARK_STYLE = [
     _prop("custom.axisPlacement", "hidden"),
     _prop("min", 0),
     _prop("max", 1),
+    # Grafana draws one threshold area per scale, from the first field on it that asks for one
+    # (public/app/core/components/TimeSeries/utils.ts preparePlotConfigBuilder; addThresholds in
+    # packages/grafana-ui/src/components/uPlot/config/UPlotConfigBuilder.ts): the marks would
+    # inherit the chart's healthy band and paint it over their own [0, 1] scale
+    _prop("custom.thresholdsStyle", {"mode": "off"}),
     _prop("custom.hideFrom", {"legend": True, "tooltip": True, "viz": False}),
 ]
 
@@ -329,16 +334,29 @@ def cards_panel(lang: str) -> table.Panel:
     return _cards_table(w.cards, queries.all_cards_target(lang, columns), lang)
 
 
-def stat_panel(
-    title: str, desc: str, expr: str, unit: str, thresholds: Sequence[tuple[float | None, str]]
+def state_stat_panel(
+    title: str,
+    desc: str,
+    column: str,
+    unit: str,
+    thresholds: Sequence[tuple[float | None, str]],
+    lang: str,
 ) -> stat.Panel:
-    """A live number per run from Prometheus (wall-clock state the exporter serves)."""
+    """One of the focused run's vital numbers from the datasource (`/api/run_state`): as of now
+    while it runs, as of its end once it ended, titled with the run and its status word (in
+    "all values" mode Grafana names a row's stat by the row's text fields: `getFieldDisplayValues`
+    in packages/grafana-data/src/field/fieldDisplay.ts)."""
+    columns = [
+        {"selector": "run", "text": "run", "type": "string"},
+        {"selector": "status_label", "text": "status", "type": "string"},
+        {"selector": column, "text": title, "type": "number"},
+    ]
     return (
         stat.Panel()
         .title(title)
         .description(desc)
-        .datasource(_ref(PROMETHEUS.variable_ref()))
-        .with_target(Target(queries.prom_target("A", expr)))
+        .datasource(_ref(INFINITY.variable_ref()))
+        .with_target(Target(queries.run_state_target(lang, columns)))
         .unit(unit)
         .thresholds(_thresholds(thresholds))
         .color_mode(cm.BigValueColorMode.BACKGROUND)
@@ -349,7 +367,9 @@ def stat_panel(
         .show_percent_change(False)
         .percent_change_color_mode(cm.PercentChangeColorMode.STANDARD)
         .orientation(cm.VizOrientation.AUTO)
-        .reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+        .reduce_options(
+            cb.ReduceDataOptions().values(True).calcs([]).fields(f"/^{re.escape(title)}$/")
+        )
     )
 
 
@@ -367,6 +387,14 @@ def events_panel(lang: str) -> table.Panel:
         .align(cm.FieldTextAlignment.AUTO)
         .inspect(False)
         .with_transformation(dm.DataTransformerConfig(id_val="merge", options={}))
+        # the point's time IS its step (a 1970 date as a time): the step field says it, once
+        .with_transformation(
+            dm.DataTransformerConfig(
+                id_val="organize",
+                options={"excludeByName": {"Time": True}},
+            )
+        )
+        .override_by_name("step", [_prop("unit", "none"), _prop("decimals", 0)])
     )
 
 

@@ -20,7 +20,7 @@ from exporter.schema import EVENTS
 from exporter.translate.derive import NONFINITE_FIELD
 from registry import Metric, Registry
 
-from .sources import INFINITY, INFLUX, PROMETHEUS
+from .sources import INFINITY, INFLUX
 
 __all__ = [
     "EVENT_MARKS",
@@ -33,7 +33,6 @@ __all__ = [
     "events_query",
     "influx_target",
     "metric_query",
-    "prom_target",
     "run_matcher",
     "series_alias",
     "step_measurement",
@@ -160,17 +159,6 @@ def influx_target(ref_id: str, query: str) -> dict[str, Any]:
     }
 
 
-def prom_target(ref_id: str, expr: str, legend: str = "{{run}}") -> dict[str, Any]:
-    return {
-        "refId": ref_id,
-        "datasource": PROMETHEUS.variable_ref(),
-        "expr": expr,
-        "instant": True,
-        "range": False,
-        "legendFormat": legend,
-    }
-
-
 def _infinity(
     ref_id: str,
     path: str,
@@ -200,6 +188,12 @@ def cards_target(metric_id: str, lang: str, columns: Sequence[dict[str, str]]) -
     """Infinity request for the diagnosis card of one metric of the focused run."""
     params = (("run", "${focus}"), ("metric", metric_id), ("lang", lang))
     return _infinity("A", "/api/cards", params, "cards", columns)
+
+
+def run_state_target(lang: str, columns: Sequence[dict[str, str]]) -> dict[str, Any]:
+    """Infinity request for the focused run's vital numbers (`/api/run_state`: as of its end
+    once it ended)."""
+    return _infinity("A", "/api/run_state", (("run", "${focus}"), ("lang", lang)), "runs", columns)
 
 
 def all_cards_target(lang: str, columns: Sequence[dict[str, str]]) -> dict[str, Any]:

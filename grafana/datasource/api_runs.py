@@ -1,21 +1,24 @@
-"""`GET /api/health` (status for anyone, detail for a caller with the token) and `GET /api/runs`
+"""`GET /api/health` (status for anyone, detail for a caller with the token), `GET /api/runs`
 (each run's project, framework, status and what set it (`exporter.lifecycle`), last step and wall
-time, start, tags and notes)."""
+time, start, tags and notes) and `GET /api/run_state?run=R` (one run's vital numbers, as of its
+end once it ended: `run_state.py`)."""
 
 from __future__ import annotations
 
 import logging
 import time
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, Response, current_app, jsonify, request
 
 from rlvitals import __version__
 
+from . import params
 from .api_alert_notifications import notification_counts
 from .history import HistoryError
 from .login_guard import bearer_verdict
 from .reading import reading
 from .run_meta import read_meta, with_meta
+from .run_state import run_state
 from .run_summary import run_summary
 from .services import services
 
@@ -91,3 +94,11 @@ def runs() -> Response:
         for name in svc.store.runs()
     ]
     return jsonify({"runs": out})
+
+
+@blueprint.get("/api/run_state")
+def state() -> Response:
+    svc = services()
+    run = params.check_run(svc.store, request.args)
+    lang = params.lang(request.args) or "en"
+    return jsonify({"runs": [run_state(svc, run, lang)]})

@@ -302,6 +302,26 @@ def test_a_sigkilled_logger_reads_crashed_at_once_naming_its_pid(
     assert values == [float(s) for s in steps]
 
 
+def test_a_sigkilled_logger_its_launcher_never_reaps_reads_crashed_as_a_zombie(
+    tmp_path: Path, spawn: Callable[..., Child], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A launcher that does not `wait` leaves the killed trainer a zombie: its pid still exists,
+    but it does not run (issue 36: it read stalled)."""
+    store = tmp_path / "store"
+    logger = spawn(_LOGGER, "zombie", "0")
+    assert logger.expect("LOGGING") == "zombie"
+    os.kill(logger.pid, signal.SIGKILL)  # this test is its parent and does not reap it yet
+    stat = Path(f"/proc/{logger.pid}/stat")
+    _until(lambda: stat.read_text().rsplit(")", 1)[1].split()[0], lambda s: s == "Z")
+    status, _ = _stored(store, "zombie")
+    assert status.status is RunStatus.CRASHED, status
+    assert status.reason.startswith(f"pid {logger.pid} on {HOST} exited (killed by SIGKILL)")
+    assert "zombie" in status.reason, status
+    row = _row(store, "zombie", capsys)
+    assert (row["status"], row["status_reason"]) == ("crashed", status.reason)
+    assert logger.wait(10) == -signal.SIGKILL
+
+
 # -- two processes asking for one run ----------------------------------------------------------
 
 _RESUMER = """

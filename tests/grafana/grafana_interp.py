@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Selection", "interpolate", "prometheus_run_matcher"]
+__all__ = ["Selection", "interpolate"]
 
 
 @dataclass(frozen=True)
@@ -44,12 +44,3 @@ def interpolate(query: str, sel: Selection) -> str:
     out = re.sub(r"\$\{(\w+)(?::(\w+))?\}|\$(\w+)", sub, out)
     assert not re.search(r"\$[\w{]", out), f"unsubstituted variable in {out!r}"
     return out
-
-
-def prometheus_run_matcher(runs: Sequence[str]) -> str:
-    """`$run` as Grafana's Prometheus datasource writes a multi-value variable into PromQL: each
-    value regex-escaped with TWO backslashes (a backslash in a PromQL string is itself escaped),
-    joined as `(a|b)` [packages/grafana-prometheus/src/escaping.ts prometheusSpecialRegexEscape;
-    datasource.ts interpolateQueryExpr]."""
-    escaped = [re.sub(r"([$^*{}\[\]+?.()|])", r"\\\\\1", v.replace("\\", "\\\\\\\\")) for v in runs]
-    return "(" + "|".join(escaped) + ")"

@@ -6,10 +6,11 @@ through the environment:
    timestamps; an SB3 progress.csv; one long enough that the first pass outlasts the stall
    window) are history: recorded `ended`, never stalled, never paged (served `live` at most,
    while the tail reads and stores them);
-2. a job that hangs while logging (its log grew while followed, then stopped; the file stays)
-   fires "Training stalled" for its run once the stall window passed;
+2. a job that hangs while logging (its log grew while followed, then stopped; the process runs
+   on holding it open) fires "Training stalled" for its run once the stall window passed;
 3. a restarted tail (SIGTERM, the same command again) reads logs quiet since before the restart
-   as history: nothing (re)fires;
+   as history: nothing (re)fires, the hang included (a restarted follower takes up a run again
+   only when its logs grow: docs/status.md says so);
 4. a training process logging through `exporter.init` into the same store that raises fires
    "Run crashed" with the exception in its reason; one that finished fires nothing.
 """
@@ -23,7 +24,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -203,19 +203,24 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tail.start()
     serving = time.time()
     _wait_up(prom)
+    stack: dict[str, Any] = {
+        "prom": prom,
+        "tail": tail,
+        "logs": logs,
+        "t0": launched,
+        "serving": serving,
+        "written": written,
+    }
     try:
-        yield {
-            "prom": prom,
-            "tail": tail,
-            "logs": logs,
-            "t0": launched,
-            "serving": serving,
-            "written": written,
-        }
+        yield stack
     finally:
         if tail.proc is not None:
             tail.stop()
         prom.stop()
+        hung = stack.get("hung")
+        if hung is not None:
+            hung.kill()
+            hung.wait(10)
 
 
 def _wait_up(prom: PromServer, timeout: float = 30) -> None:
@@ -312,29 +317,26 @@ def test_history_never_pages_a_hang_does_and_a_restart_reads_quiet_logs_as_histo
     # can outlast the 1 s timeout of the 1 s interval (its target then reads down for it).
     assert first_pass <= {Fired(UNHEALTHY, "")}, first_pass
 
-    # 2. a job that hangs while logging: its log grows while followed, then stops
+    # 2. a job that hangs while logging: its log grows while followed, then stops; the process
+    # still runs and holds it open (a thread of this test that closed its file was stalled here
+    # before issue 36: the follower, not the trainer, was taken for the job)
     (logs / HANG).mkdir()
     hang_log = logs / HANG / "progress.jsonl"
     hang_log.write_text(_jsonl(0, time.time()) + _jsonl(1, time.time()), encoding="utf-8")
-    last_write: list[float] = []
-
-    def write() -> None:
-        with hang_log.open("a", encoding="utf-8") as f:
-            for step in range(2, 12):  # every 0.3 s for 3 s
-                time.sleep(0.3)
-                f.write(_jsonl(step, time.time()))
-                f.flush()
-                last_write[:] = [time.time()]
-
-    writer = threading.Thread(target=write, daemon=True)
-    writer.start()
+    done = logs.parent / "hang.done"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _HANGING, str(hang_log), str(done)],
+        stdout=subprocess.DEVNULL,
+    )
+    stack["hung"] = writer
     # while it writes (and for less than the stall window after), nothing fires for it
-    while writer.is_alive():
+    while not done.exists():
+        assert writer.poll() is None, "the hanging writer exited"
         fired = _evaluate(prom, rules)
         seen |= fired
         assert not fired, fired
         time.sleep(0.5)
-    writer.join()
+    last_write = [float(done.read_text())]
     stopped = last_write[0]
     assert tail.statuses().get(HANG, ("",))[0] == "live", tail.statuses()
     fired, ok = _poll(
@@ -354,7 +356,9 @@ def test_history_never_pages_a_hang_does_and_a_restart_reads_quiet_logs_as_histo
     assert status == "stalled" and reason == "", (status, reason)
     assert _ever(prom, "stalled") == {HANG}
     store = _store_statuses(tail.store)
-    assert store[HANG][1] == RunStatus.STALLED, store[HANG]  # the tail holds it: alive, quiet
+    # the tail holds it, and the process it saw writing its log still runs and holds it open
+    assert store[HANG][1] == RunStatus.STALLED, store[HANG]
+    assert f"pid {writer.pid}" in store[HANG][2], store[HANG]
 
     # 3. the exporter restarts (SIGTERM, then the same command)
     first_output = tail.output()
@@ -398,6 +402,24 @@ def test_history_never_pages_a_hang_does_and_a_restart_reads_quiet_logs_as_histo
     print("statuses ever scraped:", {k: sorted(v) for k, v in sorted(_scraped(prom).items())})
     print("first tail:\n" + first_output + "\nsecond tail:\n" + second_output)
 
+
+# A job that logs a line every 0.3 s for 3 s, says when it wrote its last one (in a file), then
+# hangs holding its log open.
+_HANGING = textwrap.dedent(
+    """
+    import json, sys, time
+    log = open(sys.argv[1], "a")
+    for step in range(2, 12):
+        time.sleep(0.3)
+        log.write(json.dumps({"time/total_timesteps": 2048 * (step + 1),
+                              "rollout/ep_rew_mean": 10.0 + 0.1 * step,
+                              "train/approx_kl": 0.01, "train/clip_fraction": 0.1,
+                              "train/entropy_loss": -1.2, "wall_time": time.time()}) + "\\n")
+        log.flush()
+    open(sys.argv[2], "w").write(repr(time.time()))
+    time.sleep(3600)
+    """
+)
 
 _WRITER = textwrap.dedent(
     """

@@ -241,6 +241,61 @@ def test_the_overviews_charts_mark_each_runs_events_at_their_steps(
         assert step.get("values") is None or 100 in step["values"]
 
 
+def test_no_chart_paints_a_threshold_area_on_the_event_marks_scale(
+    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+) -> None:
+    """Grafana draws one threshold area per scale, from the first field on it that asks for one
+    (preparePlotConfigBuilder and UPlotConfigBuilder.addThresholds, computed in data_path.cjs on
+    the fields as @grafana/data's applyFieldOverrides resolves them): the event marks' hidden
+    [0, 1] axis must get none (issue 36: a KL band of [0, 0.05] painted 95 % of a chart red), and a
+    chart has at most one area, on the scale of its first metric: its healthy band."""
+    checked = 0
+    for _path, panel, _promised, result in processed:
+        for frame in result["frames"]:
+            areas = frame["thresholdAreas"]
+            marks = {f["scaleKey"] for f in frame["fields"] if f["name"] == EVENT_MARKS}
+            painted = [a for a in areas if a["scaleKey"] in marks]
+            assert not painted, f"{result['key']}: event marks' scale painted: {painted}"
+            assert len(areas) <= 1, f"{result['key']}: {len(areas)} threshold areas: {areas}"
+            if areas:
+                first = panel["targets"][0]["query"]
+                shown = [f for f in frame["fields"] if f["scaleKey"] == areas[0]["scaleKey"]]
+                assert any(f["name"].split(" ")[0] in first for f in shown), (result["key"], areas)
+            checked += bool(marks)
+    assert checked, "no chart marks events: nothing was checked"
+
+
+def test_the_events_table_shows_steps_as_steps_and_no_1970_time(
+    loaded: InfluxDatabase, builtin: registry.Registry
+) -> None:
+    """The events table through its own transformations (Grafana's `merge` and `organize`): the
+    InfluxQL point's time is its step, so a `Time` column would read 1970-01-01 00:01:40 for
+    step 100 (issue 36); the step column says it."""
+    inputs = []
+    for path, text in sorted(dashboard_files(builtin, ("en", "zh")).items()):
+        for panel in json.loads(text)["panels"]:
+            if panel.get("type") != "table" or "events" not in panel["targets"][0].get("query", ""):
+                continue
+            query = interpolate(panel["targets"][0]["query"], _selection())
+            inputs.append(
+                {
+                    "key": f"{path} / {panel['title']}",
+                    "frames": table_frames(loaded.raw_query(query), "A", query),
+                    "transformations": panel.get("transformations", []),
+                    "fieldConfig": panel.get("fieldConfig", {"defaults": {}, "overrides": []}),
+                    "withValues": True,
+                }
+            )
+    assert len(inputs) == 2  # the overview, in each language
+    for result in run_panels(inputs):
+        assert "error" not in result, result
+        fields = [f for frame in result["frames"] for f in frame["fields"]]
+        assert not [f for f in fields if f["type"] == "time"], (result["key"], fields)
+        steps = [f for f in fields if f["type"] == "number"]
+        assert len(steps) == 1 and 100 in steps[0]["values"], (result["key"], steps)
+        assert steps[0]["displayName"] == "step", steps[0]["displayName"]
+
+
 def _drawn(results: list[dict[str, Any]]) -> dict[str, set[str]]:
     """metric id -> the kinds of its series that reached some chart, for every run."""
     out: dict[str, dict[str, set[str]]] = {}

@@ -591,6 +591,7 @@
       el("button", { type: "button", class: "pin", "aria-pressed": "false" }),
       el("button", { type: "button", class: "png", title: T.png_hint, text: "PNG" }),
       el("span", { class: "downloads" }),
+      el("span", { class: "event-key" }),
     ]);
     const haystack = [meta.field, meta.title, meta.metric || ""].concat(meta.aliases || []).join(" ").toLowerCase();
     const node = el("article", { class: "panel", "data-field": meta.field, "data-group": meta.group, "data-search": haystack }, [
@@ -744,17 +745,59 @@
     }
   }
 
+  // A kind of event logged EVENT_RUN times or more (a health event at every step while a run is
+  // non-finite) is one row of the table, with its count and step range; the events themselves
+  // fold inside it. The table shows its first EVENTS_SHOWN rows, one line each (the full text on
+  // hover), and folds the rest behind a button: a run with many events keeps a short page.
+  const EVENT_RUN = 10;
+  const EVENTS_SHOWN = 5;
+
+  function stepText(step) {
+    return Number(step).toLocaleString("en-US");
+  }
+
+  function eventEntries(list) {
+    const byKind = new Map();
+    for (const ev of list) {
+      if (!byKind.has(ev.kind)) byKind.set(ev.kind, []);
+      byKind.get(ev.kind).push(ev);
+    }
+    const out = [];
+    for (const [kind, items] of byKind) {
+      if (items.length >= EVENT_RUN) out.push({ kind: kind, step: items[0].step, items: items });
+      else for (const ev of items) out.push({ kind: kind, step: ev.step, items: [ev] });
+    }
+    return out.sort((a, b) => a.step - b.step);
+  }
+
   async function loadEvents() {
     for (const run of RUNS) events[run] = (await getJSON("/api/events?" + q({ run: run }))).events;
     const rows = [];
     for (const run of RUNS) {
-      for (const ev of events[run]) {
+      const cell = () => el("td", { text: run, style: "color:" + colorOf(run) });
+      for (const entry of eventEntries(events[run])) {
+        const items = entry.items;
+        const first = items[0];
+        if (items.length === 1) {
+          rows.push(
+            el("tr", { "data-run": run, "data-step": String(first.step) }, [
+              cell(),
+              el("td", { text: stepText(first.step) }),
+              el("td", { text: entry.kind }),
+              el("td", { class: "what", title: first.text, text: first.text }),
+            ])
+          );
+          continue;
+        }
+        const lastEv = items[items.length - 1];
+        const list = el("ol", { class: "event-list" }, items.map((ev) => el("li", { text: stepText(ev.step) + ": " + ev.text })));
+        const label = fmt(T.event_run, { n: items.length.toLocaleString("en-US"), kind: entry.kind }) + " — " + first.text;
         rows.push(
-          el("tr", { "data-run": run, "data-step": String(ev.step) }, [
-            el("td", { text: run, style: "color:" + colorOf(run) }),
-            el("td", { text: Number(ev.step).toLocaleString("en-US") }),
-            el("td", { text: ev.kind }),
-            el("td", { text: ev.text }),
+          el("tr", { "data-run": run, "data-step": String(first.step), "data-count": String(items.length) }, [
+            cell(),
+            el("td", { text: stepText(first.step) + "–" + stepText(lastEv.step) }),
+            el("td", { text: entry.kind }),
+            el("td", { class: "what" }, [el("details", { class: "event-run" }, [el("summary", { title: label, text: label }), list])]),
           ])
         );
       }
@@ -766,7 +809,21 @@
       return;
     }
     const head = el("tr", {}, [T.run, T.x_step, T.kind, T.what].map((t) => el("th", { text: t })));
-    box.appendChild(el("table", { class: "config", id: "events-table" }, [el("thead", {}, [head]), el("tbody", {}, rows)]));
+    const shown = el("tbody", {}, rows.slice(0, EVENTS_SHOWN));
+    const table = el("table", { class: "config events", id: "events-table" }, [el("thead", {}, [head]), shown]);
+    if (rows.length > EVENTS_SHOWN) {
+      const rest = el("tbody", { class: "more-events", hidden: true }, rows.slice(EVENTS_SHOWN));
+      const button = el("button", { type: "button", class: "show-events", text: fmt(T.events_more, { n: rows.length - EVENTS_SHOWN }) });
+      button.addEventListener("click", () => {
+        rest.hidden = !rest.hidden;
+        button.textContent = rest.hidden ? fmt(T.events_more, { n: rows.length - EVENTS_SHOWN }) : T.events_fewer;
+      });
+      table.appendChild(rest);
+      box.appendChild(table);
+      box.appendChild(button);
+      return;
+    }
+    box.appendChild(table);
   }
 
   // Where an event sits on the current x axis: its step, or the wall time of the nearest point.
@@ -784,31 +841,95 @@
     return xs[lo];
   }
 
-  // Events as dashed vertical lines in the run's colour (as the report's markers).
+  // Events as dashed vertical lines in the run's colour (as the report's markers). Where they
+  // crowd (marks closer than MARK_GAP pixels, MARK_CROWD of them or more: a health event at every
+  // step), they are one strip along the top edge of the plot with their count, so the lines and
+  // the healthy band under them stay visible; the key beside the chart's tools says which.
+  const MARK_GAP = 4;
+  const MARK_CROWD = 3;
+  const STRIP = 6;
+
   function eventHook(panel, runs) {
     return (u) => {
       const ctx = u.ctx;
       const [x0, x1] = [u.scales.x.min, u.scales.x.max];
-      let drawn = 0;
+      let lines = 0;
+      let strips = 0;
+      let shown = 0;
+      const keyLines = new Set();
+      const keyStrips = [];
+      let row = 0; // strips of different kinds (and runs) stack down from the top edge
       ctx.save();
-      ctx.setLineDash([4, 4]);
       ctx.lineWidth = 1;
       for (const run of runs) {
         const s = panel.data[run];
+        const marks = [];
         for (const ev of events[run] || []) {
           const x = eventX(run, s, ev.step);
           if (x === null || x < x0 || x > x1) continue;
-          const px = Math.round(u.valToPos(x, "x", true)) + 0.5;
-          ctx.strokeStyle = colorOf(run);
-          ctx.beginPath();
-          ctx.moveTo(px, u.bbox.top);
-          ctx.lineTo(px, u.bbox.top + u.bbox.height);
-          ctx.stroke();
-          drawn += 1;
+          marks.push({ px: u.valToPos(x, "x", true), ev: ev });
+        }
+        marks.sort((a, b) => a.px - b.px);
+        // clustered kind by kind: a checkpoint among per-step health events stays a line
+        const kinds = new Map();
+        for (const m of marks) {
+          if (!kinds.has(m.ev.kind)) kinds.set(m.ev.kind, []);
+          const clusters = kinds.get(m.ev.kind);
+          const last = clusters[clusters.length - 1];
+          if (last && m.px - last[last.length - 1].px < MARK_GAP * devicePixelRatio) last.push(m);
+          else clusters.push([m]);
+        }
+        ctx.strokeStyle = colorOf(run);
+        ctx.fillStyle = colorOf(run);
+        for (const [kind, clusters] of kinds) {
+          let stripped = false;
+          for (const cluster of clusters) {
+            shown += cluster.length;
+            if (cluster.length < MARK_CROWD) {
+              ctx.setLineDash([4, 4]);
+              for (const m of cluster) {
+                const px = Math.round(m.px) + 0.5;
+                ctx.beginPath();
+                ctx.moveTo(px, u.bbox.top);
+                ctx.lineTo(px, u.bbox.top + u.bbox.height);
+                ctx.stroke();
+                lines += 1;
+                keyLines.add(kind);
+              }
+              continue;
+            }
+            const left = Math.round(cluster[0].px);
+            const width = Math.max(2, Math.round(cluster[cluster.length - 1].px) - left);
+            const strip = STRIP * devicePixelRatio;
+            const top = u.bbox.top + row * (strip + 12 * devicePixelRatio);
+            ctx.setLineDash([]);
+            ctx.globalAlpha = 0.55;
+            ctx.fillRect(left, top, width, strip);
+            ctx.globalAlpha = 1;
+            ctx.font = Math.round(10 * devicePixelRatio) + "px sans-serif";
+            ctx.textBaseline = "top";
+            ctx.fillText("×" + cluster.length.toLocaleString("en-US"), left, top + strip + 1);
+            strips += 1;
+            stripped = true;
+            keyStrips.push(fmt(T.event_strip, { n: cluster.length.toLocaleString("en-US"), kind: kind }));
+          }
+          if (stripped) row += 1;
         }
       }
       ctx.restore();
-      panel.el.dataset.events = String(drawn);
+      panel.el.dataset.events = String(shown);
+      panel.el.dataset.eventLines = String(lines);
+      panel.el.dataset.eventStrips = String(strips);
+      const key = $(".event-key", panel.el);
+      if (key) {
+        const parts = [];
+        if (keyLines.size) parts.push(fmt(T.event_lines, { kinds: Array.from(keyLines).join(", ") }));
+        const text = parts.concat(keyStrips).join(" · ");
+        if (key.textContent !== text) {
+          key.textContent = text;
+          key.title = text;
+        }
+      }
     };
   }
 

@@ -1,8 +1,10 @@
 """The sidecar records a followed run `ended` when its logs were already quiet when first read
 (history: it never pages), when they stayed quiet for `Lifecycle.ended_after_s` after growing, or
 when they are gone; its gauges leave /metrics and the store holds the end with its reason. A run
-whose logs grew while followed and then went quiet for less is stalled. Quiet is measured by when
-the files grew, never by the wall times written in them."""
+whose logs grew while followed and then went quiet for less, with no process seen writing them,
+is quiet (never stalled: the follower is not the trainer; tests/exporter/ingest/
+test_followed_end.py has the writer's cases). Quiet is measured by when the files grew, never by
+the wall times written in them."""
 
 from __future__ import annotations
 
@@ -108,7 +110,7 @@ def test_history_read_early_in_a_long_pass_is_ended_when_the_reader_moves_on(
     ingest.finish(30)
 
 
-def test_a_run_seen_growing_then_quiet_is_stalled_until_ended_after(
+def test_a_run_seen_growing_then_quiet_with_no_writer_seen_is_quiet_until_ended_after(
     tmp_path: Path, reg: registry.Registry
 ) -> None:
     settings = ExporterSettings(store=tmp_path / "store", prometheus_port=None, policy="warn")
@@ -125,7 +127,9 @@ def test_a_run_seen_growing_then_quiet_is_stalled_until_ended_after(
     with Outbox(settings.outbox_path) as box:
         record = box.run("r")
     assert record is not None
-    assert LIFE.status(record.recorded, later).status is RunStatus.STALLED
+    status = LIFE.status(record.recorded, later)
+    assert status.status is RunStatus.QUIET, status
+    assert "no process on this host holds them open" in status.reason, status
     assert ingest.finish_idle(LIFE, time.time() + 61) == ["r"]
     assert _status(settings, "r") is RunStatus.ENDED
     ingest.finish(30)

@@ -3,7 +3,8 @@
 //
 // stdin:  {"panels": [{"key", "frames": [DataFrame DTO], "transformations": [...], "fieldConfig": {...}}]}
 // stdout: {"panels": [{"key", "error"?, "frames": [{"name", "fields": [{name, displayName, type,
-//          labels, color, lineWidth, hidden, nonNull, ascending}]}]}]}
+//          labels, color, lineWidth, hidden, nonNull, ascending, scaleKey}],
+//          "thresholdAreas": [{scaleKey, field, mode, steps}]}]}]}
 //
 // What runs where, as in Grafana's frontend:
 // - the transformation chain: `transformDataFrame` over `standardTransformersRegistry` (whose items
@@ -176,12 +177,18 @@ function configRegistry(fieldConfig) {
     // (public/app/core/components/OptionsUI/registry.tsx getAllStandardFieldConfigs), which
     // clears the cached name and interpolates ${__field...} (field/overrides/processors.ts)
     const display = id === 'displayName';
+    // thresholds go through Grafana's own processor (sorted steps, the base at -Infinity)
+    const process = display
+      ? g.displayNameOverrideProcessor
+      : id === 'thresholds'
+        ? g.thresholdsOverrideProcessor
+        : (v) => v;
     reg.register({
       id,
       path: isCustom ? id.slice('custom.'.length) : id,
       name: id,
       isCustom,
-      process: display ? g.displayNameOverrideProcessor : (v) => v,
+      process,
       settings: display ? { expandTemplateVars: true } : undefined,
       shouldApply: () => true,
       override: () => null,
@@ -201,6 +208,59 @@ function replaceVariables(value, scopedVars) {
     if (isLabel) return (field.labels || {})[key] ?? '';
     return key === 'name' ? field.name : whole;
   });
+}
+
+// --- threshold areas per scale: what a time series / trend panel draws -------------------------
+// From grafana/grafana public/app/core/components/TimeSeries/utils.ts (preparePlotConfigBuilder):
+// for each numeric field after the x field, `scaleKey = buildScaleKey(config, field.type)`; when
+// `custom.thresholdsStyle` and `thresholds` are set and the mode is not `off`,
+// `builder.addThresholds({scaleKey, ...})`; and packages/grafana-ui/src/components/uPlot/config/
+// UPlotConfigBuilder.ts `addThresholds` keeps the FIRST options per scale key ("to prevent more
+// than one threshold per scale") and draws each on its own scale. buildScaleKey (grafana-ui,
+// uPlot/utils.ts): unit / min-max / softMin-softMax / axis placement / distribution / axis label /
+// field type, 'na' for what is unset, the unit defaulting to FIXED_UNIT ('__fixed'). Our code,
+// written from those files (@grafana/ui is not installed here: it needs React and a DOM).
+function scaleKey(field) {
+  const c = field.config || {};
+  const custom = { drawStyle: 'line', showPoints: 'auto', axisPlacement: 'auto', showValues: false, ...(c.custom || {}) };
+  const part = (v) => (v !== undefined && v !== null ? v : 'na');
+  const dist = custom.scaleDistribution
+    ? custom.scaleDistribution.type === 'log'
+      ? `${custom.scaleDistribution.type}${custom.scaleDistribution.log}`
+      : custom.scaleDistribution.type
+    : 'linear';
+  const label = custom.axisLabel ? custom.axisLabel : 'na';
+  return [
+    c.unit ?? '__fixed',
+    `${part(c.min)}-${part(c.max)}`,
+    `${part(custom.axisSoftMin)}-${part(custom.axisSoftMax)}`,
+    custom.axisPlacement ?? 'auto',
+    dist,
+    label,
+    field.type,
+  ].join('/');
+}
+
+function thresholdAreas(frame, xName) {
+  const areas = new Map();
+  for (const field of frame.fields) {
+    if (field.name === xName || (field.type !== g.FieldType.number && field.type !== g.FieldType.enum)) continue;
+    const c = field.config || {};
+    const style = (c.custom || {}).thresholdsStyle;
+    if (!style || !c.thresholds) continue;
+    const mode = style.mode ?? 'off';
+    if (mode === 'off') continue;
+    const key = scaleKey(field);
+    if (!areas.has(key)) {
+      areas.set(key, {
+        scaleKey: key,
+        field: field.state && field.state.displayName ? field.state.displayName : field.name,
+        mode,
+        steps: c.thresholds.steps.map((s) => ({ value: s.value === -Infinity ? null : s.value, color: s.color })),
+      });
+    }
+  }
+  return [...areas.values()];
 }
 
 async function runPanel(p, theme) {
@@ -236,8 +296,10 @@ async function runPanel(p, theme) {
         nonNull: field.values.filter((v) => v !== null && v !== undefined).length,
         ascending: field.type === g.FieldType.number ? g.isLikelyAscendingVector(field.values) : null,
         values: p.withValues ? field.values : undefined,
+        scaleKey: field.type === g.FieldType.number ? scaleKey(field) : null,
       };
     }),
+    thresholdAreas: thresholdAreas(frame, p.xField || 'step'),
   }));
 }
 
