@@ -24,7 +24,7 @@ from .discover import Format, LogFile, Sniffed, Source, discover, open_source
 from .linefile import LineFileSource
 from .record import Malformed, Record
 from .run_end import EndMark
-from .scalar_block import ScalarBlock
+from .scalar_block import ScalarBlock, blocks_of
 from .tensorboard import TensorBoardSource
 
 __all__ = ["LogSet", "path_key"]
@@ -118,6 +118,11 @@ class LogSet:
         for log, source in list(self._sources.values()):
             if isinstance(source, TensorBoardSource):
                 yield log, source.poll_blocks(final=final)
+            elif isinstance(source, LineFileSource) and log.format == "console":
+                # a console line is one whole step: its steps go on as columns, as an event
+                # file's do (a run takes a block in one piece: `Run.log_block`)
+                marked = self._keyed(log, source.poll_marked(final=final))
+                yield log, blocks_of(marked)  # type: ignore[misc]
             elif isinstance(source, LineFileSource):
                 yield log, self._keyed(log, source.poll_marked(final=final))
             else:

@@ -9,7 +9,8 @@ block is complete (no later event can add to it) and its events are in file orde
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,10 @@ import numpy.typing as npt
 from ..schema import SourcePosition
 from .record import Record, add_value
 
-__all__ = ["ScalarBlock"]
+__all__ = ["ScalarBlock", "blocks_of"]
+
+BLOCK_STEPS = 2048
+"""Steps gathered into one block by `blocks_of` (about one worker batch)."""
 
 
 @dataclass(frozen=True)
@@ -101,3 +105,73 @@ class ScalarBlock:
             repeated = owner[np.argsort(key, kind="stable")][1:][ordered[1:] == ordered[:-1]]
             simple[repeated] = False
         return ScalarBlock(names, steps, walls, starts, tag, value, simple, position)
+
+
+def blocks_of(items: Iterable[object], size: int = BLOCK_STEPS) -> Iterator[object]:
+    """A text log's Records gathered into `ScalarBlock`s of up to `size` steps, in order; any
+    other item (a read position, an end mark) passes through after the steps read before it.
+    A step not after the one before it (a run resumed in the same file, printing earlier steps
+    again) starts a new block: a block's steps only grow, and the later value of a step is
+    stored last. A step the log gives no wall time is given the time it was read, as a Record
+    logged one at a time is (`Run.log` takes the time of the call)."""
+    names: list[str] = []
+    index: dict[str, int] = {}
+    steps: list[int] = []
+    walls: list[float] = []
+    starts: list[int] = [0]
+    tags: list[int] = []
+    values: list[float] = []
+    layouts: dict[tuple[str, ...], list[int]] = {}  # a step's names -> their slots in `names`
+
+    def block() -> ScalarBlock:
+        return ScalarBlock.build(
+            list(names),
+            np.asarray(steps, dtype=np.int64),
+            np.asarray(walls, dtype=np.float64),
+            np.asarray(starts, dtype=np.int64),
+            np.asarray(tags, dtype=np.int64),
+            np.asarray(values, dtype=np.float64),
+        )
+
+    def reset() -> None:
+        names.clear()
+        index.clear()
+        layouts.clear()
+        steps.clear()
+        walls.clear()
+        starts[:] = [0]
+        tags.clear()
+        values.clear()
+
+    for item in items:
+        if not isinstance(item, Record):
+            if steps:
+                yield block()
+                reset()
+            yield item
+            continue
+        if steps and (item.step <= steps[-1] or len(steps) >= size):
+            yield block()
+            reset()
+        row = item.values
+        keys = tuple(row)
+        slots = layouts.get(keys)
+        if slots is not None:  # the names of a step seen before (most steps): no lookups
+            tags.extend(slots)
+            values.extend(row.values())  # type: ignore[arg-type]
+        else:
+            for name, value in row.items():
+                for one in value if isinstance(value, list) else (value,):
+                    slot = index.get(name)
+                    if slot is None:
+                        slot = index[name] = len(names)
+                        names.append(name)
+                    tags.append(slot)
+                    values.append(float(one))
+            if not any(isinstance(v, list) for v in row.values()):
+                layouts[keys] = [index[name] for name in keys]
+        steps.append(item.step)
+        walls.append(item.wall_time or time.time())
+        starts.append(len(tags))
+    if steps:
+        yield block()

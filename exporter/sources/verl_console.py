@@ -18,6 +18,7 @@ __all__ = ["VerlLine", "parse_verl"]
 # are metrics inside the line, not its start), then the step and the first separator.
 _START = re.compile(r"(?<![\w/])step:\s*(\d+)\s+-\s+")
 _SEP = " - "
+_FLAGS = frozenset({"True", "False", "np.True_", "np.False_"})
 
 
 class VerlLine:
@@ -42,13 +43,23 @@ def parse_verl(segment: str) -> VerlLine | None:
     bad: list[str] = []
     for pair in segment[match.end() :].split(_SEP):
         key, colon, raw = pair.partition(":")
-        key = key.strip()
-        if not colon or not key or " " in key:
+        if raw.startswith("np.") and raw.endswith(")"):  # numpy 2's repr: np.float64(0.5)
+            raw = raw[raw.find("(") + 1 : -1]
+        try:
+            value = float(raw)  # the usual case: a plain number
+        except ValueError:
+            key = key.strip()
+            if not colon or not key or " " in key:
+                bad.append(f"{pair.strip()[:60]!r} is not key:value")
+                continue
+            found = number(raw)
+            if found is None:
+                if raw.strip() not in _FLAGS:  # a flag printed among numbers is no metric
+                    bad.append(f"{key}: {raw.strip()[:40]!r} is not a number")
+                continue
+            value = found
+        if not colon or " " in key or not key:
             bad.append(f"{pair.strip()[:60]!r} is not key:value")
-            continue
-        value = number(raw)
-        if value is None:
-            bad.append(f"{key}: {raw.strip()[:40]!r} is not a number")
             continue
         values[key] = value
     if not values:
