@@ -114,8 +114,8 @@ def time_on_page(folder: Path, steps: int) -> float:
                 listed = {r["run"]: r for r in runs["runs"]} if isinstance(runs, dict) else {}
                 if listed.get(run, {}).get("last_step") == steps:
                     series = _get(f"{base}/api/series?run={run}&metric=policy_entropy&points=1000")
-                    pts = series.get("points") if isinstance(series, dict) else None
-                    if pts and pts[-1][0] == steps:
+                    rows = series.get("rows") if isinstance(series, dict) else None
+                    if rows and rows[-1]["step"] == steps:
                         return time.perf_counter() - start
                 time.sleep(0.1)
         finally:

@@ -49,6 +49,7 @@ from .coupling import COUPLING_STEPS, Coupling, couplings
 from .entropy_shape import classify_entropy, entropy_gradient
 from .fingerprint import (
     Sentinel,
+    components_diverge,
     length_rising_reward_flat,
     refusal_rising_with_reward,
     reward_fingerprint,
@@ -460,6 +461,8 @@ def build_card(
         # the shaped-up-raw-down rule already says it, with its own evidence
         covered.add("shaping_gain")
     evidence += _sentinel_evidence(t, metric_id, series, opts, covered)
+    if metric_id == "raw_reward":
+        evidence += _component_evidence(t, series, ctx)
 
     status: Status = "ok"
     for e in evidence:
@@ -1487,6 +1490,39 @@ def _fingerprint_evidence(t: _Lang, s: Series) -> list[Evidence]:
         f"一致性（滞后 1 自相关）{_num(fp.consistency)}",
     )
     return [Evidence("fingerprint", "ok", text, fp.to_dict())]
+
+
+def _component_evidence(t: _Lang, series: Mapping[str, Series], ctx: RunContext) -> list[Evidence]:
+    """The reward's parts moving apart (`components_diverge`), named with each part's change: a
+    warning when the part falling is the one the run names its task's (`task_reward`), else a
+    watch that says how to name it: with several parts (a multi-objective reward), two moving
+    apart can be the trade-off they were written for (calibration/llm_corpus: a healthy run's
+    six-part market reward)."""
+    parts = {k.split("/", 1)[1]: s for k, s in series.items() if k.startswith("reward_component/")}
+    res = components_diverge(parts)
+    if not res.fired:
+        return []
+    changes = ", ".join(f"{k.removesuffix(' change')} {_num(v)}" for k, v in res.observed.items())
+    task_falls = ctx.task_reward is not None and ctx.task_reward in res.falling
+    if task_falls:
+        text = t(
+            f"reward parts moving apart over the last {res.window_steps:,} steps ({res.reason};"
+            f" changes {changes}): the task's own score ({ctx.task_reward}) falls while another"
+            " part rises: the policy buys its reward from the other part: reward hacking",
+            f"奖励的各部分在最近 {res.window_steps:,} 步背道而驰（{res.reason}；变化 {changes}）："
+            f"任务本身的得分（{ctx.task_reward}）下降而另一部分上升：策略在从另一部分换取奖励，这是奖励作弊",
+        )
+        return [Evidence("sentinel", "warning", text, res.to_dict())]
+    text = t(
+        f"reward parts moving apart over the last {res.window_steps:,} steps ({res.reason};"
+        f" changes {changes}): if the falling part is the task's own score, the policy buys its"
+        " reward from the other (reward hacking); say which part is the task's with --set"
+        " task_reward=NAME and this is judged",
+        f"奖励的各部分在最近 {res.window_steps:,} 步背道而驰（{res.reason}；变化 {changes}）："
+        "若下降的是任务本身的得分，策略就在从另一部分换取奖励（奖励作弊）；用 --set task_reward=NAME"
+        " 指明任务的部分即可据此判断",
+    )
+    return [Evidence("sentinel", "watch", text, res.to_dict())]
 
 
 def _sentinel_evidence(

@@ -9,6 +9,7 @@ registry rule already covers the same pattern.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,7 @@ __all__ = [
     "SENTINEL_STEPS",
     "RewardFingerprint",
     "Sentinel",
+    "components_diverge",
     "length_rising_reward_flat",
     "refusal_rising_with_reward",
     "reward_fingerprint",
@@ -92,6 +94,8 @@ class Sentinel:
     observed: dict[str, float | None] = field(default_factory=dict)
     window_steps: int = SENTINEL_STEPS
     reason: str | None = None
+    falling: tuple[str, ...] = ()
+    """The parts that fell, for `components_diverge`."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -232,3 +236,45 @@ def shaping_took_the_gain(shaped: Series, raw: Series, share: float = GAIN_SHARE
     }
     fired = gain > noise and task < share * gain
     return Sentinel(name, fired, observed, int(common[-1] - common[0]))
+
+
+COMPONENT_POINTS = 40  # the recent points two reward parts are compared over
+_COMPONENT_FALL = 0.25  # the falling part lost at least a quarter of its level
+
+
+def components_diverge(components: Mapping[str, Series]) -> Sentinel:
+    """Two parts of one reward moving apart: over the last `COMPONENT_POINTS` points logged by
+    every part, one part's mean (last quarter against first quarter) rose and another's fell,
+    each beyond three standard errors of the difference of two such means (the error from the
+    part's point-to-point differences, as `drop_from_best`), the falling one by at least a
+    quarter of its level. The policy is buying its reward from the part that rises at the cost
+    of the other (a format reward rising while the accuracy reward falls): the seeds' raw vs
+    shaped split, part by part, with no part named the task's."""
+    name = "component_divergence"
+    if len(components) < 2:
+        return Sentinel(name, False, {}, 0, "fewer than two reward parts")
+    common = None
+    for s in components.values():
+        steps = s.finite().steps
+        common = steps if common is None else np.intersect1d(common, steps)
+    assert common is not None
+    common = common[-COMPONENT_POINTS:]
+    if common.size < _MIN_POINTS:
+        return Sentinel(name, False, {}, 0, "too few steps logged by every part")
+    k = max(2, common.size // 4)
+    moves: dict[str, tuple[float, float, float]] = {}  # part -> (change, noise, level)
+    for part, s in components.items():
+        f = s.finite()
+        v = f.values[np.searchsorted(f.steps, common)]
+        sigma = float(np.std(np.diff(v))) / math.sqrt(2.0)
+        noise = 3.0 * math.sqrt(2.0) * sigma / math.sqrt(k)
+        before = float(v[:k].mean())
+        moves[part] = (float(v[-k:].mean()) - before, noise, abs(before))
+    up = [p for p, (c, n, _) in moves.items() if c > max(n, 1e-12)]
+    down = [
+        p for p, (c, n, lvl) in moves.items() if -c > max(n, 1e-12) and -c >= _COMPONENT_FALL * lvl
+    ]
+    observed: dict[str, float | None] = {f"{p} change": moves[p][0] for p in sorted(moves)}
+    fired = bool(up) and bool(down)
+    reason = f"{', '.join(sorted(up))} up, {', '.join(sorted(down))} down" if fired else None
+    return Sentinel(name, fired, observed, int(common[-1] - common[0]), reason, tuple(down))

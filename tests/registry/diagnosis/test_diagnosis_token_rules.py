@@ -8,6 +8,8 @@ the expectations the rules' stated thresholds."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -187,3 +189,55 @@ def test_the_loss_climbing_with_the_kl_while_the_reward_is_flat_warns(
     assert _fires(builtin, "loss_rising_with_ref_kl_reward_flat", series, points=200)
     rising = {**series, "raw_reward": _rising(0.4, 0.8)}
     assert not _fires(builtin, "loss_rising_with_ref_kl_reward_flat", rising, points=200)
+
+
+# ------------------------------------------------------------------ reward parts moving apart
+
+
+def _parts(task_end: float, bonus_end: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """40 points: the accuracy part 0.5 then falling to `task_end`, the format part 0.3 then
+    rising to `bonus_end`, over the last half; a little noise on each."""
+    steps = np.arange(1, 41) * 5
+    rng = np.random.default_rng(0)
+    acc = np.concatenate([np.full(20, 0.5), np.linspace(0.5, task_end, 20)]) + rng.normal(
+        0, 0.02, 40
+    )
+    fmt = np.concatenate([np.full(20, 0.3), np.linspace(0.3, bonus_end, 20)]) + rng.normal(
+        0, 0.02, 40
+    )
+    return {
+        "raw_reward": (steps, acc + fmt),
+        "reward_component/accuracy_reward": (steps, acc),
+        "reward_component/format_reward": (steps, fmt),
+    }
+
+
+def _parts_card(reg: registry.Registry, series: dict[str, Any], **cfg: Any) -> Any:
+    from registry.diagnosis.card import build_card
+
+    return build_card(
+        reg, "raw_reward", series, {"framework": "trl", "action_space": "token", **cfg}
+    )
+
+
+def test_the_task_part_falling_while_another_rises_is_reward_hacking(
+    builtin: registry.Registry,
+) -> None:
+    # what open-r1's users reported: accuracy reward towards 0 while the format reward rises
+    card = _parts_card(builtin, _parts(0.05, 0.95), task_reward="accuracy_reward")
+    apart = [e for e in card.evidence if e.kind == "sentinel" and "parts moving apart" in e.text]
+    assert card.status == "warning" and len(apart) == 1 and apart[0].severity == "warning"
+    assert "accuracy_reward" in apart[0].text and "reward hacking" in apart[0].text
+
+
+def test_parts_moving_apart_with_no_task_part_named_are_watched_and_say_how_to_name_it(
+    builtin: registry.Registry,
+) -> None:
+    card = _parts_card(builtin, _parts(0.05, 0.95))
+    (sentinel,) = [e for e in card.evidence if e.kind == "sentinel"]
+    assert sentinel.severity == "watch" and "task_reward=NAME" in sentinel.text
+
+
+def test_parts_that_rise_together_are_not_moving_apart(builtin: registry.Registry) -> None:
+    card = _parts_card(builtin, _parts(0.9, 0.95), task_reward="accuracy_reward")
+    assert not [e for e in card.evidence if e.kind == "sentinel"]
