@@ -20,11 +20,14 @@ from consolemakers import (
     verl_log,
     verl_metrics,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from exporter import Outbox
 from exporter.ingest.log_context import console_context
 from exporter.sources import EndMark, LineFileSource, Malformed, Record, detect_format
 from exporter.sources.console import ConsoleParser, console_header, looks_like_console_log
+from exporter.sources.console_text import strip_ansi
 from rlvitals.cli import main
 
 
@@ -424,3 +427,41 @@ def test_a_growing_console_log_is_found_once_metrics_appear_and_read_as_it_grows
     assert [(r.step, len(r.values)) for _, rs in logs.poll() for r in rs] == [(3, 1), (4, 13)]
     assert problems == []
     logs.close()
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.from_regex(r"[a-z][a-z0-9_/@.\-]{0,20}(\(1e-4\))?", fullmatch=True),
+            st.floats(allow_nan=False, width=64),
+            st.sampled_from(["repr", "3f", "np64", "np32", "int"]),
+        ),
+        min_size=1,
+        max_size=30,
+        unique_by=lambda t: t[0],
+    )
+)
+def test_every_spelling_of_a_verl_value_reads_as_the_number_printed(
+    pairs: list[tuple[str, float, str]],
+) -> None:
+    from exporter.sources.verl_console import parse_verl
+
+    printed, expected = [], {}
+    for key, value, style in pairs:
+        if style == "3f":
+            text = f"{value:.3f}"
+        elif style == "np64":
+            text = f"np.float64({value!r})"
+        elif style == "np32":
+            text = f"np.float32({value!r})"
+        elif style == "int" and abs(value) < 1e15:
+            text = f"np.int64({int(value)})"
+        else:
+            text = repr(value)
+        printed.append(f"{key}:{text}")
+        inner = text[text.find("(") + 1 : -1] if text.startswith("np.") else text
+        expected[key] = float(inner)
+    line = ray(f"step:7 - {' - '.join(printed)}")
+    parsed = parse_verl(strip_ansi(line))
+    assert parsed is not None and parsed.step == 7
+    assert parsed.values == expected and parsed.bad == []
