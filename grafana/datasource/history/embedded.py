@@ -26,7 +26,8 @@ from typing import Any
 
 from exporter.lease import LEASE_COLUMNS, Lease, lease_from_row
 from exporter.lifecycle import Recorded
-from exporter.schema import ROLLUP_LEVELS, RUN_CONFIG, SPREAD, UNREGISTERED
+from exporter.schema import NO_RANK, ROLLUP_LEVELS, RUN_CONFIG, SPREAD, UNREGISTERED
+from exporter.store.ranks import rank_records
 
 from .base import (
     BucketPlan,
@@ -328,6 +329,7 @@ class EmbeddedHistory:
             columns = ", ".join(c if c in have else "NULL" for c in _RUN_INFO)
             row = db.execute(f"SELECT {columns} FROM runs WHERE run = ?", (run,)).fetchone()
             lease = _lease(db, run)  # on the same connection: one open per run row
+            ranks = rank_records(db, run)
         if row is None:
             return RunInfo()
         project, framework, created, finished, activity, *life = row
@@ -345,6 +347,7 @@ class EmbeddedHistory:
                 life[2],
                 life[3],
                 lease,
+                ranks,
             ),
         )
 
@@ -471,9 +474,15 @@ def _fields(raw: object, rank: object) -> dict[str, Any]:
 
 
 def _lease(db: sqlite3.Connection, run: str) -> Lease | None:
-    """The run's writer lease in the file, if one is held (None from a file before leases)."""
+    """The lease of the run's one writer (a run logged without ranks) in the file, if one is
+    held (None from a file before leases; a file before ranks holds only such leases)."""
     try:
-        row = db.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
+        row = db.execute(
+            f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ? AND rank = ?", (run, NO_RANK)
+        ).fetchone()
     except sqlite3.OperationalError:
-        return None
+        try:
+            row = db.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
+        except sqlite3.OperationalError:
+            return None
     return None if row is None else lease_from_row(row)
