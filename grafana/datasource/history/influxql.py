@@ -20,14 +20,23 @@ from typing import Any
 import numpy as np
 
 import registry
+from exporter.lifecycle import RankRecord, Recorded
 from exporter.schema import (
     CONFIG_FIELD,
     EVENTS,
+    KIND_TAG,
     NONFINITE_SUFFIX,
+    PROJECT_TAG,
+    RANK_END,
+    RANK_TAG,
     ROLLUP_LEVELS,
     RUN_CONFIG,
+    RUN_TAG,
     SPREAD,
+    STATE_FIELD,
+    TEXT_FIELD,
     UNREGISTERED,
+    WALL_TIME_FIELD,
 )
 
 from .base import (
@@ -107,6 +116,33 @@ def _every_point(steps: IntArray, values: FloatArray) -> Points:
     return Points(merged.steps, merged.values, 1, int(steps.size))
 
 
+def _rank_records(
+    tag_values: list[ResultSeries], ends: list[ResultSeries]
+) -> tuple[RankRecord, ...]:
+    """The ranks a run's points carry, each with its `RANK_END` event's end where it has one."""
+    seen: dict[int, RankRecord] = {}
+    for s in tag_values:
+        for row in s.values:
+            if len(row) > 1 and str(row[1]).isdigit():
+                seen[int(row[1])] = RankRecord(int(row[1]))
+    for s in ends:
+        state_i, text_i = s.column(STATE_FIELD), s.column(TEXT_FIELD)
+        wall_i, rank_i = s.column(WALL_TIME_FIELD), s.column(RANK_TAG)
+        for row in s.values:
+            rank = None if rank_i is None else row[rank_i]
+            state = None if state_i is None else row[state_i]
+            if rank is None or not str(rank).isdigit() or not isinstance(state, str):
+                continue
+            wall = None if wall_i is None else row[wall_i]
+            seen[int(rank)] = RankRecord(
+                int(rank),
+                state,
+                None if text_i is None or row[text_i] is None else str(row[text_i]),
+                float(wall) if isinstance(wall, int | float) else None,
+            )
+    return tuple(seen[r] for r in sorted(seen))
+
+
 def _first_value(series: list[ResultSeries], column: str) -> Any:
     for s in series:
         i = s.column(column)
@@ -151,7 +187,7 @@ class InfluxHistory:
     def _run_filter(self, run: str) -> str:
         if run not in self.runs():
             raise UnknownRun(f"run {run!r} is not in InfluxDB")
-        return f"{quote_ident('run')} = {quote_string(run)}"
+        return f"{quote_ident(RUN_TAG)} = {quote_string(run)}"
 
     @staticmethod
     def _time(lo: int, hi: int) -> str:
@@ -164,7 +200,7 @@ class InfluxHistory:
         return listed
 
     def _list_runs(self) -> tuple[str, ...]:
-        (result,) = self.http.query(['SHOW TAG VALUES WITH KEY = "run"'])
+        (result,) = self.http.query([f"SHOW TAG VALUES WITH KEY = {quote_ident(RUN_TAG)}"])
         names = {str(row[1]) for s in result for row in s.values if len(row) > 1}
         return tuple(sorted(names))
 
@@ -492,23 +528,32 @@ class InfluxHistory:
 
     def run_info(self, run: str) -> RunInfo:
         # InfluxDB holds points, not the outbox's run record: activity is the wall time of the
-        # run's newest point, its start that of its oldest.
+        # run's newest point, its start that of its oldest. A run several ranks logged has its
+        # ranks' ends as `RANK_END` events (no leases: a rank without an end is judged by the
+        # run's activity).
         where = self._run_filter(run)
         sources = self._sources()
-        first_r, last_r, project_r = self.http.query(
+        first_r, last_r, project_r, rank_r, end_r = self.http.query(
             [
                 f'SELECT first("wall_time") FROM {sources} WHERE {where}',
                 f'SELECT last("wall_time") FROM {sources} WHERE {where}',
-                f'SHOW TAG VALUES WITH KEY = "project" WHERE {where}',
+                f"SHOW TAG VALUES WITH KEY = {quote_ident(PROJECT_TAG)} WHERE {where}",
+                f"SHOW TAG VALUES WITH KEY = {quote_ident(RANK_TAG)} WHERE {where}",
+                f"SELECT {quote_ident(STATE_FIELD)}, {quote_ident(TEXT_FIELD)}, "
+                f"{quote_ident(WALL_TIME_FIELD)}, {quote_ident(RANK_TAG)} "
+                f"FROM {quote_ident(EVENTS)} WHERE {where} "
+                f"AND {quote_ident(KIND_TAG)} = {quote_string(RANK_END)}",
             ]
         )
         firsts = [float(r[1]) for s in first_r for r in s.values if len(r) > 1 and r[1] is not None]
         lasts = [float(r[1]) for s in last_r for r in s.values if len(r) > 1 and r[1] is not None]
         projects = sorted({str(r[1]) for s in project_r for r in s.values if len(r) > 1})
+        ranks = _rank_records(rank_r, end_r)
         return RunInfo(
             project=projects[0] if projects else None,
             created=min(firsts) if firsts else None,
             last_activity=max(lasts) if lasts else None,
+            recorded=Recorded(ranks=ranks) if ranks else None,
         )
 
     def clock(self, run: str, field: str, samples: int) -> Points:
