@@ -244,7 +244,7 @@ class Lifecycle:
             first, why, since = died[0]
             others = ", ".join(str(d[0].rank) for d in died[1:])
             also = f" (rank(s) {others} too)" if others else ""
-            return Status(RunStatus.CRASHED, f"rank {first.rank} of {total}{also}: {why}", since)
+            return Status(RunStatus.CRASHED, f"rank {first.rank}{also}: {why}", since)
         activity = recorded.arrived
         if holding or open_ended:
             if activity is None:
@@ -275,7 +275,7 @@ class Lifecycle:
             first = stopped[0]
             return Status(
                 RunStatus.ENDED,
-                f"rank {first.rank} of {total}: {first.reason or 'recorded ended'}",
+                f"rank {first.rank}: {first.reason or 'recorded ended'}",
                 ended_at,
             )
         return Status(RunStatus.FINISHED, f"all {total} rank(s) finished", ended_at)

@@ -107,7 +107,7 @@ def test_eight_ranks_of_a_job_log_one_run_with_every_rows_rank_and_the_killed_ra
         status = Lifecycle().status(runs[0].recorded)
         events = box.events("dist", RANK_END)
     assert status.status is RunStatus.CRASHED
-    assert status.reason.startswith("rank 3 of 8: "), status.reason
+    assert status.reason.startswith("rank 3: "), status.reason
     # each rank's end reached the store as an event (what InfluxDB is told), the dead one's too
     ends = {e.rank: e.fields.get("state") for e in events}
     assert ends == {r: "crashed" if r == kill[0] else "finished" for r in range(8)}
@@ -183,5 +183,5 @@ def test_ranks_on_two_hosts_write_one_run_through_influxdb_with_no_shared_file(
     assert history.runs() == ("dist",)
     summary = run_summary(history, Lifecycle(), "dist")
     assert summary["status"] == "crashed", summary
-    assert str(summary["status_reason"]).startswith("rank 6 of 8: "), summary
+    assert str(summary["status_reason"]).startswith("rank 6: "), summary
     assert summary["last_step"] == steps - 1
