@@ -293,7 +293,7 @@ class EmbeddedHistory:
         with self._db() as db:
             if db is None:
                 return RankSpread(())
-            logged = tuple(_ranks(db, run, field))
+            logged = tuple(r for r in _ranks(db, run, field) if r != NO_RANK)
             if len(logged) < 2:
                 return RankSpread(logged)
             # the plan `series` reads the line with (its rank's first and last step), so each
@@ -507,7 +507,7 @@ def _ranks(db: sqlite3.Connection, run: str, field: str) -> list[int]:
 def _reading(db: sqlite3.Connection, run: str, field: str) -> tuple[int, int]:
     """The ranks a series is read from, as a range: see `history.ranks.reading_rank`."""
     rank = reading_rank(_ranks(db, run, field))
-    return _EVERY_RANK if rank is None else (rank, rank)
+    return _EVERY_RANK if rank is None else (NO_RANK, rank)
 
 
 def _has_stats(db: sqlite3.Connection) -> bool:

@@ -275,7 +275,11 @@ class InfluxHistory:
         chosen = reading_rank(self._ranks_in(run, source)) if rank is None else rank
         if chosen is None:
             return where
-        return f"{where} AND {quote_ident(RANK_TAG)} = {quote_string(str(chosen))}"
+        tag = quote_ident(RANK_TAG)
+        if rank is not None:
+            return f"{where} AND {tag} = {quote_string(str(chosen))}"
+        # points logged without a rank (no tag: it reads as '') are read with rank 0's
+        return f"{where} AND ({tag} = {quote_string(str(chosen))} OR {tag} = '')"
 
     def _series_many(
         self,

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from exporter.schema import NO_RANK
+
 __all__ = ["reading_rank"]
 
 
 def reading_rank(ranks: Iterable[int]) -> int | None:
-    """The rank to read of those that logged a series; None when one or none did (read all)."""
-    found = sorted(set(ranks))
+    """The rank to read of those that logged a series (`NO_RANK` for points logged without
+    one, which are read with it: a run of one process that a job's ranks went on with); None
+    when fewer than two ranks did (everything is read)."""
+    found = sorted({r for r in ranks if r != NO_RANK})
     return found[0] if len(found) > 1 else None
