@@ -18,9 +18,10 @@ The folders are the stages a sample travels through (docs/architecture.md draws 
   and `prometheus` (the `/metrics` endpoint and live alert states);
 - shared by all: `config` (settings), `errors`, `counts` (what a run has counted), `schema`
   (the stored schema: measurement, tag and field names, rollup levels, row shapes),
-  `lifecycle` (the one definition of a run's status), `lease` (who writes a run) and
-  `processes` (this host's process table: a process running, a zombie's exit status, the
-  writer of a file).
+  `lifecycle` (the one definition of a run's status), `lease` (who writes a run), `job` (which
+  job and rank a process is, from `rank=` or the launcher's environment: the ranks of one job
+  are one run) and `processes` (this host's process table: a process running, a zombie's exit
+  status, the writer of a file).
 
 Imports go one way (tests/exporter/test_layout.py checks it): the shared modules import no other
 part of the exporter; `sources`, `translate` and `store` import only them (and `translate` the

@@ -15,6 +15,13 @@ rules and `tail`. What it reads was recorded when it happened:
 - **arrival on the store's clock** (`Recorded.arrived`): when rows last reached the store, never
   the trainer's `wall_time` (a training host whose clock is off must not read stalled or live).
 
+A run **several ranks** log (`exporter.job`: the ranks of one job are one run) has a lease and
+an end per rank (`RankRecord`), and its life is theirs together: `crashed` as soon as one rank
+crashed or its process is gone without an end (that rank is named), `live` (or `stalled`) while
+any rank holds the run, `finished` once every rank finished (`ended` if one was stopped by
+hand). A rank's end reaches InfluxDB as a `RANK_END` event (`exporter.schema`), so a reader of
+InfluxDB, which keeps no leases, tells the same from the ranks' ends and their points.
+
 `stalled` needs a live writer: a training process that holds the lease and has stored nothing
 for `stall_after_s`. History nobody holds (an import, a followed log that was quiet when first
 seen, a run whose writer left no record) reads `ended` once quiet, so it never pages.
@@ -37,7 +44,15 @@ from enum import StrEnum
 from .lease import Holder, Lease, holder_alive, holder_state
 from .processes import describe_exit
 
-__all__ = ["TERMINAL_STATES", "Lifecycle", "Recorded", "RunStatus", "Status"]
+__all__ = [
+    "TERMINAL_STATES",
+    "Lifecycle",
+    "RankRecord",
+    "Recorded",
+    "RunStatus",
+    "Status",
+    "gone_without_end",
+]
 
 
 class RunStatus(StrEnum):
@@ -57,6 +72,19 @@ runs (a run left so by a dead importer is `incomplete`)."""
 
 
 @dataclass(frozen=True)
+class RankRecord:
+    """One rank of a run logged by several (`exporter.job`): its recorded end (`state`:
+    finished, crashed, ended; None while it has none) and its writer lease while it holds one.
+    InfluxDB keeps no leases: a rank it knows from its points alone has neither."""
+
+    rank: int
+    state: str | None = None
+    reason: str | None = None
+    state_at: float | None = None
+    lease: Lease | None = None
+
+
+@dataclass(frozen=True)
 class Recorded:
     """What the store recorded about a run's life (all times Unix seconds, store clock)."""
 
@@ -66,6 +94,9 @@ class Recorded:
     arrived: float | None = None
     """When rows of the run last reached the store."""
     lease: Lease | None = None
+    ranks: tuple[RankRecord, ...] = ()
+    """A run several ranks log: each rank's end and lease. The run's life is then theirs
+    together (`Lifecycle.status`), and `state`/`lease` are not read."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +157,8 @@ class Lifecycle:
         """The run's status now; `alive` overrides how a lease's holder is checked (a process
         judging its own run knows it is alive)."""
         at = time.time() if now is None else now
+        if recorded.ranks:
+            return self._ranked(recorded, at, alive)
         state, reason = recorded.state, recorded.reason
         if state in TERMINAL_STATES:
             return Status(RunStatus(state), reason or f"recorded {state}", recorded.state_at)
@@ -150,7 +183,7 @@ class Lifecycle:
                         "same command again goes on with this run from where it stopped",
                         lease.renewed,
                     )
-                return Status(RunStatus.CRASHED, _gone_without_end(lease.holder), lease.renewed)
+                return Status(RunStatus.CRASHED, gone_without_end(lease.holder), lease.renewed)
         elif state == "importing":
             return Status(
                 RunStatus.INCOMPLETE,
@@ -183,8 +216,74 @@ class Lifecycle:
             activity,
         )
 
+    def _ranked(
+        self, recorded: Recorded, at: float, alive: Callable[[Lease], bool] | None
+    ) -> Status:
+        """The life of a run several ranks log: crashed as soon as one rank crashed or died
+        without an end (the first such rank named), live or stalled while a rank holds it,
+        finished once every rank finished (ended when one was stopped by hand)."""
+        ranks = sorted(recorded.ranks, key=lambda r: r.rank)
+        total = len(ranks)
+        died: list[tuple[RankRecord, str, float | None]] = []
+        holding: list[Lease] = []
+        open_ended = False  # a rank with neither an end nor a lease (InfluxDB knows no leases)
+        for r in ranks:
+            if r.state in TERMINAL_STATES:
+                if r.state == "crashed":
+                    died.append((r, r.reason or "recorded crashed", r.state_at))
+                continue
+            if r.lease is None:
+                open_ended = True
+                continue
+            living = alive(r.lease) if alive is not None else self.holder_alive(r.lease, at)
+            if living:
+                holding.append(r.lease)
+            else:
+                died.append((r, gone_without_end(r.lease.holder), r.lease.renewed))
+        if died:
+            first, why, since = died[0]
+            others = ", ".join(str(d[0].rank) for d in died[1:])
+            also = f" (rank(s) {others} too)" if others else ""
+            return Status(RunStatus.CRASHED, f"rank {first.rank}{also}: {why}", since)
+        activity = recorded.arrived
+        if holding or open_ended:
+            if activity is None:
+                activity = min((lease.since for lease in holding), default=None)
+            if activity is None:
+                return Status(RunStatus.UNKNOWN, "nothing about this run's activity was recorded")
+            quiet = at - activity
+            running = f"{len(holding)} of {total} rank(s) hold the run"
+            if quiet < self.stall_after_s:
+                return Status(RunStatus.LIVE, f"{running}; rows arrived recently", activity)
+            if holding:
+                return Status(
+                    RunStatus.STALLED,
+                    f"{running} ({holding[0].holder.describe()} first) but stored nothing "
+                    f"for {_duration(quiet)}: hung, or paused",
+                    activity,
+                )
+            done = sum(1 for r in ranks if r.state in TERMINAL_STATES)
+            return Status(
+                RunStatus.ENDED,
+                f"nothing arrived for {_duration(quiet)}; {done} of {total} rank(s) recorded "
+                "an end, how the others ended was not recorded",
+                activity,
+            )
+        ended_at = max((r.state_at for r in ranks if r.state_at is not None), default=None)
+        stopped = [r for r in ranks if r.state == "ended"]
+        if stopped:
+            first = stopped[0]
+            return Status(
+                RunStatus.ENDED,
+                f"rank {first.rank}: {first.reason or 'recorded ended'}",
+                ended_at,
+            )
+        return Status(RunStatus.FINISHED, f"all {total} rank(s) finished", ended_at)
 
-def _gone_without_end(holder: Holder) -> str:
+
+def gone_without_end(holder: Holder) -> str:
+    """Why a writer whose lease is left and whose process is gone stopped, as far as this
+    host's process table says (a zombie's exit status), for the run's crash reason."""
     who = holder.describe()
     state = holder_state(holder)
     if state is not None and state.state == "zombie":

@@ -36,14 +36,17 @@ from .influx.forward_process import ForwarderProcess
 from .influx.forwarder import Forwarder
 from .influx.rollups import make_rollups
 from .influx.writers import make_writer
+from .job import Job, job_of
 from .lease import Holder, Lease, this_process
-from .lifecycle import Lifecycle, Recorded, RunStatus, Status
+from .lifecycle import TERMINAL_STATES, Lifecycle, Recorded, RunStatus, Status
 from .prometheus import live_states
 from .prometheus.metrics_endpoint import MetricsEndpoint
 from .schema import (
     INFLUX_MAX_STEP,
     NO_RANK,
+    RANK_END,
     RUN_CONFIG,
+    STATE_FIELD,
     UNREGISTERED,
     EventRow,
     FieldTransform,
@@ -124,11 +127,14 @@ class Run:
         deriver: StepDeriver | None = None,
         lease_kind: str = "log",
         lifecycle: Lifecycle | None = None,
+        job: Job | None = None,
     ) -> None:
         """`deriver`: the derived metrics' state to go on from (a `tail` going on from its
         catch-up, which computed them until then); a new one by default. `lease_kind` says what
         this writer is (`log`: a training process, whose uncaught exception is recorded as the
-        run's crash; `import`; `tail`), `lifecycle` the lease's timing."""
+        run's crash; `import`; `tail`), `lifecycle` the lease's timing. `job`: the job and rank
+        this process is (`exporter.job`; `init` reads it from the launcher): a rank of a job
+        joins its job's run and holds that rank's lease."""
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"run name {name!r} must be a non-empty string")
         for what, text in (("run name", name), ("project", project)):
@@ -145,10 +151,16 @@ class Run:
             raise ConfigError(f"policy {policy!r} is not one of {', '.join(POLICIES)}")
         if not isinstance(resume, bool):
             raise ConfigError(f"resume={resume!r} must be True or False")
+        if job is not None and job.rank is not None:
+            rank = job.rank
         self.name = name
         self.project = project
         self.rank = rank
         self._rank_key = NO_RANK if rank is None else rank
+        self.job = job
+        # the rank whose lease and end this process holds: a rank of a job (None: the run's
+        # one writer, as a run logged without a job's ranks)
+        self._lease_rank = rank if job is not None and job.key and rank is not None else None
         self._sourced = False
         self.framework = framework
         self.policy: Policy = policy
@@ -197,6 +209,7 @@ class Run:
                     holder=self._holder,
                     kind=lease_kind,
                     lease_ttl_s=self._lifecycle.lease_ttl_s,
+                    job=job if self._lease_rank is not None else None,
                 )
                 name, self.resumed, took_over = claim.name, claim.resumed, claim.took_over
             except RunHeld:
@@ -431,6 +444,9 @@ class Run:
         if self._closed:
             return
         deadline = time.monotonic() + timeout
+        why = reason or ("finish() called" if state == "finished" else f"recorded {state}")
+        if self._lease_rank is not None and state in TERMINAL_STATES:
+            self._end_rank(state, why)
         flushed = self.flush(timeout)
         self._closed = True
         self._stop.set()
@@ -452,7 +468,6 @@ class Run:
                     "busy or failing)",
                 )
         self._restore_hook()
-        why = reason or ("finish() called" if state == "finished" else f"recorded {state}")
         if state is not None:
             shown = RunStatus.INCOMPLETE if state == "importing" else RunStatus(state)
             self._end = Status(shown, why, time.time() if at is None else at)
@@ -465,10 +480,17 @@ class Run:
             wait = max(2.0, deadline - time.monotonic())
             try:
                 if state is None:
-                    outbox.release_lease(self.name, self._holder, wait=wait)
+                    outbox.release_lease(self.name, self._holder, wait=wait, rank=self._lease_rank)
                 else:
                     outbox.record_state(
-                        self.name, state, why, holder=self._holder, wait=wait, at=at
+                        self.name,
+                        state,
+                        why,
+                        holder=self._holder,
+                        wait=wait,
+                        at=at,
+                        rank=self._lease_rank,
+                        lease_ttl_s=self._lifecycle.lease_ttl_s,
                     )
             except OutboxError as exc:
                 _log.error("rlvitals run %r: %s", self.name, exc)
@@ -495,6 +517,14 @@ class Run:
                     self.settings.prometheus_linger_s,
                 )
             self._endpoint.stop()
+
+    def _end_rank(self, state: str, why: str) -> None:
+        """A rank of a job ending: its `RANK_END` event at its last step, and the ends of the
+        job's ranks on this host that died without one (`Outbox.reap_ranks`), both stored
+        before the last flush so the forwarder sends them to InfluxDB with the rest."""
+        if len(self._queue) < self._capacity:
+            self._queue.append(("event", None, RANK_END, why, {STATE_FIELD: state}, time.time()))
+        self._queue.append(("reap",))
 
     def __enter__(self) -> Run:
         return self
@@ -826,7 +856,11 @@ class Run:
         if now < due:
             return due
         try:
-            if not outbox.renew_lease(self.name, self._holder):
+            if self._lease_rank is not None:
+                # the job's ranks on this host watch each other: a rank gone without an end
+                # (kill -9, out of memory) is recorded crashed by those that outlive it
+                outbox.reap_ranks(self.name, lease_ttl_s=self._lifecycle.lease_ttl_s)
+            if not outbox.renew_lease(self.name, self._holder, self._lease_rank):
                 self._report(
                     "lease_lost",
                     f"another process took over run {self.name!r} (this one looked dead to it)",
@@ -887,6 +921,12 @@ class Run:
                 try:
                     outbox.record_state(self.name, item[1], item[2])
                 except OutboxError as exc:
+                    self._report("store_error", exc)
+                continue
+            if item[0] == "reap":
+                try:
+                    outbox.reap_ranks(self.name, lease_ttl_s=self._lifecycle.lease_ttl_s)
+                except (OutboxError, sqlite3.Error) as exc:
                     self._report("store_error", exc)
                 continue
             if item[0] == "writer":
@@ -1304,6 +1344,12 @@ def init(
     is true, which goes on with the stored run: its config, its steps, and a `resume` event when
     the first step logged is below the one it was last at (a restart from a checkpoint).
 
+    The ranks of one job are one run (docs/ranks.md): `rank` (else the launcher's `RANK` or
+    `SLURM_PROCID`, read now) makes this process that rank of its job, identified by the
+    launcher (`TORCHELASTIC_RUN_ID`, `SLURM_JOB_ID`, `MASTER_ADDR:MASTER_PORT`) or the process
+    that started the ranks; every rank of the job calling `init` with the same `run` joins one
+    run, its rows keyed by rank. Another job under the same name still gets `run-2`.
+
     `registry` defaults to the built-in registry, `settings` to `ExporterSettings.from_env()` and
     `policy` to the settings' policy (`strict`, `warn` or `drop`). With `endpoint`, the run is
     served on that shared `/metrics` endpoint instead of starting its own on
@@ -1313,6 +1359,9 @@ def init(
     chosen = policy if policy is not None else settings.policy
     if chosen not in POLICIES:
         raise ConfigError(f"policy {chosen!r} is not one of {', '.join(POLICIES)}")
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
+        raise ConfigError(f"rank {rank!r} must be a non-negative int or None")
+    job = job_of(rank)
     return Run(
         run,
         project=project,
@@ -1320,8 +1369,9 @@ def init(
         registry=registry if registry is not None else registry_mod.load(),
         settings=settings,
         framework=framework,
-        rank=rank,
+        rank=job.rank,
         policy=chosen,
         endpoint=endpoint,
         resume=resume,
+        job=job,
     )

@@ -6,10 +6,17 @@ rollup name (tests/exporter/test_layout.py checks it).
 
 Points. A sample is a point keyed by training step: InfluxDB's timestamp is the step (precision
 `s`: step N at N seconds after the epoch), so re-logging a step overwrites it and every metric of
-one step lines up on the x axis. Its tags are `run`, `project`, `rank` where given and `gpu` for
-per-device metrics (events add `kind`), its fields the canonical metric ids plus `POINT_FIELDS`
-(`STEP_FIELD`, `WALL_TIME_FIELD`). Steps and values are never tags. The outbox keys the same points by
-(run, rank, step, measurement, gpu, field) and stores `NO_RANK` for a run logged without a rank.
+one step lines up on the x axis. Its tags are `TAGS`: `RUN_TAG`, `PROJECT_TAG`, `RANK_TAG` where
+given and `GPU_TAG` for per-device metrics (events add `KIND_TAG`), its fields the canonical metric
+ids plus `POINT_FIELDS` (`STEP_FIELD`, `WALL_TIME_FIELD`). Steps and values are never tags. The
+outbox keys the same points by (run, rank, step, measurement, gpu, field) and stores `NO_RANK`
+for a run logged without a rank.
+
+Ranks. The ranks of one job are one run (`exporter.job`): each rank's rows carry its rank, so
+two ranks never overwrite each other's point of one step, and Grafana splits a series by
+`RANK_TAG`. Each rank's end is an `EVENTS` point of kind `RANK_END` at its last step (field
+`STATE_FIELD`: finished, crashed or ended; the text says why), which is how a reader of
+InfluxDB, where no lease is kept, tells the run's life (`exporter.lifecycle`).
 
 Measurements:
 - one per registry group (`registry.Metric.group`), holding that group's metrics;
@@ -42,7 +49,9 @@ import numpy.typing as npt
 __all__ = [
     "CONFIG_FIELD",
     "EVENTS",
+    "GPU_TAG",
     "INFLUX_MAX_STEP",
+    "KIND_TAG",
     "MARKER_VERSION_FIELD",
     "MAX_STEP",
     "MIN_BLOCK_POINTS",
@@ -50,12 +59,18 @@ __all__ = [
     "NOT_METRICS",
     "NO_RANK",
     "POINT_FIELDS",
+    "PROJECT_TAG",
+    "RANK_END",
+    "RANK_TAG",
     "ROLLUP_LEVELS",
     "ROLLUP_MARKER",
     "ROLLUP_STATS",
     "RUN_CONFIG",
+    "RUN_TAG",
     "SPREAD",
+    "STATE_FIELD",
     "STEP_FIELD",
+    "TAGS",
     "TEXT_FIELD",
     "TRANSFORMS_FIELD",
     "UNREGISTERED",
@@ -94,6 +109,20 @@ _ROLLUP_PREFIX = "rlvitals_rollup_"
 NOT_METRICS = frozenset({RUN_CONFIG, SPREAD, UNREGISTERED})
 """Sample measurements that hold no registry metric."""
 
+# Tags: the only ones (DESIGN.md, "Scale"): what a series is split by, never a step or a value.
+RUN_TAG = "run"
+PROJECT_TAG = "project"
+RANK_TAG = "rank"
+"""The rank of a job's process that logged the point (absent for a single process)."""
+GPU_TAG = "gpu"
+KIND_TAG = "kind"
+"""An event's kind (on `EVENTS` points only)."""
+TAGS = (RUN_TAG, PROJECT_TAG, RANK_TAG, GPU_TAG)
+
+# Event kinds the exporter writes itself.
+RANK_END = "rank_end"
+"""How one rank of a run ended, at its last step (`STATE_FIELD`, the text saying why)."""
+
 # Fields.
 STEP_FIELD = "step"
 WALL_TIME_FIELD = "wall_time"
@@ -102,6 +131,8 @@ POINT_FIELDS = frozenset({STEP_FIELD, WALL_TIME_FIELD})
 name that is one of them cannot share the point's line with them."""
 TEXT_FIELD = "text"
 """An event's text."""
+STATE_FIELD = "state"
+"""A `RANK_END` event's field: the rank's end (finished, crashed, ended)."""
 CONFIG_FIELD = "config_json"
 """The `RUN_CONFIG` point's field holding the whole configuration as JSON."""
 TRANSFORMS_FIELD = "transforms_json"

@@ -53,6 +53,7 @@ SLOW_MODULES: dict[str, str] = {
     "test_serve_logdir.py": "rlvitals serve processes following log folders",
     "test_serve_connection_limits.py": "1,000 slowloris connections against rlvitals serve",
     "test_docs_trackers.py": "docs/trackers.md's commands: W&B and MLflow runs written, serve",
+    "test_docs_ranks.py": "docs/ranks.md's torchrun jobs, one host and two",
 }
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..counts import RunCounters
 from ..errors import OutboxError, WriteError
-from ..schema import EVENTS, NO_RANK, SampleRow
+from ..schema import EVENTS, NO_RANK, PROJECT_TAG, RANK_TAG, RUN_TAG, SampleRow
 from ..store.outbox import Outbox, PendingEvent, PendingSample, RejectKey
 from .lineprotocol import (
     FieldValue,
@@ -39,9 +39,9 @@ _ISOLATE_AT_MOST = 32  # refused lines isolated one by one per batch
 
 
 def _tags(run: str, project: str | None, rank: int | None, **extra: str) -> dict[str, str | None]:
-    tags: dict[str, str | None] = {"run": run, "project": project}
+    tags: dict[str, str | None] = {RUN_TAG: run, PROJECT_TAG: project}
     if rank is not None:
-        tags["rank"] = str(rank)
+        tags[RANK_TAG] = str(rank)
     tags.update({k: v for k, v in extra.items() if v})
     return tags
 

@@ -87,13 +87,17 @@ import numpy.typing as npt
 from ..config import ExporterSettings, redact_url
 from ..schema import (
     EVENTS,
+    GPU_TAG,
     MARKER_VERSION_FIELD,
     MIN_BLOCK_POINTS,
     NO_RANK,
+    PROJECT_TAG,
+    RANK_TAG,
     ROLLUP_LEVELS,
     ROLLUP_MARKER,
     ROLLUP_STATS,
     RUN_CONFIG,
+    RUN_TAG,
     SampleRow,
     is_rollup_measurement,
     rollup_key,
@@ -942,15 +946,18 @@ def _owe(dirty: _Dirty, key: _Key, level: int, entries: Iterable[_Entry]) -> Non
 
 def _series_where(run: str, rank: int, gpu: str) -> str:
     rank_text = "" if rank == NO_RANK else str(rank)
-    return f'"run" = {_literal(run)} AND "rank" = {_literal(rank_text)} AND "gpu" = {_literal(gpu)}'
+    return (
+        f'"{RUN_TAG}" = {_literal(run)} AND "{RANK_TAG}" = {_literal(rank_text)} '
+        f'AND "{GPU_TAG}" = {_literal(gpu)}'
+    )
 
 
 def _tags(run: str, project: str | None, rank: int, gpu: str) -> dict[str, str | None]:
-    tags: dict[str, str | None] = {"run": run, "project": project}
+    tags: dict[str, str | None] = {RUN_TAG: run, PROJECT_TAG: project}
     if rank != NO_RANK:
-        tags["rank"] = str(rank)
+        tags[RANK_TAG] = str(rank)
     if gpu:
-        tags["gpu"] = gpu
+        tags[GPU_TAG] = gpu
     return tags
 
 

@@ -13,7 +13,9 @@
   where sqlite can, else row by row from their surviving pages: `salvage`, sqlite's file format
   read directly), statistics recomputed, the damaged file kept beside it.
 
-May import: `exporter.config`, `.errors`, `.schema`, `.lifecycle`, `.lease`. Never translation, InfluxDB or Prometheus:
+- `ranks`: the ranks of a run several ranks of one job log, each with its lease or its end.
+
+May import: `exporter.config`, `.errors`, `.schema`, `.lifecycle`, `.lease`, `.job`. Never translation, InfluxDB or Prometheus:
 the store holds rows, whoever made them.
 """
 

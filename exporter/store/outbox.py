@@ -40,13 +40,16 @@ import numpy.typing as npt
 import orjson
 
 from ..errors import OutboxError, RunHeld
+from ..job import Job
 from ..lease import LEASE_COLUMNS, OLD_LEASE_COLUMNS, Holder, Lease, holder_alive, lease_from_row
-from ..lifecycle import Recorded
+from ..lifecycle import Lifecycle, RankRecord, Recorded, gone_without_end
 from ..schema import (
     NO_RANK,
     NOT_METRICS,
+    RANK_END,
     RUN_CONFIG,
     SPREAD,
+    STATE_FIELD,
     TRANSFORMS_FIELD,
     EventRow,
     FieldTransform,
@@ -56,6 +59,7 @@ from ..schema import (
     transforms_from_json,
 )
 from . import running_stats
+from .ranks import rank_records, ranks_by_run
 
 __all__ = [
     "DATA_TABLES",
@@ -98,10 +102,12 @@ CREATE TABLE IF NOT EXISTS runs (
     state_at REAL,
     arrived REAL,
     notes TEXT,
-    tags TEXT
+    tags TEXT,
+    job TEXT
 );
 CREATE TABLE IF NOT EXISTS leases (
-    run TEXT PRIMARY KEY,
+    run TEXT NOT NULL,
+    rank INTEGER NOT NULL DEFAULT -1,
     pid INTEGER NOT NULL,
     host TEXT NOT NULL,
     started INTEGER,
@@ -110,7 +116,16 @@ CREATE TABLE IF NOT EXISTS leases (
     renewed REAL NOT NULL,
     writer_pid INTEGER,
     writer_started INTEGER,
-    writer_open INTEGER
+    writer_open INTEGER,
+    PRIMARY KEY (run, rank)
+);
+CREATE TABLE IF NOT EXISTS rank_ends (
+    run TEXT NOT NULL,
+    rank INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    reason TEXT,
+    state_at REAL NOT NULL,
+    PRIMARY KEY (run, rank)
 );
 CREATE TABLE IF NOT EXISTS samples (
     run TEXT NOT NULL,
@@ -362,13 +377,25 @@ class RunRecord:
     """What a person wrote about the run (`rlvitals runs note`, the run page)."""
     tags: tuple[str, ...] = ()
     """Its tags, sorted (`rlvitals runs tag`, the run list)."""
+    ranks: tuple[RankRecord, ...] = ()
+    """A run several ranks of one job log: each rank's lease or end (`exporter.job`)."""
+    job: str | None = None
+    """The key of the job whose ranks log it (`exporter.job.Job.key`), None for one process."""
 
     @property
     def recorded(self) -> Recorded:
         """What `Lifecycle.status` reads."""
         # a file from before arrivals were recorded: the newest step's wall time stands in
         arrived = self.arrived if self.arrived is not None else self.last_activity
-        return Recorded(self.state, self.state_reason, self.state_at, arrived, self.lease)
+        return Recorded(
+            self.state, self.state_reason, self.state_at, arrived, self.lease, self.ranks
+        )
+
+    @property
+    def leases(self) -> tuple[Lease, ...]:
+        """Every writer lease held on the run: its one writer's, or each rank's."""
+        own = () if self.lease is None else (self.lease,)
+        return own + tuple(r.lease for r in self.ranks if r.lease is not None)
 
 
 @dataclass(frozen=True)
@@ -437,9 +464,10 @@ every write (each trip is a GIL hand-off with the training loop)."""
 
 _RUN_COLUMNS = (
     "runs.run, project, config, framework, created, finished, last_activity, state, "
-    f"state_reason, state_at, arrived, {LEASE_COLUMNS}, runs.notes, runs.tags"
+    f"state_reason, state_at, arrived, {LEASE_COLUMNS}, runs.notes, runs.tags, runs.job"
 )
-_RUN_FROM = "runs LEFT JOIN leases ON leases.run = runs.run"
+# the lease of a writer logging without a rank; the ranks' leases are read with their ends
+_RUN_FROM = f"runs LEFT JOIN leases ON leases.run = runs.run AND leases.rank = {NO_RANK}"
 
 
 _JOURNAL_SUFFIXES = ("-wal", "-shm")
@@ -452,8 +480,10 @@ _LIFECYCLE_COLUMNS = (
     ("arrived", "REAL"),
     ("notes", "TEXT"),
     ("tags", "TEXT"),
+    ("job", "TEXT"),
 )
 _LEASES = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS leases") :].split(";")[0]
+_RANK_ENDS = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS rank_ends") :].split(";")[0]
 
 
 def _journal_identities(path: Path) -> tuple[tuple[int, int] | None, ...]:
@@ -508,7 +538,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in str(exc) or "busy" in str(exc)
 
 
-def _run_record(row: Sequence[Any]) -> RunRecord:
+def _run_record(row: Sequence[Any], ranks: tuple[RankRecord, ...] = ()) -> RunRecord:
     lease = None if row[11] is None else lease_from_row(row[11:20])
     return RunRecord(
         row[0],
@@ -525,6 +555,8 @@ def _run_record(row: Sequence[Any]) -> RunRecord:
         lease,
         row[20] or "",
         tags_from_json(row[21]),
+        ranks,
+        row[22],
     )
 
 
@@ -552,13 +584,30 @@ def _batch_run(
     return runs.pop() if len(runs) == 1 else None
 
 
-def _lease(db: sqlite3.Connection, run: str) -> Lease | None:
+def _lease(db: sqlite3.Connection, run: str, rank: int = NO_RANK) -> Lease | None:
+    """The lease of `run`'s writer of `rank` (`NO_RANK`: the writer of a run without ranks)."""
     try:
-        row = db.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
+        row = db.execute(
+            f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ? AND rank = ?", (run, rank)
+        ).fetchone()
     except sqlite3.OperationalError:
-        # a file whose leases table has no writer columns yet (the next writable open adds them)
+        # a file whose leases table has no writer or rank columns yet (the next writable open
+        # adds them): its one lease per run is the writer's without a rank
+        if rank != NO_RANK:
+            return None
         row = db.execute(f"SELECT {OLD_LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
     return None if row is None else lease_from_row(row)
+
+
+def _placed(db: sqlite3.Connection, run: str, rank: int) -> bool:
+    """Whether `rank` already has a place in `run`: a lease, an end, or a step it logged."""
+    return any(
+        db.execute(
+            f"SELECT 1 FROM {table} WHERE run = ? AND rank = ? LIMIT 1", (run, rank)
+        ).fetchone()
+        is not None
+        for table in ("leases", "rank_ends", "run_progress")
+    )
 
 
 def _merged(
@@ -753,12 +802,33 @@ class Outbox:
             if have and column not in have:
                 with suppress(sqlite3.OperationalError):  # another process added it first
                     self._db.execute(f"ALTER TABLE leases ADD COLUMN {column} INTEGER")
+        if have and "rank" not in have:
+            self._lease_per_rank()
+        with suppress(sqlite3.OperationalError):  # busy: the next open adds it
+            self._db.execute(_RANK_ENDS)
         # the run a read position was read into (`runs rename` / `delete` follow it); NULL in a
         # file from before: such a position is found by no run
         have = {row[1] for row in self._db.execute("PRAGMA table_info(source_positions)")}
         if have and "run" not in have:
             with suppress(sqlite3.OperationalError):
                 self._db.execute("ALTER TABLE source_positions ADD COLUMN run TEXT")
+
+    def _lease_per_rank(self) -> None:
+        """A leases table from before ranks (one lease per run) rebuilt with a lease per (run,
+        rank), its leases kept as those of writers without a rank. sqlite cannot change a
+        table's key in place: the rows move to a new table, in one transaction."""
+        with suppress(sqlite3.OperationalError), self._transaction() as db:  # busy: next open
+            have = {row[1] for row in db.execute("PRAGMA table_info(leases)")}
+            if "rank" in have:
+                return  # another process rebuilt it first
+            db.execute("ALTER TABLE leases RENAME TO leases_before_ranks")
+            db.execute(_LEASES)
+            columns = "run, pid, host, started, kind, since, renewed"
+            db.execute(
+                f"INSERT INTO leases ({columns}, rank) SELECT {columns}, {NO_RANK} "
+                "FROM leases_before_ranks"
+            )
+            db.execute("DROP TABLE leases_before_ranks")
 
     def _has_schema(self) -> bool:
         """Whether the file already has every table (then opening it writes nothing, so it
@@ -773,6 +843,7 @@ class Outbox:
             "run_progress",
             "rejected",
             "leases",
+            "rank_ends",
         }
         if not wanted <= names:
             return False
@@ -1078,15 +1149,30 @@ class Outbox:
         holder: Holder | None = None,
         wait: float = 2.0,
         at: float | None = None,
+        rank: int | None = None,
+        lease_ttl_s: float = 60.0,
     ) -> None:
         """Record how `run` ended (`finished`, `crashed`, `ended`) or that an import of it is
         under way (`importing`), with the reason, and give up `holder`'s lease on it when given
         and the state is an end. Called on the caller's thread (`finish()`): waits at most `wait`
         seconds for a store another process keeps locked. `at`: when it ended, where that was
-        before now (a follower reading the end of a log written earlier)."""
+        before now (a follower reading the end of a log written earlier).
+
+        With `rank` (a rank of a run several ranks log) the end is that rank's; the run's own
+        end is recorded once no rank holds it any more (see `_end_of_ranks`)."""
         now = time.time() if at is None else at
         try:
             with self._busy_wait(wait), self._transaction() as db:
+                if rank is not None and rank != NO_RANK and state != "importing":
+                    db.execute(
+                        "INSERT OR REPLACE INTO rank_ends (run, rank, state, reason, state_at) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (run, rank, state, reason[:1000], now),
+                    )
+                    if holder is not None:
+                        self._release(db, run, holder, rank)
+                    self._end_of_ranks(db, run, now, lease_ttl_s)
+                    return
                 db.execute(
                     "UPDATE runs SET state = ?, state_reason = ?, state_at = ?, "
                     "finished = CASE WHEN ? = 'importing' THEN finished ELSE ? END WHERE run = ?",
@@ -1100,28 +1186,90 @@ class Outbox:
             ) from exc
 
     @staticmethod
-    def _release(db: sqlite3.Connection, run: str, holder: Holder) -> None:
+    def _end_of_ranks(db: sqlite3.Connection, run: str, now: float, ttl: float) -> None:
+        """The run's own end (`runs.state`, what a reader that knows no ranks reads) once no
+        rank holds it, as the one lifecycle tells it from the ranks; none while one does."""
+        ranks = rank_records(db, run)
+        if any(r.lease is not None and holder_alive(r.lease, now, ttl) for r in ranks):
+            db.execute(
+                "UPDATE runs SET state = NULL, state_reason = NULL WHERE run = ? "
+                "AND state IS NOT 'importing'",
+                (run,),
+            )
+            return
+        status = Lifecycle(lease_ttl_s=ttl, renew_every_s=ttl / 4).status(
+            Recorded(ranks=ranks), now
+        )
         db.execute(
-            "DELETE FROM leases WHERE run = ? AND pid = ? AND host = ?",
-            (run, holder.pid, holder.host),
+            "UPDATE runs SET state = ?, state_reason = ?, state_at = ?, finished = ? WHERE run = ?",
+            (status.status.value, status.reason[:1000], now, now, run),
         )
 
-    def release_lease(self, run: str, holder: Holder, *, wait: float = 2.0) -> None:
+    def reap_ranks(self, run: str, *, lease_ttl_s: float = 60.0) -> list[int]:
+        """Record the end of every rank of `run` whose writer is gone without one (`kill -9`,
+        out of memory: its lease is left and its process gone): crashed, with why, and a
+        `RANK_END` event at its last step, which the forwarder sends to InfluxDB like any row,
+        so a reader there tells the run crashed and names the rank. Done by the run's other
+        ranks on this host, which outlive it. Returns the ranks recorded."""
+        now = time.time()
+        with self._transaction() as db:
+            dead = [
+                r
+                for r in rank_records(db, run)
+                if r.lease is not None and not holder_alive(r.lease, now, lease_ttl_s)
+            ]
+            if not dead:
+                return []
+            events: list[EventRow] = []
+            for r in dead:
+                assert r.lease is not None
+                why = gone_without_end(r.lease.holder)
+                db.execute(
+                    "INSERT OR REPLACE INTO rank_ends (run, rank, state, reason, state_at) "
+                    "VALUES (?, ?, 'crashed', ?, ?)",
+                    (run, r.rank, why, r.lease.renewed),
+                )
+                db.execute("DELETE FROM leases WHERE run = ? AND rank = ?", (run, r.rank))
+                row = db.execute(
+                    "SELECT step FROM run_progress WHERE run = ? AND rank = ?", (run, r.rank)
+                ).fetchone()
+                step = 0 if row is None else int(row[0])
+                fields = json.dumps({STATE_FIELD: "crashed"})
+                events.append((run, r.rank, step, RANK_END, why, fields, now))
+            running_stats.catch_up(db)
+            (last,) = db.execute(
+                "UPDATE sequence SET n = n + ? RETURNING n", (len(events),)
+            ).fetchone()
+            first = last - len(events) + 1
+            db.executemany(_UPSERT_EVENT, [(*e, first + i) for i, e in enumerate(events)])
+            self._end_of_ranks(db, run, now, lease_ttl_s)
+        return [r.rank for r in dead]
+
+    @staticmethod
+    def _release(db: sqlite3.Connection, run: str, holder: Holder, rank: int = NO_RANK) -> None:
+        db.execute(
+            "DELETE FROM leases WHERE run = ? AND rank = ? AND pid = ? AND host = ?",
+            (run, rank, holder.pid, holder.host),
+        )
+
+    def release_lease(
+        self, run: str, holder: Holder, *, wait: float = 2.0, rank: int | None = None
+    ) -> None:
         """Give up `holder`'s lease on `run` without recording an end (a sidecar stopping: the
         run is no longer watched, which is not an end)."""
         try:
             with self._busy_wait(wait), self._transaction() as db:
-                self._release(db, run, holder)
+                self._release(db, run, holder, NO_RANK if rank is None else rank)
         except sqlite3.Error as exc:
             raise OutboxError(f"cannot release the lease on run {run!r}: {exc}") from exc
 
-    def renew_lease(self, run: str, holder: Holder) -> bool:
+    def renew_lease(self, run: str, holder: Holder, rank: int | None = None) -> bool:
         """The holder's heartbeat; False when it no longer holds the lease (taken over after it
         looked dead)."""
         with self._transaction() as db:
             cur = db.execute(
-                "UPDATE leases SET renewed = ? WHERE run = ? AND pid = ? AND host = ?",
-                (time.time(), run, holder.pid, holder.host),
+                "UPDATE leases SET renewed = ? WHERE run = ? AND rank = ? AND pid = ? AND host = ?",
+                (time.time(), run, NO_RANK if rank is None else rank, holder.pid, holder.host),
             )
         return cur.rowcount > 0
 
@@ -1131,7 +1279,7 @@ class Outbox:
         with self._transaction() as db:
             cur = db.execute(
                 "UPDATE leases SET writer_pid = ?, writer_started = ?, writer_open = ? "
-                "WHERE run = ? AND pid = ? AND host = ?",
+                f"WHERE run = ? AND rank = {NO_RANK} AND pid = ? AND host = ?",
                 (
                     None if writer is None else writer.pid,
                     None if writer is None else writer.started,
@@ -1143,9 +1291,9 @@ class Outbox:
             )
         return cur.rowcount > 0
 
-    def lease(self, run: str) -> Lease | None:
+    def lease(self, run: str, rank: int | None = None) -> Lease | None:
         with self._lock:
-            return _lease(self._db, run)
+            return _lease(self._db, run, NO_RANK if rank is None else rank)
 
     @contextmanager
     def maintenance(self, *, wait: float = 10.0) -> Iterator[sqlite3.Connection]:
@@ -1199,29 +1347,41 @@ class Outbox:
         holder: Holder | None = None,
         kind: str = "log",
         lease_ttl_s: float = 60.0,
+        job: Job | None = None,
     ) -> Claim:
         """The name a starting writer gets, recorded in one transaction (two processes starting
         at once get two names): `run` when the store has no run of that name, or `resume` asks to
         go on with it, or it is an import left incomplete (its importer died) that an import
         (`kind="import"`) goes on with; else the first free `run-2`, `run-3`, ...
 
-        With a `holder`, the writer takes the run's lease. Going on with a run whose lease
-        another living process holds raises `RunHeld` naming it; a lease whose holder is gone is
-        taken over (`Claim.took_over`).
+        A rank of a job (`job` with a rank) joins the run of that name its job's other ranks
+        logged (the stored job key matches; a loose key only while this rank has no place in
+        it yet, see `exporter.job`), so the ranks of one job are one run; another job's run of
+        that name is passed over like any other (`run-2`) unless `resume` goes on with it,
+        which makes it this job's.
+
+        With a `holder`, the writer takes the run's lease (a rank: its rank's lease). Going on
+        with a run whose lease another living process holds raises `RunHeld` naming it; a lease
+        whose holder is gone is taken over (`Claim.took_over`).
 
         This runs on the caller's thread in `init()`, so it waits at most `wait` seconds for a
         store another process keeps locked; then the name is chosen from what the store shows
         without recording it (the worker records the run once the store frees up)."""
         now = time.time()
+        ranked = job if job is not None and job.rank is not None and job.key else None
+        rank = NO_RANK if ranked is None or ranked.rank is None else ranked.rank
         try:
             with self._busy_wait(wait), self._transaction() as db:
-                name, resumed = self._free_name(db, run, resume, kind, now, lease_ttl_s)
+                name, resumed = self._free_name(db, run, resume, kind, now, lease_ttl_s, ranked)
                 taken = None
+                if ranked is not None:
+                    self._join(db, name, ranked, holder, now, lease_ttl_s)
                 if holder is not None:
-                    taken = self._take_lease(db, name, holder, kind, now, lease_ttl_s)
+                    taken = self._take_lease(db, name, holder, kind, now, lease_ttl_s, rank)
                 db.execute(
-                    "INSERT INTO runs (run, created) VALUES (?, ?) ON CONFLICT (run) DO NOTHING",
-                    (name, now if created is None else created),
+                    "INSERT INTO runs (run, created, job) VALUES (?, ?, ?) "
+                    "ON CONFLICT (run) DO NOTHING",
+                    (name, now if created is None else created, ranked and ranked.key),
                 )
                 if holder is not None:
                     # a writer starting on the run: what ended it before no longer holds
@@ -1241,38 +1401,84 @@ class Outbox:
                 run,
             )
             with self._lock:
-                name, resumed = self._free_name(self._db, run, resume, kind, now, lease_ttl_s)
+                name, resumed = self._free_name(
+                    self._db, run, resume, kind, now, lease_ttl_s, ranked
+                )
             return Claim(name, resumed)
         except sqlite3.Error as exc:
             raise OutboxError(f"cannot record run {run!r} in {self.path}: {exc}") from exc
 
     @staticmethod
+    def _join(
+        db: sqlite3.Connection,
+        run: str,
+        job: Job,
+        holder: Holder | None,
+        now: float,
+        ttl: float,
+    ) -> None:
+        """A rank of `job` starting on `run`: when the run was another job's (a resume), it
+        becomes this job's, and that job's ranks' ends and dead leases go (a live one refuses:
+        two jobs would mix their steps); this rank's own earlier end goes (it runs again)."""
+        row = db.execute("SELECT job FROM runs WHERE run = ?", (run,)).fetchone()
+        if row is not None and row[0] != job.key:
+            for r in rank_records(db, run):
+                if r.lease is None or r.rank == job.rank:
+                    continue
+                if holder_alive(r.lease, now, ttl):
+                    raise RunHeld(
+                        f"run {run!r} is being written by rank {r.rank} of another job "
+                        f"({r.lease.holder.describe()}); two jobs would mix their steps. Stop "
+                        "that job, or log under another name (resume=False gives a new one)",
+                        holder=r.lease.holder.describe(),
+                        kind=r.lease.kind,
+                        since=r.lease.since,
+                    )
+            db.execute(f"DELETE FROM leases WHERE run = ? AND rank != {NO_RANK}", (run,))
+            db.execute("DELETE FROM rank_ends WHERE run = ?", (run,))
+            db.execute("UPDATE runs SET job = ? WHERE run = ?", (job.key, run))
+        if holder is not None:
+            db.execute("DELETE FROM rank_ends WHERE run = ? AND rank = ?", (run, job.rank))
+
+    @staticmethod
     def _take_lease(
-        db: sqlite3.Connection, run: str, holder: Holder, kind: str, now: float, ttl: float
+        db: sqlite3.Connection,
+        run: str,
+        holder: Holder,
+        kind: str,
+        now: float,
+        ttl: float,
+        rank: int = NO_RANK,
     ) -> Lease | None:
-        """Take `run`'s lease for `holder`; the dead holder's lease it replaced, if any."""
-        before = _lease(db, run)
+        """Take `run`'s lease (of `rank`) for `holder`; the dead holder's lease it replaced."""
+        before = _lease(db, run, rank)
         mine = before is not None and (before.holder.pid, before.holder.host) == (
             holder.pid,
             holder.host,
         )
         if before is not None and not mine and holder_alive(before, now, ttl):
             since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(before.since))
+            whose = "" if rank == NO_RANK else f" as rank {rank}"
+            fix = (
+                "log under another name (resume=False gives a new one)"
+                if rank == NO_RANK
+                else "give each process of the job its own rank (rank=, or the launcher's RANK)"
+            )
             raise RunHeld(
-                f"run {run!r} is being written by {before.holder.describe()} ({before.kind}, "
-                f"since {since}); two writers would mix their steps. Stop that process, or "
-                "log under another name (resume=False gives a new one)",
+                f"run {run!r} is being written{whose} by {before.holder.describe()} "
+                f"({before.kind}, since {since}); two writers would mix their steps. Stop that "
+                f"process, or {fix}",
                 holder=before.holder.describe(),
                 kind=before.kind,
                 since=before.since,
             )
         db.execute(
-            "INSERT INTO leases (run, pid, host, started, kind, since, renewed) VALUES "
-            "(?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run) DO UPDATE SET pid = excluded.pid, "
+            "INSERT INTO leases (run, rank, pid, host, started, kind, since, renewed) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, rank) DO UPDATE SET pid = excluded.pid, "
             "host = excluded.host, started = excluded.started, kind = excluded.kind, "
             "since = excluded.since, renewed = excluded.renewed, writer_pid = NULL, "
             "writer_started = NULL, writer_open = NULL",
-            (run, holder.pid, holder.host, holder.started, kind, now, now),
+            (run, rank, holder.pid, holder.host, holder.started, kind, now, now),
         )
         return None if before is None or mine else before
 
@@ -1288,15 +1494,30 @@ class Outbox:
 
     @staticmethod
     def _free_name(
-        db: sqlite3.Connection, run: str, resume: bool, kind: str, now: float, ttl: float
+        db: sqlite3.Connection,
+        run: str,
+        resume: bool,
+        kind: str,
+        now: float,
+        ttl: float,
+        job: Job | None = None,
     ) -> tuple[str, bool]:
         """(name, whether it goes on with a stored run)."""
         name, n = run, 1
         while True:
-            row = db.execute("SELECT state FROM runs WHERE run = ?", (name,)).fetchone()
+            try:
+                row = db.execute("SELECT state, job FROM runs WHERE run = ?", (name,)).fetchone()
+            except sqlite3.OperationalError:  # a file read before its job column was added
+                row = db.execute("SELECT state, NULL FROM runs WHERE run = ?", (name,)).fetchone()
             if row is None:
                 return name, False
-            if resume:
+            if job is not None and job.rank is not None and row[1] == job.key:
+                # the run of this rank's job: joined, unless a loose key (a reused port or
+                # parent) finds this rank already placed in it, i.e. an earlier job's run
+                placed = _placed(db, name, job.rank)
+                if job.firm or resume or not placed:
+                    return name, resume or placed
+            elif resume:
                 return name, True
             if kind == "import" and row[0] == "importing":
                 lease = _lease(db, name)
@@ -1488,7 +1709,8 @@ class Outbox:
             row = self._db.execute(
                 f"SELECT {_RUN_COLUMNS} FROM {_RUN_FROM} WHERE runs.run = ?", (run,)
             ).fetchone()
-        return None if row is None else _run_record(row)
+            ranks = rank_records(self._db, run)
+        return None if row is None else _run_record(row, ranks)
 
     def runs(self) -> list[RunRecord]:
         """Every run in the store, oldest first."""
@@ -1496,7 +1718,8 @@ class Outbox:
             rows = self._db.execute(
                 f"SELECT {_RUN_COLUMNS} FROM {_RUN_FROM} ORDER BY created, runs.run"
             ).fetchall()
-        return [_run_record(r) for r in rows]
+            ranks = ranks_by_run(self._db)
+        return [_run_record(r, ranks.get(r[0], ())) for r in rows]
 
     def fields(self, run: str, measurement: str | None = None) -> list[str]:
         """Field names stored for a run: registry fields, or those of one `measurement`

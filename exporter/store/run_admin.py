@@ -144,13 +144,13 @@ def _require(db: sqlite3.Connection, run: str) -> None:
 
 
 def _free_of_writer(db: sqlite3.Connection, run: str, what: str, ttl_s: float) -> None:
-    """Refuse when a live process holds `run`'s lease; a dead holder's lease is dropped."""
-    row = db.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
-    if row is None:
-        return
-    lease = lease_from_row(row)
-    if holder_alive(lease, time.time(), ttl_s):
-        raise _in_use(run, lease, what)
+    """Refuse when a live process holds one of `run`'s leases (its writer's, or a rank's);
+    dead holders' leases are dropped."""
+    rows = db.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchall()
+    for row in rows:
+        lease = lease_from_row(row)
+        if holder_alive(lease, time.time(), ttl_s):
+            raise _in_use(run, lease, what)
     db.execute("DELETE FROM leases WHERE run = ?", (run,))
 
 
@@ -160,9 +160,9 @@ def check_deletable(outbox: Outbox, run: str, *, lease_ttl_s: float = 60.0) -> N
     record = outbox.run(run)
     if record is None:
         raise UnknownRun(unknown_run(run, [r.run for r in outbox.runs()]))
-    lease = record.lease
-    if lease is not None and holder_alive(lease, time.time(), lease_ttl_s):
-        raise _in_use(run, lease, "delete")
+    for lease in record.leases:
+        if holder_alive(lease, time.time(), lease_ttl_s):
+            raise _in_use(run, lease, "delete")
 
 
 def _in_use(run: str, lease: Lease, what: str) -> RunInUse:

@@ -1,4 +1,7 @@
-"""`GET /api/series?run=R&metric=M[&points=N][&smoothing=S][&from=STEP&to=STEP]`."""
+"""`GET /api/series?run=R&metric=M[&points=N][&smoothing=S][&from=STEP&to=STEP][&rank=K]`.
+
+A metric several ranks of a job logged is read from rank 0, each row with the lowest and
+highest value of any rank (`rank_low`, `rank_high`); `rank=K` reads rank K's alone."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ def series() -> Response:
     smoothing = params.number(args, "smoothing", 0.0, 0.0, EMA_MAX_WEIGHT)
     start = params.integer(args, "from", None, 0, MAX_STEP)
     end = params.integer(args, "to", None, 0, MAX_STEP)
+    rank = params.integer(args, "rank", None, 0, 2**31)
     if start is not None and end is not None and start > end:
         raise BadRequest(f"parameter 'from' ({start}) is after 'to' ({end})")
     run = params.check_run(svc.store, args)
@@ -41,5 +45,6 @@ def series() -> Response:
         smoothing=smoothing,
         start=start,
         end=end,
+        rank=rank,
     )
     return jsonify(payload)

@@ -12,6 +12,7 @@ from registry.diagnosis.bands import basis_scale
 from registry.diagnosis.stats import ema, ema_lag_points
 from registry.model import STAGES
 
+from .errors import BadRequest
 from .history import HistoryStore, Points
 from .jsonio import finite
 
@@ -68,9 +69,27 @@ def series_payload(
     smoothing: float,
     start: int | None,
     end: int | None,
+    rank: int | None = None,
 ) -> dict[str, Any]:
-    """At most `points` rows `{step, raw, smooth, band_low, band_high}`, ascending by step."""
-    p: Points = store.series(run, field, start, end, points)
+    """At most `points` rows `{step, raw, smooth, band_low, band_high}`, ascending by step.
+
+    A series several ranks of a job logged is read from rank 0 (`history.ranks`), and each row
+    also carries `rank_low` and `rank_high`: the lowest and highest value any rank logged in
+    its bucket (a straggler's step time, one rank's exploding gradient). `ranks` lists the
+    ranks that logged it and `rank` the one read; with `rank` given, that rank's series alone
+    (BadRequest when that rank logged none of it)."""
+    spread = store.rank_spread(run, field, start, end, points)
+    if rank is not None:
+        if rank not in spread.ranks:
+            logged = ", ".join(map(str, spread.ranks)) or "none: one process logged it"
+            raise BadRequest(
+                f"parameter 'rank': rank {rank} logged no {field!r} in run {run!r} "
+                f"(its ranks: {logged})"
+            )
+        p: Points = store.rank_series(run, field, rank, start, end, points)
+    else:
+        p = store.series(run, field, start, end, points)
+    several = rank is None and len(spread.ranks) > 1
     steps, raw = p.steps[:points], p.values[:points]
     smooth = ema(raw, smoothing) if smoothing > 0 else raw
     config = store.run_config(run)
@@ -91,6 +110,11 @@ def series_payload(
             steps.tolist(), raw.tolist(), smooth.tolist(), low, high, strict=True
         )
     ]
+    if several:
+        for row in rows:
+            edges = spread.at(int(row["step"]))
+            row["rank_low"] = None if edges is None else finite(edges[0])
+            row["rank_high"] = None if edges is None else finite(edges[1])
     return {
         "run": run,
         "metric": field,
@@ -100,5 +124,7 @@ def series_payload(
         "source_points": p.total,
         "smoothing": smoothing,
         "smoothing_lag_points": ema_lag_points(smoothing),
+        "ranks": list(spread.ranks),
+        "rank": rank if rank is not None else (min(spread.ranks) if several else None),
         "rows": rows,
     }

@@ -16,7 +16,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-_SHARED = frozenset({"config", "errors", "counts", "schema", "lifecycle", "lease", "processes"})
+_SHARED = frozenset(
+    {"config", "errors", "counts", "schema", "lifecycle", "lease", "processes", "job"}
+)
 
 # Which stage may import which (besides itself and the shared modules). `api` is the package's
 # own `__init__` (the public names), which may import any stage.

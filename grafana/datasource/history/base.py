@@ -31,6 +31,7 @@ __all__ = [
     "HistoryUnavailable",
     "Latest",
     "Points",
+    "RankSpread",
     "RunInfo",
     "bucket_means",
     "bucket_plan",
@@ -186,6 +187,32 @@ def bucket_means(steps: IntArray, values: FloatArray, plan: BucketPlan) -> Point
     return Points(last_step, means.astype(np.float64), plan.size, int(steps.size))
 
 
+@dataclass(frozen=True, eq=False)
+class RankSpread:
+    """How the ranks of a job differ on one series: the ranks that logged it and, per bucket of
+    the series' plan (`origin`, `size`: bucket k holds steps origin + k*size ...), the lowest
+    and highest value any rank logged in it, at the bucket's last step. Empty (no ranks, or
+    one) for a series a single rank logged."""
+
+    ranks: tuple[int, ...]
+    origin: int = 0
+    size: int = 1
+    steps: IntArray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    low: FloatArray = field(default_factory=lambda: np.empty(0, dtype=np.float64))
+    high: FloatArray = field(default_factory=lambda: np.empty(0, dtype=np.float64))
+
+    def at(self, step: int) -> tuple[float, float] | None:
+        """(low, high) of the bucket holding `step`, None where no rank logged in it."""
+        if not self.steps.size:
+            return None
+        k = (step - self.origin) // self.size
+        keys = (self.steps - self.origin) // self.size
+        i = int(np.searchsorted(keys, k))
+        if i < keys.size and keys[i] == k:
+            return float(self.low[i]), float(self.high[i])
+        return None
+
+
 @dataclass(frozen=True)
 class FieldStats:
     """A field over its whole run: finite values counted, their mean (None without any)."""
@@ -245,4 +272,17 @@ class HistoryStore(Protocol):
     def clock(self, run: str, field: str, samples: int) -> Points:
         """About `samples` (step, wall time) pairs of one field, spread over its steps, for
         placing a series on a wall-clock axis; `values` are seconds since the epoch."""
+        ...
+
+    def rank_spread(
+        self, run: str, field: str, start: int | None, end: int | None, max_points: int
+    ) -> RankSpread:
+        """The ranks that logged the series and their lowest and highest value per bucket of
+        the plan `series` reads it with (`history.ranks`: `series` reads the lowest rank)."""
+        ...
+
+    def rank_series(
+        self, run: str, field: str, rank: int, start: int | None, end: int | None, max_points: int
+    ) -> Points:
+        """`series` of one rank's points alone."""
         ...

@@ -24,9 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from exporter.lease import LEASE_COLUMNS, Lease, lease_from_row
 from exporter.lifecycle import Recorded
-from exporter.schema import ROLLUP_LEVELS, RUN_CONFIG, SPREAD, UNREGISTERED
+from exporter.schema import NO_RANK, ROLLUP_LEVELS, RUN_CONFIG, SPREAD, UNREGISTERED
+from exporter.store.ranks import rank_records
 
 from .base import (
     BucketPlan,
@@ -35,11 +38,13 @@ from .base import (
     HistoryUnavailable,
     Latest,
     Points,
+    RankSpread,
     RunInfo,
     bucket_plan,
     empty_points,
     points_from,
 )
+from .ranks import reading_rank
 
 __all__ = ["EmbeddedHistory"]
 
@@ -52,15 +57,17 @@ _NAMED_WHERE = (
     f"run = :run AND field = :field AND measurement != '{RUN_CONFIG}' "
     "AND typeof(value) IN ('real', 'integer')"
 )
+# ... of the ranks read (`_reading`): one rank's rows where several ranks logged the field
+_READ_WHERE = f"{_SERIES_WHERE} AND rank BETWEEN ? AND ?"
 _FIRST = (
-    f"SELECT step FROM samples WHERE {_SERIES_WHERE} AND step BETWEEN ? AND ? ORDER BY step LIMIT 1"
+    f"SELECT step FROM samples WHERE {_READ_WHERE} AND step BETWEEN ? AND ? ORDER BY step LIMIT 1"
 )
 _LAST = (
-    f"SELECT step FROM samples WHERE {_SERIES_WHERE} AND step BETWEEN ? AND ? "
+    f"SELECT step FROM samples WHERE {_READ_WHERE} AND step BETWEEN ? AND ? "
     "ORDER BY step DESC LIMIT 1"
 )
 _RAW = (
-    f"SELECT step, avg(value) FROM samples WHERE {_SERIES_WHERE} AND step BETWEEN ? AND ? "
+    f"SELECT step, avg(value) FROM samples WHERE {_READ_WHERE} AND step BETWEEN ? AND ? "
     "GROUP BY step ORDER BY step"
 )
 # What the outbox's running statistics and rollups count: finite numbers (sqlite stores NaN as
@@ -68,9 +75,17 @@ _RAW = (
 _FINITE = "abs(value) <= 1.7976931348623157e308"
 _BUCKETED = (
     "SELECT max(step), total(value) / count(*), count(*) FROM samples "
+    f"WHERE {_READ_WHERE} AND {_FINITE} AND step BETWEEN ? AND ? "
+    "GROUP BY (step - ?) / ? ORDER BY 1"
+)
+# every rank's lowest and highest value in each bucket (raw steps: 1-step buckets)
+_RANK_SPREAD = (
+    "SELECT max(step), min(value), max(value) FROM samples "
     f"WHERE {_SERIES_WHERE} AND {_FINITE} AND step BETWEEN ? AND ? "
     "GROUP BY (step - ?) / ? ORDER BY 1"
 )
+_RANKS_KEPT = "SELECT DISTINCT rank FROM sample_stats WHERE run = ? AND field = ? ORDER BY rank"
+_RANKS_SCAN = f"SELECT DISTINCT rank FROM samples WHERE {_SERIES_WHERE} ORDER BY rank"
 # Whole rollup blocks inside the range, plus the raw rows of the partial blocks at its edges.
 _ROLLED_UP = f"""
 SELECT max(s), total(t) / sum(c), sum(c) FROM (
@@ -92,11 +107,14 @@ _HAS_STATS = (
     "AND name IN ('sample_stats', 'sample_rollups', 'rollup_series')"
 )
 _LEVELS = "SELECT levels FROM rollup_series WHERE run = ? AND field = ?"
-_STATS = "SELECT sum(n), total(total) FROM sample_stats WHERE run = ? AND field = ?"
-_STATS_SCAN = f"SELECT count(*), total(value) FROM samples WHERE {_SERIES_WHERE} AND {_FINITE}"
+_STATS = (
+    "SELECT sum(n), total(total) FROM sample_stats WHERE run = ? AND field = ? "
+    "AND rank BETWEEN ? AND ?"
+)
+_STATS_SCAN = f"SELECT count(*), total(value) FROM samples WHERE {_READ_WHERE} AND {_FINITE}"
 _WINDOW = (
     "SELECT step, avg(value) FROM ("
-    f"SELECT step, value FROM samples WHERE {_SERIES_WHERE} ORDER BY step DESC LIMIT ?"
+    f"SELECT step, value FROM samples WHERE {_READ_WHERE} ORDER BY step DESC LIMIT ?"
     ") GROUP BY step ORDER BY step"
 )
 _FIELDS = """
@@ -260,28 +278,83 @@ class EmbeddedHistory:
     def series(
         self, run: str, field: str, start: int | None, end: int | None, max_points: int
     ) -> Points:
+        return self._series(run, field, None, start, end, max_points)
+
+    def rank_series(
+        self, run: str, field: str, rank: int, start: int | None, end: int | None, max_points: int
+    ) -> Points:
+        return self._series(run, field, rank, start, end, max_points)
+
+    def rank_spread(
+        self, run: str, field: str, start: int | None, end: int | None, max_points: int
+    ) -> RankSpread:
+        lo = 0 if start is None else start
+        hi = _MAX_STEP if end is None else end
+        with self._db() as db:
+            if db is None:
+                return RankSpread(())
+            logged = tuple(r for r in _ranks(db, run, field) if r != NO_RANK)
+            if len(logged) < 2:
+                return RankSpread(logged)
+            # the plan `series` reads the line with (its rank's first and last step), so each
+            # bucket of the spread is one of the line's
+            ranks = _reading(db, run, field)
+            first_row = db.execute(_FIRST, (run, field, *ranks, lo, hi)).fetchone()
+            if first_row is None:
+                return RankSpread(logged)
+            first = int(first_row[0])
+            last = int(db.execute(_LAST, (run, field, *ranks, lo, hi)).fetchone()[0])
+            if last - first + 1 <= max_points:
+                plan = BucketPlan(first, 1)
+            else:
+                plan = bucket_plan(
+                    first if start is None else start, last if end is None else end, max_points
+                )
+            args = (run, field, lo, hi, plan.origin, plan.size)
+            rows = db.execute(_RANK_SPREAD, args).fetchall()
+        return RankSpread(
+            logged,
+            plan.origin,
+            plan.size,
+            np.asarray([r[0] for r in rows], dtype=np.int64),
+            np.asarray([r[1] for r in rows], dtype=np.float64),
+            np.asarray([r[2] for r in rows], dtype=np.float64),
+        )
+
+    def _series(
+        self,
+        run: str,
+        field: str,
+        rank: int | None,
+        start: int | None,
+        end: int | None,
+        max_points: int,
+    ) -> Points:
         lo = 0 if start is None else start
         hi = _MAX_STEP if end is None else end
         with self._db() as db:
             if db is None:
                 return empty_points()
-            first_row = db.execute(_FIRST, (run, field, lo, hi)).fetchone()
+            ranks = _reading(db, run, field) if rank is None else (rank, rank)
+            first_row = db.execute(_FIRST, (run, field, *ranks, lo, hi)).fetchone()
             if first_row is None:
                 return empty_points()
             first, last = (
                 int(first_row[0]),
-                int(db.execute(_LAST, (run, field, lo, hi)).fetchone()[0]),
+                int(db.execute(_LAST, (run, field, *ranks, lo, hi)).fetchone()[0]),
             )
             if last - first + 1 <= max_points:
-                rows = db.execute(_RAW, (run, field, lo, hi)).fetchall()
+                rows = db.execute(_RAW, (run, field, *ranks, lo, hi)).fetchall()
                 return points_from([r[0] for r in rows], [r[1] for r in rows], 1, len(rows))
             plan = bucket_plan(
                 first if start is None else start, last if end is None else end, max_points
             )
-            if plan.level in ROLLUP_LEVELS and _keeps(db, run, field, plan.level):
+            # the rollup blocks sum every rank: read them only where every rank is read
+            every = ranks == _EVERY_RANK
+            if every and plan.level in ROLLUP_LEVELS and _keeps(db, run, field, plan.level):
                 rows = db.execute(_ROLLED_UP, _rollup_args(run, field, lo, hi, plan)).fetchall()
             else:
-                args = (run, field, lo, hi, plan.origin, plan.size)
+                args = (run, field, *ranks, lo, hi, plan.origin, plan.size)
                 rows = db.execute(_BUCKETED, args).fetchall()
         total = sum(int(r[2]) for r in rows)
         return points_from([r[0] for r in rows], [r[1] for r in rows], plan.size, total)
@@ -305,11 +378,11 @@ class EmbeddedHistory:
         with self._db() as db:
             if db is None:
                 return empty_points()
-            first_row = db.execute(_FIRST, (run, field, 0, _MAX_STEP)).fetchone()
+            first_row = db.execute(_FIRST, (run, field, *_EVERY_RANK, 0, _MAX_STEP)).fetchone()
             if first_row is None:
                 return empty_points()
             first = int(first_row[0])
-            last = int(db.execute(_LAST, (run, field, 0, _MAX_STEP)).fetchone()[0])
+            last = int(db.execute(_LAST, (run, field, *_EVERY_RANK, 0, _MAX_STEP)).fetchone()[0])
             n = max(2, samples)
             targets = sorted({first + (last - first) * k // (n - 1) for k in range(n)})
             pairs: dict[int, float] = {}
@@ -328,6 +401,7 @@ class EmbeddedHistory:
             columns = ", ".join(c if c in have else "NULL" for c in _RUN_INFO)
             row = db.execute(f"SELECT {columns} FROM runs WHERE run = ?", (run,)).fetchone()
             lease = _lease(db, run)  # on the same connection: one open per run row
+            ranks = rank_records(db, run)
         if row is None:
             return RunInfo()
         project, framework, created, finished, activity, *life = row
@@ -345,6 +419,7 @@ class EmbeddedHistory:
                 life[2],
                 life[3],
                 lease,
+                ranks,
             ),
         )
 
@@ -362,7 +437,7 @@ class EmbeddedHistory:
         with self._db() as db:
             if db is None:
                 return empty_points()
-            rows = db.execute(_WINDOW, (run, field, last_n)).fetchall()
+            rows = db.execute(_WINDOW, (run, field, *_reading(db, run, field), last_n)).fetchall()
         return points_from([r[0] for r in rows], [r[1] for r in rows])
 
     def windows(self, run: str, fields: Sequence[str], last_n: int) -> Mapping[str, Points]:
@@ -372,7 +447,8 @@ class EmbeddedHistory:
                 if db is None:
                     out[name] = empty_points()
                     continue
-                rows = db.execute(_WINDOW, (run, name, last_n)).fetchall()
+                ranks = _reading(db, run, name)
+                rows = db.execute(_WINDOW, (run, name, *ranks, last_n)).fetchall()
                 out[name] = points_from([r[0] for r in rows], [r[1] for r in rows])
         return out
 
@@ -384,10 +460,11 @@ class EmbeddedHistory:
                 if db is None:
                     out[name] = FieldStats(0, None)
                     continue
+                ranks = _reading(db, run, name)
                 if kept:
-                    n, total = db.execute(_STATS, (run, name)).fetchone()
+                    n, total = db.execute(_STATS, (run, name, *ranks)).fetchone()
                 else:
-                    n, total = db.execute(_STATS_SCAN, (run, name)).fetchone()
+                    n, total = db.execute(_STATS_SCAN, (run, name, *ranks)).fetchone()
                 count = int(n or 0)
                 out[name] = FieldStats(count, float(total) / count if count else None)
         return out
@@ -416,6 +493,21 @@ class EmbeddedHistory:
                 if best is None or step > best[0]:
                     best = (int(step), None if wall is None else float(wall))
         return Latest(None) if best is None else Latest(best[0], best[1])
+
+
+_EVERY_RANK = (NO_RANK, 2**62)
+
+
+def _ranks(db: sqlite3.Connection, run: str, field: str) -> list[int]:
+    """The ranks that logged `field` in `run` (from the running statistics where kept)."""
+    sql = _RANKS_KEPT if _has_stats(db) else _RANKS_SCAN
+    return [int(r[0]) for r in db.execute(sql, (run, field)).fetchall()]
+
+
+def _reading(db: sqlite3.Connection, run: str, field: str) -> tuple[int, int]:
+    """The ranks a series is read from, as a range: see `history.ranks.reading_rank`."""
+    rank = reading_rank(_ranks(db, run, field))
+    return _EVERY_RANK if rank is None else (NO_RANK, rank)
 
 
 def _has_stats(db: sqlite3.Connection) -> bool:
@@ -471,9 +563,15 @@ def _fields(raw: object, rank: object) -> dict[str, Any]:
 
 
 def _lease(db: sqlite3.Connection, run: str) -> Lease | None:
-    """The run's writer lease in the file, if one is held (None from a file before leases)."""
+    """The lease of the run's one writer (a run logged without ranks) in the file, if one is
+    held (None from a file before leases; a file before ranks holds only such leases)."""
     try:
-        row = db.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
+        row = db.execute(
+            f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ? AND rank = ?", (run, NO_RANK)
+        ).fetchone()
     except sqlite3.OperationalError:
-        return None
+        try:
+            row = db.execute(f"SELECT {LEASE_COLUMNS} FROM leases WHERE run = ?", (run,)).fetchone()
+        except sqlite3.OperationalError:
+            return None
     return None if row is None else lease_from_row(row)

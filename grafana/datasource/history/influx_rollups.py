@@ -86,12 +86,18 @@ def count_statement(where: str, field: str) -> str:
 
 
 def rollup_stats(
-    http: InfluxHttp, where: str, fields: Sequence[str], source: Callable[[str], str]
+    http: InfluxHttp,
+    where: str,
+    fields: Sequence[str],
+    source: Callable[[str], str],
+    run_where: str | None = None,
 ) -> dict[str, FieldStats] | None:
     """Whole-run statistics of a rolled-up run (None: it is not, or not yet): from the 4096-step
     blocks, or from the raw points in `source(field)` for a field whose blocks are not kept.
     Every field's sums are one statement: InfluxDB allocates about a megabyte for each statement
-    it plans (measured on 1.6), and its garbage collections are what slows a request at times."""
+    it plans (measured on 1.6), and its garbage collections are what slows a request at times.
+    `run_where` selects the run's marker when `where` also selects a rank (the marker is the
+    run's, written without one)."""
     if not fields:
         return {}
     coarse = ROLLUP_LEVELS[-1]
@@ -102,7 +108,7 @@ def rollup_stats(
     )
     marker_r, blocks = http.query(
         [
-            marker_statement(where),
+            marker_statement(run_where or where),
             f"SELECT {sums} FROM {quote_ident(rollup_measurement(coarse))} WHERE {where}",
         ]
     )

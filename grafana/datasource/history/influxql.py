@@ -20,17 +20,27 @@ from typing import Any
 import numpy as np
 
 import registry
+from exporter.lifecycle import RankRecord, Recorded
 from exporter.schema import (
     CONFIG_FIELD,
     EVENTS,
+    KIND_TAG,
     NONFINITE_SUFFIX,
+    PROJECT_TAG,
+    RANK_END,
+    RANK_TAG,
     ROLLUP_LEVELS,
     RUN_CONFIG,
+    RUN_TAG,
     SPREAD,
+    STATE_FIELD,
+    TEXT_FIELD,
     UNREGISTERED,
+    WALL_TIME_FIELD,
 )
 
 from .base import (
+    BucketPlan,
     Event,
     FieldStats,
     FloatArray,
@@ -38,6 +48,7 @@ from .base import (
     IntArray,
     Latest,
     Points,
+    RankSpread,
     RunInfo,
     bucket_means,
     bucket_plan,
@@ -60,6 +71,7 @@ from .influx_rollups import (
 )
 from .influx_stats import IncrementalStats
 from .quoting import quote_ident, quote_string
+from .ranks import reading_rank
 from .recent import Recent
 
 __all__ = ["InfluxHistory", "UnknownField", "UnknownRun", "measurement_of"]
@@ -107,6 +119,33 @@ def _every_point(steps: IntArray, values: FloatArray) -> Points:
     return Points(merged.steps, merged.values, 1, int(steps.size))
 
 
+def _rank_records(
+    tag_values: list[ResultSeries], ends: list[ResultSeries]
+) -> tuple[RankRecord, ...]:
+    """The ranks a run's points carry, each with its `RANK_END` event's end where it has one."""
+    seen: dict[int, RankRecord] = {}
+    for s in tag_values:
+        for row in s.values:
+            if len(row) > 1 and str(row[1]).isdigit():
+                seen[int(row[1])] = RankRecord(int(row[1]))
+    for s in ends:
+        state_i, text_i = s.column(STATE_FIELD), s.column(TEXT_FIELD)
+        wall_i, rank_i = s.column(WALL_TIME_FIELD), s.column(RANK_TAG)
+        for row in s.values:
+            rank = None if rank_i is None else row[rank_i]
+            state = None if state_i is None else row[state_i]
+            if rank is None or not str(rank).isdigit() or not isinstance(state, str):
+                continue
+            wall = None if wall_i is None else row[wall_i]
+            seen[int(rank)] = RankRecord(
+                int(rank),
+                state,
+                None if text_i is None or row[text_i] is None else str(row[text_i]),
+                float(wall) if isinstance(wall, int | float) else None,
+            )
+    return tuple(seen[r] for r in sorted(seen))
+
+
 def _first_value(series: list[ResultSeries], column: str) -> Any:
     for s in series:
         i = s.column(column)
@@ -151,7 +190,7 @@ class InfluxHistory:
     def _run_filter(self, run: str) -> str:
         if run not in self.runs():
             raise UnknownRun(f"run {run!r} is not in InfluxDB")
-        return f"{quote_ident('run')} = {quote_string(run)}"
+        return f"{quote_ident(RUN_TAG)} = {quote_string(run)}"
 
     @staticmethod
     def _time(lo: int, hi: int) -> str:
@@ -164,7 +203,7 @@ class InfluxHistory:
         return listed
 
     def _list_runs(self) -> tuple[str, ...]:
-        (result,) = self.http.query(['SHOW TAG VALUES WITH KEY = "run"'])
+        (result,) = self.http.query([f"SHOW TAG VALUES WITH KEY = {quote_ident(RUN_TAG)}"])
         names = {str(row[1]) for s in result for row in s.values if len(row) > 1}
         return tuple(sorted(names))
 
@@ -205,26 +244,73 @@ class InfluxHistory:
         """`series` of each field over one range, in at most two requests whatever the number of
         fields: the fields' edges first (which decide how each is read), then every field's
         buckets; a short range in one (`_short_series`)."""
+        return self._series_many(run, fields, start, end, max_points, None)
+
+    def rank_series(
+        self, run: str, field: str, rank: int, start: int | None, end: int | None, max_points: int
+    ) -> Points:
+        return self._series_many(run, [field], start, end, max_points, rank)[field]
+
+    def _ranks_in(self, run: str, source: str) -> tuple[int, ...]:
+        """The ranks whose points a measurement holds for a run (kept for a moment)."""
+
+        def read() -> tuple[int, ...]:
+            (result,) = self.http.query(
+                [
+                    f"SHOW TAG VALUES FROM {source} WITH KEY = {quote_ident(RANK_TAG)} "
+                    f"WHERE {self._run_filter(run)}"
+                ]
+            )
+            found = {str(row[1]) for s in result for row in s.values if len(row) > 1}
+            return tuple(sorted(int(r) for r in found if r.isdigit()))
+
+        ranks: tuple[int, ...] = self.recent.get(("ranks", run, source), read)
+        return ranks
+
+    def _where(self, run: str, source: str, rank: int | None = None) -> str:
+        """The run's points in `source` of the rank read (`history.ranks`), or of `rank`. The
+        ranks are those of the measurement: a field only a higher rank logged beside fields
+        rank 0 logs reads empty from rank 0 (one query per field would find it)."""
+        where = self._run_filter(run)
+        chosen = reading_rank(self._ranks_in(run, source)) if rank is None else rank
+        if chosen is None:
+            return where
+        tag = quote_ident(RANK_TAG)
+        if rank is not None:
+            return f"{where} AND {tag} = {quote_string(str(chosen))}"
+        # points logged without a rank (no tag: it reads as '') are read with rank 0's
+        return f"{where} AND ({tag} = {quote_string(str(chosen))} OR {tag} = '')"
+
+    def _series_many(
+        self,
+        run: str,
+        fields: Sequence[str],
+        start: int | None,
+        end: int | None,
+        max_points: int,
+        rank: int | None,
+    ) -> Mapping[str, Points]:
         names = list(dict.fromkeys(fields))
         where = self._run_filter(run)
         sources = {f: self._from(f) for f in names}
+        wheres = {src: self._where(run, src, rank) for src in set(sources.values())}
         lo = 0 if start is None else max(0, start)
         hi = _MAX_STEP if end is None else min(end, _MAX_STEP)
         if not names or hi < lo:
             return {f: empty_points() for f in names}
         if start is not None and end is not None and hi - lo < _SHORT_RANGE:
-            return self._short_series(where, sources, lo, hi, max_points)
+            return self._short_series(wheres, sources, lo, hi, max_points)
         edge_statements = [marker_statement(where)]
         for f, source in sources.items():
             col = quote_ident(f)
-            scope = f"FROM {source} WHERE {where} AND {self._time(lo, hi)}"
-            whole = f"FROM {source} WHERE {where}"
+            scope = f"FROM {source} WHERE {wheres[source]} AND {self._time(lo, hi)}"
+            whole = f"FROM {source} WHERE {wheres[source]}"
             edge_statements += [
                 f"SELECT {col} {scope} ORDER BY time ASC LIMIT 1",
                 f"SELECT {col} {scope} ORDER BY time DESC LIMIT 1",
                 f"SELECT {col} {whole} ORDER BY time ASC LIMIT 1",
                 f"SELECT {col} {whole} ORDER BY time DESC LIMIT 1",
-                count_statement(where, f),
+                count_statement(wheres[source], f),
             ]
         edges = self.http.query(edge_statements)
         marker = read_marker(edges[0])
@@ -242,7 +328,15 @@ class InfluxHistory:
             )
             data = (int(_first_value(first_in, "time")), int(_first_value(last_in, "time")))
             statements, read = self._series_read(
-                sources[f], where, f, (lo, hi), (start, end), max_points, data, marker, span
+                sources[f],
+                wheres[sources[f]],
+                f,
+                (lo, hi),
+                (start, end),
+                max_points,
+                data,
+                marker,
+                span,
             )
             reads.append((f, statements, read))
         results = self.http.query([q for _, statements, _ in reads for q in statements])
@@ -253,7 +347,12 @@ class InfluxHistory:
         return {f: out[f] for f in names}
 
     def _short_series(
-        self, where: str, sources: Mapping[str, str], lo: int, hi: int, max_points: int
+        self,
+        wheres: Mapping[str, str],
+        sources: Mapping[str, str],
+        lo: int,
+        hi: int,
+        max_points: int,
     ) -> dict[str, Points]:
         """Series over a range of at most `_SHORT_RANGE` steps (the cards' early-stage sketches):
         the raw points of each measurement's fields in one statement, bucketed here as InfluxDB
@@ -266,7 +365,8 @@ class InfluxHistory:
         scope = self._time(lo, hi)
         results = self.http.query(
             [
-                f"SELECT {', '.join(quote_ident(f) for f in names)} FROM {src} WHERE {where} "
+                f"SELECT {', '.join(quote_ident(f) for f in names)} FROM {src} "
+                f"WHERE {wheres[src]} "
                 f"AND {scope}"
                 for src, names in by_source.items()
             ]
@@ -409,7 +509,7 @@ class InfluxHistory:
         def newest(src: str, bounded: bool) -> str:
             since = f" AND time >= {bounds[src]}s" if bounded and src in bounds else ""
             columns = ", ".join(quote_ident(f) for f in by_source[src])
-            return f"SELECT {columns} FROM {src} WHERE {where}{since} {limit}"
+            return f"SELECT {columns} FROM {src} WHERE {self._where(run, src)}{since} {limit}"
 
         results = self.http.query_spread([newest(src, True) for src in sources], _WINDOW_REQUESTS)
         short = [
@@ -431,7 +531,10 @@ class InfluxHistory:
                     found[f] = (steps, values)
         if alone:
             again = self.http.query(
-                [f"SELECT {quote_ident(f)} FROM {src} WHERE {where} {limit}" for src, f in alone]
+                [
+                    f"SELECT {quote_ident(f)} FROM {src} WHERE {self._where(run, src)} {limit}"
+                    for src, f in alone
+                ]
             )
             for (_, f), rows in zip(alone, again, strict=True):
                 found[f] = self._column(rows, f)
@@ -443,11 +546,18 @@ class InfluxHistory:
         if not names:
             return {}
         # the marker is read with the blocks, not kept for a moment: a level the exporter stops
-        # keeping must be read from the raw points from then on
-        rolled = rollup_stats(self.http, where, names, self._from)
-        if rolled is not None:
-            return rolled
-        return self.folded.stats(self.http, run, where, names, self._from)
+        # keeping must be read from the raw points from then on. Fields are read from the rank
+        # their measurement's points are read from (`history.ranks`): grouped by it.
+        groups: dict[str, list[str]] = {}
+        for name in names:
+            groups.setdefault(self._where(run, self._from(name)), []).append(name)
+        out: dict[str, FieldStats] = {}
+        for chosen, group in groups.items():
+            rolled = rollup_stats(self.http, chosen, group, self._from, where)
+            if rolled is None:
+                rolled = dict(self.folded.stats(self.http, run, chosen, group, self._from))
+            out.update(rolled)
+        return {name: out[name] for name in names}
 
     def events(self, run: str, limit: int) -> tuple[Event, ...]:
         where = self._run_filter(run)
@@ -492,23 +602,88 @@ class InfluxHistory:
 
     def run_info(self, run: str) -> RunInfo:
         # InfluxDB holds points, not the outbox's run record: activity is the wall time of the
-        # run's newest point, its start that of its oldest.
+        # run's newest point, its start that of its oldest. A run several ranks logged has its
+        # ranks' ends as `RANK_END` events (no leases: a rank without an end is judged by the
+        # run's activity).
         where = self._run_filter(run)
         sources = self._sources()
-        first_r, last_r, project_r = self.http.query(
+        first_r, last_r, project_r, rank_r, end_r = self.http.query(
             [
                 f'SELECT first("wall_time") FROM {sources} WHERE {where}',
                 f'SELECT last("wall_time") FROM {sources} WHERE {where}',
-                f'SHOW TAG VALUES WITH KEY = "project" WHERE {where}',
+                f"SHOW TAG VALUES WITH KEY = {quote_ident(PROJECT_TAG)} WHERE {where}",
+                f"SHOW TAG VALUES WITH KEY = {quote_ident(RANK_TAG)} WHERE {where}",
+                f"SELECT {quote_ident(STATE_FIELD)}, {quote_ident(TEXT_FIELD)}, "
+                f"{quote_ident(WALL_TIME_FIELD)}, {quote_ident(RANK_TAG)} "
+                f"FROM {quote_ident(EVENTS)} WHERE {where} "
+                f"AND {quote_ident(KIND_TAG)} = {quote_string(RANK_END)}",
             ]
         )
         firsts = [float(r[1]) for s in first_r for r in s.values if len(r) > 1 and r[1] is not None]
         lasts = [float(r[1]) for s in last_r for r in s.values if len(r) > 1 and r[1] is not None]
         projects = sorted({str(r[1]) for s in project_r for r in s.values if len(r) > 1})
+        ranks = _rank_records(rank_r, end_r)
         return RunInfo(
             project=projects[0] if projects else None,
             created=min(firsts) if firsts else None,
             last_activity=max(lasts) if lasts else None,
+            recorded=Recorded(ranks=ranks) if ranks else None,
+        )
+
+    def rank_spread(
+        self, run: str, field: str, start: int | None, end: int | None, max_points: int
+    ) -> RankSpread:
+        source = self._from(field)
+        logged = self._ranks_in(run, source)
+        if len(logged) < 2:
+            return RankSpread(logged)
+        col, every = quote_ident(field), self._run_filter(run)
+        lo = 0 if start is None else max(0, start)
+        hi = _MAX_STEP if end is None else min(end, _MAX_STEP)
+        # the plan `series` reads the line with (its rank's first and last step in the range)
+        scope = f"FROM {source} WHERE {self._where(run, source)} AND {self._time(lo, hi)}"
+        first_r, last_r = self.http.query(
+            [
+                f"SELECT {col} {scope} ORDER BY time ASC LIMIT 1",
+                f"SELECT {col} {scope} ORDER BY time DESC LIMIT 1",
+            ]
+        )
+        first, last = _first_value(first_r, "time"), _first_value(last_r, "time")
+        if first is None or last is None:
+            return RankSpread(logged)
+        if int(last) - int(first) + 1 <= max_points:
+            plan = BucketPlan(int(first), 1)
+        else:
+            plan = bucket_plan(
+                int(first) if start is None else lo, int(last) if end is None else hi, max_points
+            )
+        top = int(last) if end is None else hi
+        (rows,) = self.http.query(
+            [
+                f'SELECT min({col}) AS "low", max({col}) AS "high" FROM {source} '
+                f"WHERE {every} AND {self._time(max(lo, plan.origin), top)} "
+                f"GROUP BY time({plan.size}s, {plan.origin % plan.size}s) fill(none)"
+            ]
+        )
+        steps: list[int] = []
+        lows: list[float] = []
+        highs: list[float] = []
+        for s in rows:
+            it, il, ih = s.column("time"), s.column("low"), s.column("high")
+            if it is None or il is None or ih is None:
+                continue
+            for row in s.values:
+                if row[il] is not None and row[ih] is not None:
+                    steps.append(int(row[it]))
+                    lows.append(float(row[il]))
+                    highs.append(float(row[ih]))
+        return RankSpread(
+            logged,
+            plan.origin,
+            plan.size,
+            np.asarray(steps, dtype=np.int64),
+            np.asarray(lows, dtype=np.float64),
+            np.asarray(highs, dtype=np.float64),
         )
 
     def clock(self, run: str, field: str, samples: int) -> Points:

@@ -15,6 +15,7 @@ from .base import (
     IntArray,
     Latest,
     Points,
+    RankSpread,
     RunInfo,
     bucket_means,
     bucket_plan,
@@ -113,6 +114,18 @@ class MemoryHistory:
     def logged_fields(self, run: str) -> Mapping[str, str]:
         # No measurements here: every field is held the same way.
         return dict.fromkeys(self.fields(run), "memory")
+
+    def rank_spread(
+        self, run: str, field: str, start: int | None, end: int | None, max_points: int
+    ) -> RankSpread:
+        del run, field, start, end, max_points  # runs held here have no ranks
+        return RankSpread(())
+
+    def rank_series(
+        self, run: str, field: str, rank: int, start: int | None, end: int | None, max_points: int
+    ) -> Points:
+        del run, field, rank, start, end, max_points
+        return empty_points()
 
     def clock(self, run: str, field: str, samples: int) -> Points:
         del field, samples  # one clock per run is all a test needs
