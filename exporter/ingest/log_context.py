@@ -225,6 +225,52 @@ def console_context(text: str) -> dict[str, Any]:
         if config is None:
             for key, raw in _ASSIGNED.findall(line):
                 out.update(_trl_field(key, _number(raw)))
+        if "namespace(" in line.lower():
+            out.update(_openrlhf_args(line))
+    return out
+
+
+# OpenRLHF prints its arguments once at the start (`strategy.print(args)`): an argparse
+# `Namespace(...)` of flat names before v0.10, a nested `namespace(actor=namespace(...), ...)`
+# since (openrlhf/cli/train_ppo_ray.py, openrlhf/utils/config.py); the fields that set the
+# reading, by either spelling.
+_ORLHF_ESTIMATOR = re.compile(
+    r"(?:advantage_estimator=|advantage=namespace\([^()]*?\bestimator=)'(\w+)'"
+)
+_ORLHF_FIELDS = re.compile(
+    r"\b(n_samples_per_prompt|init_kl_coef|init_coef|eps_clip|generate_max_len|max_new_tokens)"
+    r"=([-+\w.]+)"
+)
+# --algo.advantage.estimator -> the family's algorithm (openrlhf/trainer/ppo_utils/
+# experience_maker.py: gae needs a critic; group_norm is GRPO's group normalisation)
+_ORLHF_ALGORITHMS = {
+    "gae": "PPO",
+    "group_norm": "GRPO",
+    "dr_grpo": "GRPO",
+    "rloo": "RLOO",
+    "reinforce": "REINFORCE",
+    "reinforce_baseline": "REINFORCE",
+}
+
+
+def _openrlhf_args(line: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    estimator = _ORLHF_ESTIMATOR.search(line)
+    if estimator is not None and estimator.group(1) in _ORLHF_ALGORITHMS:
+        out["algorithm"] = _ORLHF_ALGORITHMS[estimator.group(1)]
+        out["action_space"] = "token"
+    for key, raw in _ORLHF_FIELDS.findall(line):
+        value = _number(raw)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if key == "n_samples_per_prompt" and value >= 2:
+            out["group_size"] = int(value)
+        elif key in ("init_kl_coef", "init_coef") and value >= 0:
+            out["kl_coef"] = float(value)
+        elif key == "eps_clip" and value > 0:
+            out["clip_epsilon"] = float(value)
+        elif key in ("generate_max_len", "max_new_tokens") and value > 0:
+            out["max_length"] = int(value)
     return out
 
 

@@ -465,3 +465,28 @@ def test_every_spelling_of_a_verl_value_reads_as_the_number_printed(
     parsed = parse_verl(strip_ansi(line))
     assert parsed is not None and parsed.step == 7
     assert parsed.values == expected and parsed.bad == []
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        # v0.10 and later: nested namespaces from dotted CLI names (openrlhf/utils/config.py)
+        "namespace(actor=namespace(eps_clip=0.2, entropy_coef=None), algo=namespace("
+        "advantage=namespace(estimator='group_norm', gamma=1, lambd=1), kl=namespace("
+        "estimator='k1', init_coef=0.01, use_loss=False)), rollout=namespace("
+        "n_samples_per_prompt=8, max_new_tokens=1024))",
+        # before v0.10: argparse's flat Namespace
+        "Namespace(advantage_estimator='group_norm', eps_clip=0.2, init_kl_coef=0.01, "
+        "n_samples_per_prompt=8, generate_max_len=1024, kl_estimator='k1')",
+    ],
+)
+def test_openrlhf_arguments_printed_at_the_start_give_the_run_context(printed: str) -> None:
+    context = console_context(printed + "\n")
+    assert context == {
+        "algorithm": "GRPO",
+        "action_space": "token",
+        "group_size": 8,
+        "kl_coef": 0.01,
+        "clip_epsilon": 0.2,
+        "max_length": 1024,
+    }
