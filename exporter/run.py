@@ -832,6 +832,7 @@ class Run:
         positions: list[SourcePosition] = []
         last_step = self._translator.last_step
         at_position: int | None = None
+        one_by_one = 0  # calls before this one are not looked at for a block again
         i = 0
         while i < len(batch):
             item = batch[i]
@@ -863,14 +864,17 @@ class Run:
             if item[0] == "block":
                 parts += self._translate_scalar_block(item[1], item[2])
                 continue
-            if item[0] == "log":
+            if item[0] == "log" and one_by_one <= i - 1:
                 end = _same_names(batch, i - 1)
                 if end - (i - 1) >= _BLOCK_AT_LEAST:
-                    part = self._translate_block(batch[i - 1 : end])
-                    if part is not None:
-                        parts.append(part)
+                    got = self._translate_block(batch[i - 1 : end])
+                    if got is not None:
+                        parts += got
                         i = end
                         continue
+                    # these calls go one by one, without looking for a block among them again
+                    # (a batch would cost the square of its length)
+                    one_by_one = end
             try:
                 if item[0] == "log":
                     r, e = self._translator.log(item[1], item[2], item[3], item[4])
@@ -910,9 +914,10 @@ class Run:
         )
         return True
 
-    def _translate_block(self, items: list[_Item]) -> _Part | None:
-        """Log calls with the same names as one block; None when they are not all plain (the
-        caller then takes them one by one)."""
+    def _translate_block(self, items: list[_Item]) -> list[_Part] | None:
+        """Log calls with the same names as columnar blocks (and, in their place, a part per
+        call a block cannot take); None when their names cannot go as a block (the caller
+        then takes every call one by one)."""
         calls = [item for item in items if not isinstance(item, threading.Event)]
         try:
             out = self._translator.log_calls(
@@ -928,9 +933,12 @@ class Run:
             return None
         if out is None:
             return None
-        block, rows = out
-        rows += self._translator.take_transform_rows(calls[0][3])
-        return _Part(rows, [], self._translator.take_held(), block)
+        parts = [_Part(rows, events, held, block) for block, rows, events, held in out]
+        noted = self._translator.take_transform_rows(calls[0][3])
+        notices = self._translator.take_notices()
+        if noted or notices:
+            parts.append(_Part(noted, notices, (0, 0, len(notices))))
+        return parts
 
     def _translate_scalar_block(self, block: ScalarBlock, now: float) -> list[_Part]:
         """A queued `log_block`: a part per columnar group (`FastSteps`), a part per step that
@@ -943,13 +951,15 @@ class Run:
                     self._translator.take_held()  # counted per group below
                     # the transforms record (when a name brought one) goes with the last group
                     noted = self._translator.take_transform_rows(float(item.walls[0]))
+                    notices = self._translator.take_notices()
                     groups = item.sample_blocks()
                     for k, (sample_block, group) in enumerate(groups):
-                        rows = noted if k == len(groups) - 1 else []
-                        held = (group.accepted, group.unregistered, 0)
-                        parts.append(_Part(rows, [], held, sample_block))
-                    if noted and not groups:
-                        parts.append(_Part(noted, [], (0, 0, 0)))
+                        last = k == len(groups) - 1
+                        rows = noted if last else []
+                        held = (group.accepted, group.unregistered, len(notices) if last else 0)
+                        parts.append(_Part(rows, notices if last else [], held, sample_block))
+                    if (noted or notices) and not groups:
+                        parts.append(_Part(noted, notices, (0, 0, len(notices))))
                     done += len(item.steps)
                 else:
                     rows, events, wall = item
