@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import signal
 import sqlite3
 import sys
 import threading
@@ -73,6 +74,8 @@ __all__ = ["Run", "gather_interval", "init"]
 
 _log = logging.getLogger("exporter")
 _WORKER_BATCH = 2000
+_WORKER_GRACE = 40.0  # finish() waits this long for the batch in the worker's hands: the
+# store's lock timeout (30 s) and a write; then what it holds is counted dropped too
 _BLOCK_AT_LEAST = 4
 _CONTENDED = 4.0  # a write this many times longer than its own CPU time waited on the GIL
 _CONTENDED_STRETCH = 3.0  # ... and the next batch gathers this many commit intervals
@@ -248,6 +251,9 @@ class Run:
         self._store_gone = False  # the worker found its outbox deleted or replaced
         self._refused = False  # the disk budget (or a full disk) refused values read from logs
         self._worker_lock = threading.Lock()
+        self._take_lock = threading.Lock()
+        self._abandon = False  # the run ended: the worker takes nothing more from the queue
+        self._stored_total = 0  # values the store took (what `unfinished` is counted against)
         self._forwarder = _start_forwarder(settings, self._counters)
         self._worker = threading.Thread(target=self._work, name=f"rlvitals-{name}", daemon=True)
         self._worker.start()
@@ -264,10 +270,13 @@ class Run:
             self._endpoint.start()
         atexit.register(self._at_exit)
         self._previous_hook: Any = None
+        self._previous_sigterm: Any = None
+        self._signalled: int | None = None
         if lease_kind == "log":
             # an exception nobody caught ends the process: recorded as the run's crash at exit
             self._previous_hook = sys.excepthook
             sys.excepthook = self._on_uncaught
+            self._catch_sigterm()
 
     # -- caller side ---------------------------------------------------------------------------
 
@@ -412,12 +421,14 @@ class Run:
         lets go of the run, as a sidecar that stops watching it) and close the outbox."""
         if self._closed:
             return
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         flushed = self.flush(timeout)
         self._closed = True
         self._stop.set()
         self._wake.set()
         self._worker.join(max(0.1, deadline - time.monotonic()))
+        unfinished = self._give_up_queue()
         if self._forwarder is not None:
             self._forwarder.stop(max(0.1, deadline - time.monotonic()))
         if self._endpoint is not None:
@@ -425,16 +436,19 @@ class Run:
         if self._shared_endpoint is not None:
             self._shared_endpoint.remove(self)
         atexit.unregister(self._at_exit)
-        if not self._worker.is_alive() and self._queue:
-            left = [self._take() for _ in range(len(self._queue))]
-            lost = sum(_size(item) for item in left if _is_sample(item))
-            self._counters.drop("unfinished", lost)
-            if lost:
-                self._report(
-                    "unfinished",
-                    f"finish() timed out with {lost} sample(s) not yet stored (the store was "
-                    "busy or failing)",
-                )
+        if unfinished:
+            _log.warning(
+                "rlvitals run %r: %d value(s) logged were not yet stored when the run ended "
+                "(finish() waited %.1f s; the store took %d of %d): counted as dropped, "
+                "stats.dropped_by_reason['unfinished'] (rlvitals_dropped_total{reason="
+                "'unfinished'}); give finish() a longer timeout (RLVITALS_FLUSH_TIMEOUT) to "
+                "store them",
+                self.name,
+                unfinished,
+                time.monotonic() - started,
+                self._stored_total,
+                self._stored_total + unfinished,
+            )
         self._restore_hook()
         why = reason or ("finish() called" if state == "finished" else f"recorded {state}")
         if state is not None:
@@ -454,17 +468,39 @@ class Run:
                     outbox.record_state(self.name, state, why, holder=self._holder, wait=wait)
             except OutboxError as exc:
                 _log.error("rlvitals run %r: %s", self.name, exc)
-        if not flushed:
+        if not flushed and self._forwarder is not None:
             backlog = _safe_backlog(outbox)
-            _log.warning(
-                "rlvitals run %r finished before everything was sent (%d row(s) wait in %s; the "
-                "next run on this store forwards them)",
-                self.name,
-                backlog,
-                self.settings.outbox_path,
-            )
+            if backlog:
+                _log.warning(
+                    "rlvitals run %r finished before everything was sent to InfluxDB (%d "
+                    "row(s) wait in %s; the next run on this store with InfluxDB configured "
+                    "forwards them)",
+                    self.name,
+                    backlog,
+                    self.settings.outbox_path,
+                )
         if outbox is not None:
             outbox.close()
+
+    def _give_up_queue(self) -> int:
+        """What the worker has not taken when the run must end (finish()'s time is up, or the
+        worker died): the worker stops taking more, the batch in its hands is stored or counted
+        by it (waited for: at most the store's lock timeout), and the rest is counted dropped
+        (`unfinished`). Returns how many values that was."""
+        with self._take_lock:
+            self._abandon = True
+            left = [self._take() for _ in range(len(self._queue))]
+        if self._worker.is_alive():
+            self._worker.join(_WORKER_GRACE)
+        if self._worker.is_alive():  # stuck in the store: what it holds is counted too
+            left += self._in_progress
+        left += [self._take() for _ in range(len(self._queue))]  # a log() racing the end
+        for item in left:
+            if isinstance(item, threading.Event):
+                item.set()
+        samples = [item for item in left if _is_sample(item)]
+        self._counters.drop("unfinished", sum(_size(item) for item in samples))
+        return sum(_size(item) for item in samples if not _is_event(item))
 
     def __enter__(self) -> Run:
         return self
@@ -671,11 +707,42 @@ class Run:
         if sys.excepthook == self._on_uncaught:
             sys.excepthook = self._previous_hook or sys.__excepthook__
         self._previous_hook = None
+        if self._previous_sigterm is not None and _main_thread():
+            with suppress(ValueError, OSError):
+                if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+                    signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
+
+    def _catch_sigterm(self) -> None:
+        """SIGTERM (a scheduler or launcher stopping the job) ends the process without atexit
+        hooks by default, so what the worker had not stored was lost uncounted and the run
+        never ended. Turned into `SystemExit(143)` in the main thread (`finally` blocks run,
+        then the exit hook finishes the run as `ended`), when nobody else handles SIGTERM (or
+        another run does: its handler is called too)."""
+        if not _main_thread():
+            return
+        try:
+            previous = signal.getsignal(signal.SIGTERM)
+            if previous is signal.SIG_DFL or isinstance(getattr(previous, "__self__", None), Run):
+                signal.signal(signal.SIGTERM, self._on_sigterm)
+                self._previous_sigterm = previous
+        except (ValueError, OSError):  # not the main interpreter, or no signals here
+            return
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        self._signalled = signum
+        previous = self._previous_sigterm
+        if callable(previous):
+            previous(signum, frame)  # another run's: it ends the process in turn
+        raise SystemExit(128 + signum)
 
     def _at_exit(self) -> None:
         exc = self._uncaught
         try:
-            if exc is not None:
+            if self._signalled is not None:
+                what = f"the process was stopped by {signal.Signals(self._signalled).name}"
+                self.finish(self.settings.flush_timeout, state="ended", reason=what)
+            elif exc is not None:
                 what = f"uncaught {type(exc).__name__}: {exc}"[:500]
                 self._exception_event(what)
                 self.finish(self.settings.flush_timeout, state=_end_of(type(exc)), reason=what)
@@ -760,10 +827,11 @@ class Run:
                 renew_at = self._renew(outbox, renew_at)
                 batch: list[_Item] = []
                 taken = 0  # steps: a queued block counts its own
-                while self._queue and taken < _WORKER_BATCH:
-                    item = self._take()
-                    batch.append(item)
-                    taken += _steps(item)
+                with self._take_lock:  # finish() gives up the rest under it
+                    while self._queue and taken < _WORKER_BATCH and not self._abandon:
+                        item = self._take()
+                        batch.append(item)
+                        taken += _steps(item)
                 if not batch:
                     if self._stop.is_set():
                         break
@@ -1037,6 +1105,7 @@ class Run:
             self._refused = True
             return
         self._stored_here += sum(p.size for p in parts)
+        self._stored_total += sum(sum(p.held[:2]) for p in parts)
         for part in parts:
             self._translator.count_stored(part.held)
         if not rows and not blocks and not events:
@@ -1229,8 +1298,16 @@ def _end_of(exc_type: type[BaseException]) -> str:
     return "ended" if issubclass(exc_type, KeyboardInterrupt) else "crashed"
 
 
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
 def _alive(lease: Lease) -> bool:
     return True  # a process judging its own run
+
+
+def _is_event(item: _Item) -> bool:
+    return not isinstance(item, threading.Event) and item[0] == "event"
 
 
 def _is_sample(item: _Item) -> bool:
