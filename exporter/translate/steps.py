@@ -72,6 +72,7 @@ KEPT = ""
 `unregistered` as any name that is not a metric, without the warning an unknown name gets."""
 
 _PLAIN_NUMBERS = frozenset({float, int})
+_PLAIN_JUNK = frozenset({float, int, str, bytes, type(None)})  # what a block rejects itself
 
 CallsOut = tuple[SampleBlock | None, list[SampleRow], list[EventRow], tuple[int, int, int]]
 """What `Translator.log_calls` makes of consecutive calls, in order: a columnar block with rows
@@ -84,6 +85,7 @@ class _CallsShape:
     """What `log` decides for calls that logged the same names, on the names alone."""
 
     refused: int  # names refused per call (unknown under `drop`, unstorable)
+    refused_cols: frozenset[int]
     unregistered: int
     accepted: int  # registered names per call
     chosen: list[int]  # the column behind each stored column
@@ -759,15 +761,21 @@ class Translator:
         first = steps[0]
         self._at = (first if first.__class__ is int else 0, wall_times[0])
         plan = [targets.get(name) or self._target(name, framework) for name in names]
-        plain = self._plain_calls(steps, rows, width)
+        plain, junk = self._plain_calls(steps, rows, width)
         matrix = np.full((count, width), np.nan)
         at = [k for k in range(count) if plain[k]]
+        numbers = [rows[k] for k in at]
+        if junk:  # a placeholder where a value is not a number: rejected below
+            held = {k: list(rows[k]) for k, _ in junk}
+            for k, j in junk:
+                held[k][j] = 0.0
+            numbers = [held.get(k, rows[k]) for k in at]
         try:
-            matrix[at] = np.array([rows[k] for k in at], dtype=np.float64).reshape(-1, width)
+            matrix[at] = np.array(numbers, dtype=np.float64).reshape(-1, width)
         except (TypeError, ValueError, OverflowError):
-            for k in at:  # find the call whose values a float cannot hold
+            for k, row in zip(at, numbers, strict=True):  # the call a float cannot hold
                 try:
-                    matrix[k] = np.array(rows[k], dtype=np.float64)
+                    matrix[k] = np.array(row, dtype=np.float64)
                 except (TypeError, ValueError, OverflowError):
                     plain[k] = False
         canonical = matrix.copy()
@@ -787,7 +795,15 @@ class Translator:
                     canonical[:, j] = how.factor / matrix[:, j]
             plain &= np.isfinite(canonical).all(axis=1)
             good = (canonical >= low) & (canonical <= high)
+        not_numbers = np.zeros((count, width), dtype=np.bool_)
+        for k, j in junk:
+            not_numbers[k, j] = True
+        good &= ~not_numbers
         shape = self._calls_shape(names, plan, steps[0])
+        # a call that would store nothing goes through `log` (which leaves its step alone)
+        kept = [j for j in range(width) if j not in shape.refused_cols]
+        if kept:
+            plain &= good[:, kept].any(axis=1)
         metric_cols = [j for j, target in enumerate(plan) if not isinstance(target, str)]
         if metric_cols:
             bad = ~good[:, metric_cols]
@@ -817,7 +833,7 @@ class Translator:
                 steps[k:end],
                 wall_times[k:end],
                 canonical[k:end],
-                good[k:end],
+                (good[k:end], not_numbers[k:end], [rows[i] for i in range(k, end)]),
             )
             k = end
         return out
@@ -825,10 +841,12 @@ class Translator:
     @staticmethod
     def _plain_calls(
         steps: Sequence[Any], rows: Sequence[Sequence[Any]], width: int
-    ) -> npt.NDArray[np.bool_]:
+    ) -> tuple[npt.NDArray[np.bool_], list[tuple[int, int]]]:
         """Calls a block can take, on steps and value types alone: a Python int step past the
-        one before it, every value a Python float or int."""
+        one before it, every value a Python float or int, or a str, bytes or None (which `log`
+        rejects: the cells returned, as (call, column))."""
         plain = np.ones(len(steps), dtype=np.bool_)
+        junk: list[tuple[int, int]] = []
         before: int | None = None
         numbers = _PLAIN_NUMBERS
         for k, step in enumerate(steps):
@@ -836,11 +854,17 @@ class Translator:
                 plain[k] = False
                 continue
             row = rows[k]
-            rising = before is None or step > before
-            if not rising or len(row) != width or not {v.__class__ for v in row} <= numbers:
+            if (before is not None and step <= before) or len(row) != width:
                 plain[k] = False
+            else:
+                classes = {v.__class__ for v in row}
+                if not classes <= numbers:
+                    if classes <= _PLAIN_JUNK:
+                        junk += [(k, j) for j, v in enumerate(row) if v.__class__ not in numbers]
+                    else:
+                        plain[k] = False
             before = step
-        return plain
+        return plain, junk
 
     def _calls_shape(self, names: Sequence[str], plan: Sequence[Any], step: int) -> _CallsShape:
         """What `log` decides per call on names alone, decided once: the column that stands
@@ -854,10 +878,12 @@ class Translator:
         preferred: dict[tuple[str, str], int] = {}
         columns_of: dict[tuple[str, str], list[int]] = {}
         noted: list[tuple[int, str, str, Resolution]] = []
+        refused_cols: set[int] = set()
         for j, (name, target) in enumerate(zip(names, plan, strict=True)):
             if isinstance(target, str):
                 if self._refuses_unknown(name, target, step):
                     refused += 1
+                    refused_cols.add(j)
                     continue
                 chosen.append(j)
                 stored_as.append((UNREGISTERED, "", name))
@@ -882,7 +908,15 @@ class Translator:
                 noted.append((j, field, name, res))
         contested = frozenset(j for cols in columns_of.values() if len(cols) > 1 for j in cols)
         return _CallsShape(
-            refused, unregistered, accepted, chosen, stored_as, metrics, contested, noted
+            refused,
+            frozenset(refused_cols),
+            unregistered,
+            accepted,
+            chosen,
+            stored_as,
+            metrics,
+            contested,
+            noted,
         )
 
     def _calls_block(
@@ -893,24 +927,37 @@ class Translator:
         steps: Sequence[int],
         wall_times: Sequence[float],
         canonical: npt.NDArray[np.float64],
-        good: npt.NDArray[np.bool_],
+        checked: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], list[Sequence[Any]]],
     ) -> list[CallsOut]:
         """Plain calls at rising steps as columnar blocks: the columns nothing was rejected
         from as one block, each column with a rejected value as a block of the steps it was
-        kept at; the derived rows beside the last."""
+        kept at; the derived rows beside the last. `checked`: which values are kept, which
+        are not numbers, and the values as logged (for what a warning names)."""
+        good, not_numbers, logged = checked
         n = len(steps)
-        rejected_cells = 0
+        rejected_cells = rejected_unregistered = 0
         for j, target in enumerate(plan):
-            if isinstance(target, str):
-                continue
+            if j in shape.refused_cols:
+                continue  # counted once per call as refused, whatever its value
             kept = good[:, j]
             missing = n - int(np.count_nonzero(kept))
             if not missing:
                 continue
-            rejected_cells += missing
+            if isinstance(target, str):
+                rejected_unregistered += missing
+            else:
+                rejected_cells += missing
+            if self._policy != "warn":
+                continue
+            i = int(np.flatnonzero(~kept)[0])
+            if not_numbers[i, j]:
+                if f"value:{names[j]}" not in self._warned:
+                    problem = value_problem(names[j], logged[i][j], steps[i])
+                    self._warn(f"value:{names[j]}", f"{problem}; rejected")
+                continue
+            assert not isinstance(target, str)
             field, res = target[0], target[6]
-            if self._policy == "warn" and f"limits:{field}" not in self._warned:
-                i = int(np.flatnonzero(~kept)[0])
+            if f"limits:{field}" not in self._warned:
                 value = float(canonical[i, j])
                 problem = limits_problem(self._registry, res, names[j], value, steps[i])
                 self._warn(f"limits:{field}", f"{problem}; rejected")
@@ -919,14 +966,14 @@ class Translator:
                 self._note_transform(t_field, t_name, res)
         run, rank = self._run, self._rank
         whole = [p for p, j in enumerate(shape.chosen) if good[:, j].all()]
-        parts: list[tuple[SampleBlock, int]] = []  # block, values it counts as accepted
+        # block, the (accepted, unregistered) values it holds that it alone counts
+        parts: list[tuple[SampleBlock, tuple[int, int]]] = []
         if whole:
             cols = [shape.chosen[p] for p in whole]
             values = np.ascontiguousarray(canonical[:, cols])
             columns = [shape.stored_as[p] for p in whole]
-            parts.append(
-                (SampleBlock(run, rank, list(steps), list(wall_times), columns, values), 0)
-            )
+            block = SampleBlock(run, rank, list(steps), list(wall_times), columns, values)
+            parts.append((block, (0, 0)))
         for p, j in enumerate(shape.chosen):
             if p in whole:
                 continue
@@ -942,7 +989,8 @@ class Translator:
                 [shape.stored_as[p]],
                 np.ascontiguousarray(canonical[at][:, [j]]),
             )
-            parts.append((block, len(index)))
+            unknown = isinstance(plan[j], str)
+            parts.append((block, (0, len(index)) if unknown else (len(index), 0)))
         metric_cols = [shape.chosen[at] for _, at in shape.metrics]
         keys = [key for key, _ in shape.metrics]
         derived = (  # as `log`: a call with no metric in it derives nothing
@@ -962,9 +1010,9 @@ class Translator:
                 latest[key] = float(canonical[kept_at[-1], col])
         for _, _, field, value in derived:
             latest[(field, "")] = value
-        rejected = shape.refused * n + rejected_cells
+        rejected = shape.refused * n + rejected_cells + rejected_unregistered
         accepted = shape.accepted * n - rejected_cells
-        unregistered = shape.unregistered * n
+        unregistered = shape.unregistered * n - rejected_unregistered
         stored = bool(parts) or bool(extra)
         if stored:
             self._last_step = steps[-1]
@@ -979,14 +1027,19 @@ class Translator:
                 c.rate_window.extend(zip(wall_times[-64:], steps[-64:], strict=True))
             c.latest.update(latest)
         out: list[CallsOut] = []
-        own = sum(counted for _, counted in parts)
+        own_accepted = sum(counted[0] for _, counted in parts)
+        own_unregistered = sum(counted[1] for _, counted in parts)
         for k, (block, counted) in enumerate(parts):
             if not self._defer:
                 held = (0, 0, 0)
-            elif k == 0:  # the first block also counts what no block holds
-                held = (accepted - own + counted, unregistered, 0)
+            elif k == 0:  # the first block also counts what no block holds alone
+                held = (
+                    accepted - own_accepted + counted[0],
+                    unregistered - own_unregistered + counted[1],
+                    0,
+                )
             else:
-                held = (counted, 0, 0)
+                held = (*counted, 0)
             out.append((block, extra if k == len(parts) - 1 else [], [], held))
         if not parts and extra:
             out.append((None, extra, [], (accepted, unregistered, 0) if self._defer else (0, 0, 0)))
