@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import socket
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,6 +38,7 @@ _log = logging.getLogger(__name__)
 _BACKOFF_START = 0.25
 _BACKOFF_MAX = 30.0
 _ISOLATE_AT_MOST = 32  # refused lines isolated one by one per batch
+_OWED_RETRY = 2.0  # seconds between tries of rollups owed while nothing else is sent
 
 
 def _tags(run: str, project: str | None, rank: int | None, **extra: str) -> dict[str, str | None]:
@@ -239,6 +242,14 @@ class Forwarder:
         self._failing = False
         self._renderer = LineRenderer()
         self._rollups = rollups  # step rollups kept in InfluxDB beside the points sent
+        # What this sender owes in rollups is recorded in the outbox with the rows it marks
+        # sent (`Outbox.mark_ranges`), and forgotten once rolled up: a sender that dies, or
+        # whose rollup write fails with nothing sent after it, leaves it for the next one,
+        # which recomputes it from the raw points when it starts (`_settle_owed`).
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._recorded = False  # this sender has owed rollups recorded in the outbox
+        self._inherited: list[tuple[str, str, int, int]] = []  # owed when it started
+        self._retry_at = 0.0  # when owed rollups are next tried while nothing is sent
         self._thread = threading.Thread(target=self._loop, name="rlvitals-forwarder", daemon=True)
 
     def start(self) -> None:
@@ -289,9 +300,13 @@ class Forwarder:
             return
         outbox = opened
         backoff = _BACKOFF_START
+        if self._rollups is not None:
+            self._inherited = outbox.rollups_owed()
         try:
             while not self._stop.is_set():
                 try:
+                    if self._inherited:
+                        self._settle_owed(outbox)
                     sent = self._forward_once(outbox)
                 except WriteError as exc:
                     with self._counters.lock:
@@ -327,6 +342,7 @@ class Forwarder:
                     outbox = opened
                     continue
                 if sent == 0:
+                    self._roll_up_idle(outbox)
                     with self._cond:
                         self._empty_passes += 1
                         self._cond.notify_all()
@@ -334,6 +350,45 @@ class Forwarder:
                     self._wake.clear()
         finally:
             outbox.close()
+
+    def _settle_owed(self, outbox: Outbox) -> None:
+        """Recompute from the raw points the rollups the outbox says a sender still owed when
+        this one started (a trainer that exited before its rollup write was retried), then
+        forget them. Failing, they are tried again at the next pass."""
+        assert self._rollups is not None
+        if time.monotonic() < self._retry_at:
+            return
+        done = []
+        try:
+            for run, owner, lo, hi in self._inherited:
+                self._rollups.recompute(run, lo, hi)
+                done.append((run, owner, lo, hi))
+        except Exception as exc:
+            self._retry_at = time.monotonic() + _OWED_RETRY
+            _log.warning(
+                "rlvitals: rollups owed for steps sent earlier not recomputed yet (%s: %s); "
+                "tried again in %.0f s",
+                type(exc).__name__,
+                exc,
+                _OWED_RETRY,
+            )
+        outbox.settle_rollups(done)
+        self._inherited = [o for o in self._inherited if o not in done]
+        if not self._inherited:
+            _log.info("rlvitals: rollups owed for %d run(s) recomputed", len(done))
+
+    def _roll_up_idle(self, outbox: Outbox) -> None:
+        """With nothing to send: retry what a failed rollup call left (at most every
+        `_OWED_RETRY` seconds), and once nothing is owed forget this sender's record."""
+        rollups = self._rollups
+        if rollups is None:
+            return
+        if rollups.owes and time.monotonic() >= self._retry_at:
+            self._retry_at = time.monotonic() + _OWED_RETRY
+            rollups.sent([], {})
+        if self._recorded and not rollups.owes:
+            outbox.mark_ranges(None, None, owner=self._owner, settled=True)
+            self._recorded = False
 
     def _forward_once(self, outbox: Outbox) -> int:
         rows, sample_range = outbox.pending_rows(self._batch)
@@ -361,7 +416,12 @@ class Forwarder:
                 len(refused),
                 len(keyed),
             )
-        outbox.mark_ranges(sample_range, event_range, state=1)
+        owed = _spans(rows) if self._rollups is not None else []
+        settled = self._recorded and self._rollups is not None and not self._rollups.owes
+        outbox.mark_ranges(
+            sample_range, event_range, state=1, owed=owed, owner=self._owner, settled=settled
+        )
+        self._recorded = bool(owed) or (self._recorded and not settled)
         lost = 0
         if refused:
             outbox.reject(refused, sample_range, event_range)
@@ -373,6 +433,21 @@ class Forwarder:
             self._counters.server_rejected += lost
             self._counters.last_write = time.time()
         return count
+
+
+def _spans(rows: Sequence[SampleRow]) -> list[tuple[str, int, int]]:
+    """(run, first step, last step) of each run's rows in a batch."""
+    spans: dict[str, list[int]] = {}
+    for row in rows:
+        step = row[2]
+        span = spans.get(row[0])
+        if span is None:
+            spans[row[0]] = [step, step]
+        elif step < span[0]:
+            span[0] = step
+        elif step > span[1]:
+            span[1] = step
+    return [(run, lo, hi) for run, (lo, hi) in spans.items()]
 
 
 def _rows_of(key: RejectKey, rows: Sequence[SampleRow], events: Sequence[PendingEvent]) -> int:

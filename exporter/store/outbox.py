@@ -164,6 +164,15 @@ CREATE TABLE IF NOT EXISTS run_progress (
 );
 """
 
+_OWED_TABLE = """CREATE TABLE IF NOT EXISTS rollups_owed (
+    run TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    lo INTEGER NOT NULL,
+    hi INTEGER NOT NULL,
+    PRIMARY KEY (run, owner)
+)"""
+"""InfluxDB rollups a sender owes for steps it sent (created by the first sender that owes)."""
+
 DATA_TABLES = ("runs", "samples", "events", "source_positions", "rejected", "run_progress")
 """The tables holding what was logged and read; the others (the sequence counter, running
 statistics, rollups) are derived from these."""
@@ -1383,10 +1392,19 @@ class Outbox:
         samples: tuple[int, int] | None,
         events: tuple[int, int] | None,
         state: int = 1,
+        *,
+        owed: Sequence[tuple[str, int, int]] = (),
+        owner: str = "",
+        settled: bool = False,
     ) -> None:
         """Mark the unsent rows of sequence ranges sent (1) or refused (2). A row re-logged since
-        it was read has a number past its batch's range and stays unsent."""
-        if samples is None and events is None:
+        it was read has a number past its batch's range and stays unsent.
+
+        `owed` ((run, first step, last step) of what was sent) are InfluxDB rollups the sender
+        `owner` owes until it rolls them up: recorded in the same transaction, so a sender that
+        dies, or whose rollup write fails, before it does leaves them here for the next one
+        (`rollups_owed`). `settled`: everything `owner` recorded before is rolled up."""
+        if samples is None and events is None and not owed and not settled:
             return
         with self._transaction() as db:
             for table, seq_range in (("samples", samples), ("events", events)):
@@ -1395,6 +1413,43 @@ class Outbox:
                         f"UPDATE {table} SET sent = ? WHERE sent = 0 AND seq BETWEEN ? AND ?",
                         (state, *seq_range),
                     )
+            if owed or settled:
+                db.execute(_OWED_TABLE)
+            if settled:
+                db.execute("DELETE FROM rollups_owed WHERE owner = ?", (owner,))
+            if owed:
+                db.executemany(
+                    "INSERT INTO rollups_owed (run, owner, lo, hi) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (run, owner) DO UPDATE SET lo = min(lo, excluded.lo), "
+                    "hi = max(hi, excluded.hi)",
+                    [(run, owner, lo, hi) for run, lo, hi in owed],
+                )
+
+    def disagreements(self) -> dict[str, list[str]]:
+        """Per run, where its running statistics or rollups disagree with its rows (see
+        `running_stats.disagreements`); empty when they all agree."""
+        with self._lock:
+            return running_stats.disagreements(self._db)
+
+    def rollups_owed(self) -> list[tuple[str, str, int, int]]:
+        """(run, owner, first step, last step) of InfluxDB rollups a sender still owes (see
+        `mark_ranges`)."""
+        with self._lock:
+            try:
+                rows = self._db.execute("SELECT run, owner, lo, hi FROM rollups_owed").fetchall()
+            except sqlite3.OperationalError:  # no table: nothing was ever owed here
+                return []
+        return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+    def settle_rollups(self, owed: Sequence[tuple[str, str, int, int]]) -> None:
+        """Forget rollups now recomputed, unless more was recorded for them meanwhile."""
+        if not owed:
+            return
+        with self._transaction() as db:
+            db.executemany(
+                "DELETE FROM rollups_owed WHERE run = ? AND owner = ? AND lo = ? AND hi = ?",
+                owed,
+            )
 
     def reject(
         self,
