@@ -1255,12 +1255,13 @@ def _start_forwarder(
         else:
             writer.close()
             return child
+    own = make_writer(settings)  # the rollups run on a thread of their own, with their own
     thread = Forwarder(
         settings.outbox_path,
         writer,
         counters,
         batch_size=settings.batch_size,
-        rollups=make_rollups(settings, writer),
+        rollups=None if own is None else make_rollups(settings, own),
     )
     thread.start()
     return thread

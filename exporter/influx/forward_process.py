@@ -34,7 +34,7 @@ from typing import IO, Any
 from ..config import ExporterSettings
 from ..counts import RunCounters
 from .forwarder import Forwarder
-from .rollups import make_rollups
+from .rollups import InfluxRollups, make_rollups
 from .writers import make_writer
 
 __all__ = ["ForwarderProcess", "main"]
@@ -149,7 +149,7 @@ class ForwarderProcess:
             writer,
             self._counters,
             batch_size=self._settings.batch_size,
-            rollups=make_rollups(self._settings, writer),
+            rollups=_own_rollups(self._settings),
         )
         fallback.start()
         self._fallback = fallback
@@ -268,6 +268,12 @@ class ForwarderProcess:
                     stream.close()
 
 
+def _own_rollups(settings: ExporterSettings) -> InfluxRollups | None:
+    """The forwarder's rollups, over a connection of their own (they run on their own thread)."""
+    writer = make_writer(settings)
+    return None if writer is None else make_rollups(settings, writer)
+
+
 # -- the child ---------------------------------------------------------------------------------
 
 
@@ -345,7 +351,7 @@ def main() -> int:
         counters,
         batch_size=settings.batch_size,
         idle_wait=_IDLE_POLL,
-        rollups=make_rollups(settings, writer),
+        rollups=_own_rollups(settings),
     )
     forwarder.start()
     reporter = _Reporter(counters, out)

@@ -15,6 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from .lineprotocol import (
     format_line,
     join_lines,
 )
+from .rollup_worker import RollupWorker
 from .rollups import InfluxRollups
 from .writers import Writer
 
@@ -242,6 +244,11 @@ class Forwarder:
         self._failing = False
         self._renderer = LineRenderer()
         self._rollups = rollups  # step rollups kept in InfluxDB beside the points sent
+        # summed and written on a thread of their own (over the rollups' own connection), so the
+        # next batch is read and sent meanwhile
+        self._rolling = (
+            None if rollups is None else RollupWorker(rollups, "rlvitals-forwarder-rollups")
+        )
         # What this sender owes in rollups is recorded in the outbox with the rows it marks
         # sent (`Outbox.mark_ranges`), and forgotten once rolled up: a sender that dies, or
         # whose rollup write fails with nothing sent after it, leaves it for the next one,
@@ -272,13 +279,18 @@ class Forwarder:
                     return False
                 self._cond.wait(min(remaining, 0.1))
                 self._wake.set()
+        if self._rolling is not None:  # and their rollups written (or owed, if they failed)
+            return self._rolling.wait(max(0.0, deadline - time.monotonic()))
         return True
 
     def stop(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        if self._rolling is not None:
+            self._rolling.close(max(0.1, deadline - time.monotonic()))
         self._writer.close()
 
     def _open(self) -> Outbox | None:
@@ -356,8 +368,8 @@ class Forwarder:
         this one started (a trainer that exited before its rollup write was retried), then
         forget them. Failing, they are tried again at the next pass."""
         assert self._rollups is not None
-        if time.monotonic() < self._retry_at:
-            return
+        if time.monotonic() < self._retry_at or (self._rolling and not self._rolling.idle):
+            return  # (the rollups' thread is idle: one thread uses them at a time)
         done = []
         try:
             for run, owner, lo, hi in self._inherited:
@@ -380,59 +392,104 @@ class Forwarder:
     def _roll_up_idle(self, outbox: Outbox) -> None:
         """With nothing to send: retry what a failed rollup call left (at most every
         `_OWED_RETRY` seconds), and once nothing is owed forget this sender's record."""
-        rollups = self._rollups
-        if rollups is None:
+        rollups, rolling = self._rollups, self._rolling
+        if rollups is None or rolling is None or not rolling.idle:
             return
         if rollups.owes and time.monotonic() >= self._retry_at:
             self._retry_at = time.monotonic() + _OWED_RETRY
-            rollups.sent([], {})
+            rolling.sent([], {}, exact=True)
+            return
         if self._recorded and not rollups.owes:
             outbox.mark_ranges(None, None, owner=self._owner, settled=True)
             self._recorded = False
 
     def _forward_once(self, outbox: Outbox) -> int:
-        rows, sample_range = outbox.pending_rows(self._batch)
-        events = outbox.pending_events(max(1, self._batch // 10))
-        if not rows and not events:
+        """Send one batch of what is unsent; the rows and events sent (0: nothing was unsent)."""
+        batch = self._read(outbox)
+        if batch is None:
             return 0
-        event_range = (events[0].seq, events[-1].seq) if events else None
-        projects = outbox.projects() if rows else {}
-        body = join_lines(self._renderer.render(rows, events, projects))
-        count = len(rows) + len(events)
-        refused: list[tuple[RejectKey, str, str]] = []
         try:
-            self._writer.write(body)
+            self._writer.write(batch.body)
         except WriteError as exc:
             if exc.retryable:
                 raise
-            with self._counters.lock:
-                self._counters.write_errors += 1
-            keyed = keyed_lines(self._renderer, rows, events, projects)
-            refused = isolate_refused(self._writer, keyed)
-            _log.error(
-                "rlvitals: %s; %d line(s) of %d refused and kept in the outbox's `rejected` "
-                "table with the server's message, the rest written",
-                exc,
-                len(refused),
-                len(keyed),
-            )
+            refused = self._isolate(exc, batch)
+        else:
+            refused = []
+        return self._done(outbox, batch, refused)
+
+    def _read(self, outbox: Outbox) -> _Batch | None:
+        """The next batch of unsent rows and events, rendered."""
+        rows, sample_range = outbox.pending_rows(self._batch)
+        events = outbox.pending_events(max(1, self._batch // 10))
+        if not rows and not events:
+            return None
+        event_range = (events[0].seq, events[-1].seq) if events else None
+        projects = outbox.projects() if rows else {}
+        body = join_lines(self._renderer.render(rows, events, projects))
+        return _Batch(rows, events, projects, body, sample_range, event_range)
+
+    def _isolate(self, exc: WriteError, batch: _Batch) -> list[tuple[RejectKey, str, str]]:
+        """InfluxDB refused the batch (HTTP 400): the lines it refuses, the rest written."""
+        with self._counters.lock:
+            self._counters.write_errors += 1
+        keyed = keyed_lines(self._renderer, batch.rows, batch.events, batch.projects)
+        refused = isolate_refused(self._writer, keyed)
+        _log.error(
+            "rlvitals: %s; %d line(s) of %d refused and kept in the outbox's `rejected` "
+            "table with the server's message, the rest written",
+            exc,
+            len(refused),
+            len(keyed),
+        )
+        return refused
+
+    def _done(
+        self, outbox: Outbox, batch: _Batch, refused: list[tuple[RejectKey, str, str]]
+    ) -> int:
+        """Mark a written batch sent (its rollups owed with it), hand it to the rollups."""
+        rows, events = batch.rows, batch.events
+        count = len(rows) + len(events)
         owed = _spans(rows) if self._rollups is not None else []
-        settled = self._recorded and self._rollups is not None and not self._rollups.owes
+        settled = (
+            self._recorded
+            and self._rollups is not None
+            and self._rolling is not None
+            and self._rolling.idle
+            and not self._rollups.owes
+        )
         outbox.mark_ranges(
-            sample_range, event_range, state=1, owed=owed, owner=self._owner, settled=settled
+            batch.sample_range,
+            batch.event_range,
+            state=1,
+            owed=owed,
+            owner=self._owner,
+            settled=settled,
         )
         self._recorded = bool(owed) or (self._recorded and not settled)
         lost = 0
         if refused:
-            outbox.reject(refused, sample_range, event_range)
+            outbox.reject(refused, batch.sample_range, batch.event_range)
             lost = sum(_rows_of(key, rows, events) for key, _, _ in refused)
-        if self._rollups is not None:
-            self._rollups.sent(rows, projects, exact=not refused)
+        if self._rolling is not None and rows:
+            self._rolling.sent([rows], batch.projects, exact=not refused)
         with self._counters.lock:
             self._counters.sent += count - lost
             self._counters.server_rejected += lost
             self._counters.last_write = time.time()
         return count
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """Rows and events read to be sent together, and their rendering."""
+
+    rows: list[SampleRow]
+    events: list[PendingEvent]
+    projects: Mapping[str, str | None]
+    body: bytes
+    sample_range: tuple[int, int] | None
+    event_range: tuple[int, int] | None
 
 
 def _spans(rows: Sequence[SampleRow]) -> list[tuple[str, int, int]]:
