@@ -58,6 +58,7 @@ class LiveState:
     """(field, gpu) -> latest value; gpu is '' for metrics without a gpu label."""
     stats: RunStats
     backlog: int
+    """Rows of the store not yet sent to InfluxDB (0 without InfluxDB)."""
     queue_depth: int
     last_write_age: float | None
     last_activity: float | None = None
@@ -66,6 +67,10 @@ class LiveState:
     """The run was finished (`Run.finish()`, or the sidecar ended it): see `Lifecycle`."""
     status: Status | None = None
     """The run's status as its writer sees it (`Lifecycle`), with the reason."""
+    backlog_oldest_age: float | None = None
+    """Seconds since the oldest row not yet sent was logged (None: nothing waits)."""
+    forward_rate: float | None = None
+    """Rows/s the forwarder sent lately (None without InfluxDB, or not measured yet)."""
 
 
 class RunCounters:

@@ -30,7 +30,7 @@ from typing import Any
 import registry as registry_mod
 from registry import FRAMEWORKS, Registry, ResolveError
 
-from .config import POLICIES, ExporterSettings, Policy
+from .config import POLICIES, ExporterSettings, Policy, redact_url
 from .counts import LiveState, RunCounters, RunStats
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError, RunHeld
 from .influx.forward_process import ForwarderProcess
@@ -74,6 +74,7 @@ __all__ = ["Run", "gather_interval", "init"]
 
 _log = logging.getLogger("exporter")
 _WORKER_BATCH = 2000
+_RATE_WINDOW = 60.0  # seconds the forwarder's rate on /metrics is measured over
 _WORKER_GRACE = 40.0  # finish() waits this long for the batch in the worker's hands: the
 # store's lock timeout (30 s) and a write; then what it holds is counted dropped too
 _BLOCK_AT_LEAST = 4
@@ -255,6 +256,7 @@ class Run:
         self._abandon = False  # the run ended: the worker takes nothing more from the queue
         self._stored_total = 0  # values the store took (what `unfinished` is counted against)
         self._forwarder = _start_forwarder(settings, self._counters)
+        self._sent_seen: deque[tuple[float, int]] = deque()  # (time, rows sent) at live()
         self._worker = threading.Thread(target=self._work, name=f"rlvitals-{name}", daemon=True)
         self._worker.start()
         self._endpoint: MetricsEndpoint | None = None
@@ -429,8 +431,6 @@ class Run:
         self._wake.set()
         self._worker.join(max(0.1, deadline - time.monotonic()))
         unfinished = self._give_up_queue()
-        if self._forwarder is not None:
-            self._forwarder.stop(max(0.1, deadline - time.monotonic()))
         if self._endpoint is not None:
             self._endpoint.stop()
         if self._shared_endpoint is not None:
@@ -468,19 +468,46 @@ class Run:
                     outbox.record_state(self.name, state, why, holder=self._holder, wait=wait)
             except OutboxError as exc:
                 _log.error("rlvitals run %r: %s", self.name, exc)
-        if not flushed and self._forwarder is not None:
-            backlog = _safe_backlog(outbox)
-            if backlog:
-                _log.warning(
-                    "rlvitals run %r finished before everything was sent to InfluxDB (%d "
-                    "row(s) wait in %s; the next run on this store with InfluxDB configured "
-                    "forwards them)",
-                    self.name,
-                    backlog,
-                    self.settings.outbox_path,
-                )
+        if self._forwarder is not None:
+            self._end_forwarder(outbox, flushed, deadline)
         if outbox is not None:
             outbox.close()
+
+    def _end_forwarder(self, outbox: Outbox | None, flushed: bool, deadline: float) -> None:
+        """Stop the forwarder, or, with rows not yet sent, leave its child to send them after
+        this process exits (bounded by RLVITALS_DRAIN_TIMEOUT) and say so in one line."""
+        assert self._forwarder is not None
+        backlog = 0 if flushed else _safe_backlog(outbox)
+        drain = self.settings.drain_timeout
+        pid = None
+        if backlog and drain > 0 and isinstance(self._forwarder, ForwarderProcess):
+            pid = self._forwarder.detach(drain)
+        if pid is None:  # (a second at least: its rollups finish, or are owed in the store)
+            self._forwarder.stop(max(1.0, deadline - time.monotonic()))
+        if not backlog:
+            return
+        where = redact_url(self.settings.influx_url or "")
+        if pid is not None:
+            _log.warning(
+                "rlvitals run %r: %d row(s) are not yet sent to InfluxDB at %s; the forwarder "
+                "(pid %d) goes on sending them after this process exits, for up to %.0f s "
+                "(RLVITALS_DRAIN_TIMEOUT); `rlvitals runs` shows how far it got",
+                self.name,
+                backlog,
+                where,
+                pid,
+                drain,
+            )
+        else:
+            _log.warning(
+                "rlvitals run %r finished before everything was sent to InfluxDB at %s (%d "
+                "row(s) wait in %s; the next run on this store with InfluxDB configured "
+                "forwards them)",
+                self.name,
+                where,
+                backlog,
+                self.settings.outbox_path,
+            )
 
     def _give_up_queue(self) -> int:
         """What the worker has not taken when the run must end (finish()'s time is up, or the
@@ -540,6 +567,13 @@ class Run:
     def live(self) -> LiveState:
         """Current state for the Prometheus endpoint."""
         c = self._counters
+        backlog, oldest = 0, None
+        if self._forwarder is not None:
+            backlog = self._backlog()
+            if backlog:
+                at = _safe_oldest(self._worker_outbox)
+                oldest = None if at is None else max(0.0, time.time() - at)
+        stats = c.snapshot()
         with c.lock:
             latest = dict(c.latest)
             step = c.step
@@ -550,14 +584,29 @@ class Run:
             step=step,
             steps_per_second=c.steps_per_second(time.time()),
             latest=latest,
-            stats=c.snapshot(),
-            backlog=self._backlog() if self._forwarder is not None else 0,
+            stats=stats,
+            backlog=backlog,
+            backlog_oldest_age=oldest,
+            forward_rate=self._forward_rate(stats.sent + stats.server_rejected),
             queue_depth=self.queue_depth,
             last_write_age=None if last_write is None else max(0.0, time.time() - last_write),
             last_activity=last_activity,
             finished=self._closed,
             status=self.status(),
         )
+
+    def _forward_rate(self, sent: int) -> float | None:
+        """Rows/s the forwarder sent over about the last minute (between the calls of `live`,
+        a scrape's pace); None until two calls are apart, or without InfluxDB."""
+        if self._forwarder is None:
+            return None
+        now = time.monotonic()
+        seen = self._sent_seen
+        seen.append((now, sent))
+        while len(seen) > 2 and now - seen[1][0] >= _RATE_WINDOW:
+            seen.popleft()
+        then, before = seen[0]
+        return None if now - then < 1.0 else max(0.0, (sent - before) / (now - then))
 
     def status(self) -> Status:
         """The run's status as this process sees it: its recorded end once finished, else live
@@ -1272,6 +1321,13 @@ def _safe_backlog(outbox: Outbox | None) -> int:
         return 0 if outbox is None else outbox.backlog()
     except Exception:
         return 0
+
+
+def _safe_oldest(outbox: Outbox | None) -> float | None:
+    try:
+        return None if outbox is None else outbox.backlog_oldest()
+    except Exception:
+        return None
 
 
 def _safe_transforms(outbox: Outbox | None, run: str) -> dict[str, tuple[FieldTransform, ...]]:

@@ -8,6 +8,7 @@ It forwards every unsent row in the outbox file, including rows a killed process
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -22,7 +23,7 @@ from typing import Any
 from ..counts import RunCounters
 from ..errors import OutboxError, WriteError
 from ..schema import EVENTS, NO_RANK, SampleRow
-from ..store.outbox import Outbox, PendingEvent, PendingSample, RejectKey
+from ..store.outbox import ForwarderState, Outbox, PendingEvent, PendingSample, RejectKey
 from .lineprotocol import (
     FieldValue,
     escape_field_key,
@@ -41,6 +42,8 @@ _BACKOFF_START = 0.25
 _BACKOFF_MAX = 30.0
 _ISOLATE_AT_MOST = 32  # refused lines isolated one by one per batch
 _OWED_RETRY = 2.0  # seconds between tries of rollups owed while nothing else is sent
+_WARN_EVERY = 60.0  # seconds between warnings while InfluxDB goes on refusing
+_NOTE_EVERY = 2.0  # seconds between notes of what the forwarder does (`Outbox.note_forwarder`)
 
 
 def _tags(run: str, project: str | None, rank: int | None, **extra: str) -> dict[str, str | None]:
@@ -257,6 +260,13 @@ class Forwarder:
         self._recorded = False  # this sender has owed rollups recorded in the outbox
         self._inherited: list[tuple[str, str, int, int]] = []  # owed when it started
         self._retry_at = 0.0  # when owed rollups are next tried while nothing is sent
+        # what it is doing, noted in the store (`_note`), and how long InfluxDB has refused
+        self._state, self._detail = "sending", ""
+        self._started = time.time()
+        self._failing_since: float | None = None
+        self._warned_at = 0.0
+        self._noted_at = 0.0
+        self._noted_sent = 0
         self._thread = threading.Thread(target=self._loop, name="rlvitals-forwarder", daemon=True)
 
     def start(self) -> None:
@@ -323,11 +333,7 @@ class Forwarder:
                 except WriteError as exc:
                     with self._counters.lock:
                         self._counters.write_errors += 1
-                    if not self._failing:
-                        self._failing = True
-                        _log.warning(
-                            "rlvitals: %s; samples stay in the outbox and are retried", exc
-                        )
+                    self._refused(outbox, exc)
                     self._wake.wait(backoff)
                     self._wake.clear()
                     backoff = min(backoff * 2, _BACKOFF_MAX)
@@ -340,9 +346,12 @@ class Forwarder:
                     continue
                 if self._failing:
                     self._failing = False
+                    self._failing_since = None
+                    self._state, self._detail = "sending", ""
                     _log.warning(
                         "rlvitals: %s reachable again; forwarding", self._writer.describe()
                     )
+                self._note(outbox)
                 backoff = _BACKOFF_START
                 if sent == 0 and outbox.vanished():
                     # the store was deleted or replaced: what the old file held is sent (an
@@ -361,7 +370,81 @@ class Forwarder:
                     self._wake.wait(self._idle_wait)
                     self._wake.clear()
         finally:
+            if self._state == "sending":
+                self._state = "stopped"
+            self._note(outbox, force=True)
             outbox.close()
+
+    def drain(self, timeout: float) -> bool:
+        """The training process exited: send what the store still holds, for at most
+        `timeout` seconds; what was done (and what is left) is recorded in the store for
+        `rlvitals runs`. True when nothing is left."""
+        self._state, self._detail = "draining", f"for up to {timeout:.0f} s"
+        ok = self.flush(timeout)
+        if ok:
+            self._state, self._detail = "drained", "everything the store held is sent"
+        else:
+            self._state = "stopped"
+            self._detail = (
+                f"the drain time ({timeout:.0f} s, RLVITALS_DRAIN_TIMEOUT) ran out; what is left "
+                "waits in the store for the next run with InfluxDB configured"
+            )
+            _log.warning("rlvitals forwarder: %s", self._detail)
+        return ok
+
+    def _refused(self, outbox: Outbox, exc: WriteError) -> None:
+        """InfluxDB did not take a batch: say so at once, and again every `_WARN_EVERY`
+        seconds while it goes on, with what waits (a full disk on InfluxDB's side refuses for
+        as long as nobody acts)."""
+        now = time.monotonic()
+        self._state, self._detail = "failing", str(exc)
+        if not self._failing:
+            self._failing = True
+            self._failing_since = now
+            self._warned_at = now
+            _log.warning("rlvitals: %s; samples stay in the outbox and are retried", exc)
+        elif now - self._warned_at >= _WARN_EVERY:
+            self._warned_at = now
+            waiting, oldest = _safe(outbox.backlog, 0), _safe(outbox.backlog_oldest, None)
+            age = "" if oldest is None else f", the oldest logged {time.time() - oldest:.0f} s ago"
+            _log.warning(
+                "rlvitals: InfluxDB has refused writes for %.0f s (%s); %d row(s) wait in the "
+                "outbox%s; still retrying",
+                now - (self._failing_since or now),
+                exc,
+                waiting,
+                age,
+            )
+        self._note(outbox)
+
+    def _note(self, outbox: Outbox, *, force: bool = False) -> None:
+        """Record in the store what this forwarder is doing, every `_NOTE_EVERY` seconds (for
+        `rlvitals runs`, and for whoever looks after the training process exited)."""
+        now = time.monotonic()
+        if not force and now - self._noted_at < _NOTE_EVERY:
+            return
+        with self._counters.lock:
+            sent = self._counters.sent + self._counters.server_rejected
+        rate = None
+        if self._noted_at:
+            rate = max(0.0, (sent - self._noted_sent) / max(1e-6, now - self._noted_at))
+        self._noted_at, self._noted_sent = now, sent
+        with contextlib.suppress(Exception):  # a note must never stop the sending
+            outbox.note_forwarder(
+                ForwarderState(
+                    owner=self._owner,
+                    pid=os.getpid(),
+                    host=socket.gethostname(),
+                    started=self._started,
+                    updated=time.time(),
+                    state=self._state,
+                    detail=self._detail,
+                    sent=sent,
+                    rate=rate,
+                    backlog=outbox.backlog(),
+                    oldest=outbox.backlog_oldest(),
+                )
+            )
 
     def _settle_owed(self, outbox: Outbox) -> None:
         """Recompute from the raw points the rollups the outbox says a sender still owed when
@@ -490,6 +573,13 @@ class _Batch:
     body: bytes
     sample_range: tuple[int, int] | None
     event_range: tuple[int, int] | None
+
+
+def _safe(read: Any, default: Any) -> Any:
+    try:
+        return read()
+    except Exception:
+        return default
 
 
 def _spans(rows: Sequence[SampleRow]) -> list[tuple[str, int, int]]:

@@ -61,6 +61,7 @@ __all__ = [
     "DATA_TABLES",
     "Claim",
     "EventRecord",
+    "ForwarderState",
     "Outbox",
     "PendingEvent",
     "PendingSample",
@@ -172,6 +173,21 @@ _OWED_TABLE = """CREATE TABLE IF NOT EXISTS rollups_owed (
     PRIMARY KEY (run, owner)
 )"""
 """InfluxDB rollups a sender owes for steps it sent (created by the first sender that owes)."""
+
+_FORWARDERS_TABLE = """CREATE TABLE IF NOT EXISTS forwarders (
+    owner TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    started REAL NOT NULL,
+    updated REAL NOT NULL,
+    state TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    sent INTEGER NOT NULL,
+    rate REAL,
+    backlog INTEGER NOT NULL,
+    oldest REAL
+)"""
+"""What each forwarder sending this store is doing (`ForwarderState`), as it last said."""
 
 DATA_TABLES = ("runs", "samples", "events", "source_positions", "rejected", "run_progress")
 """The tables holding what was logged and read; the others (the sequence counter, running
@@ -342,6 +358,29 @@ class StoredField:
     count: int
     first_step: int
     last_step: int
+
+
+@dataclass(frozen=True)
+class ForwarderState:
+    """What a forwarder said it was doing, as of `updated` (every few seconds while it runs).
+
+    `state`: sending, failing (InfluxDB refuses; `detail` says how), draining (the training
+    process exited: it sends what is left for a bounded time), drained, stopped (`detail`: what
+    was left). `sent`: rows and events it sent since it started; `rate`: rows/s lately;
+    `backlog`: rows of the store not yet sent; `oldest`: the wall time the oldest of them was
+    logged at."""
+
+    owner: str
+    pid: int
+    host: str
+    started: float
+    updated: float
+    state: str
+    detail: str
+    sent: int
+    rate: float | None
+    backlog: int
+    oldest: float | None
 
 
 @dataclass(frozen=True)
@@ -1493,6 +1532,57 @@ class Outbox:
             args = (run,)
         with self._lock:
             return [tuple(r) for r in self._db.execute(sql + " ORDER BY id", args).fetchall()]
+
+    def backlog_oldest(self) -> float | None:
+        """The wall time the oldest row not yet sent was logged at (None: nothing waits)."""
+        with self._lock:
+            found = [
+                row[0]
+                for table in ("samples", "events")
+                if (
+                    row := self._db.execute(
+                        f"SELECT wall_time FROM {table} WHERE sent = 0 ORDER BY seq LIMIT 1"
+                    ).fetchone()
+                )
+                is not None
+            ]
+        return min(found) if found else None
+
+    def note_forwarder(self, state: ForwarderState) -> None:
+        """Record what a forwarder is doing (see `ForwarderState`); the entries of forwarders
+        that stopped a day ago are let go."""
+        with self._transaction() as db:
+            db.execute(_FORWARDERS_TABLE)
+            db.execute(
+                "INSERT OR REPLACE INTO forwarders (owner, pid, host, started, updated, state, "
+                "detail, sent, rate, backlog, oldest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    state.owner,
+                    state.pid,
+                    state.host,
+                    state.started,
+                    state.updated,
+                    state.state,
+                    state.detail[:1000],
+                    state.sent,
+                    state.rate,
+                    state.backlog,
+                    state.oldest,
+                ),
+            )
+            db.execute("DELETE FROM forwarders WHERE updated < ?", (state.updated - 86_400,))
+
+    def forwarders(self) -> list[ForwarderState]:
+        """What the forwarders of this store said last, most recent first."""
+        with self._lock:
+            try:
+                rows = self._db.execute(
+                    "SELECT owner, pid, host, started, updated, state, detail, sent, rate, "
+                    "backlog, oldest FROM forwarders ORDER BY updated DESC"
+                ).fetchall()
+            except sqlite3.OperationalError:  # no forwarder ever sent this store
+                return []
+        return [ForwarderState(*row) for row in rows]
 
     def backlog(self, run: str | None = None) -> int:
         """Samples and events not yet sent (all runs, or one)."""
