@@ -1053,8 +1053,10 @@ class Run:
         parts = [_Part(rows, events, held, block) for block, rows, events, held in out]
         noted = self._translator.take_transform_rows(calls[0][3])
         notices = self._translator.take_notices()
-        if noted or notices:
-            parts.append(_Part(noted, notices, (0, 0, len(notices))))
+        # what is still held is the notices' count (each call's own went with its part)
+        left = self._translator.take_held()
+        if noted or notices or any(left):
+            parts.append(_Part(noted, notices, left))
         return parts
 
     def _translate_scalar_block(self, block: ScalarBlock, now: float) -> list[_Part]:

@@ -1,6 +1,7 @@
 """`GET /api/health` (status for anyone, detail for a caller with the token) and `GET /api/runs`
 (each run's project, framework, status and what set it (`exporter.lifecycle`), last step and wall
-time, start, tags and notes)."""
+time, start, tags and notes; and `forwarding`: what the store's forwarder to InfluxDB said last,
+its backlog and rate, or null)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from rlvitals import __version__
 
 from .history import HistoryError
 from .reading import reading
-from .run_meta import read_meta, with_meta
+from .run_meta import read_forwarding, read_meta, with_meta
 from .run_summary import run_summary
 from .services import services
 
@@ -84,4 +85,4 @@ def runs() -> Response:
         with_meta(run_summary(svc.store, svc.lifecycle, name, now), meta)
         for name in svc.store.runs()
     ]
-    return jsonify({"runs": out})
+    return jsonify({"runs": out, "forwarding": read_forwarding(svc.config.outbox_path, now)})

@@ -77,6 +77,7 @@ def test_a_framework_told_later_leaves_the_name_as_first_decided_and_says_so(
                 values[TELLS] = 1.0
             _log(run, step, values, pace, seed)
         assert run.flush()
+        assert run.stats.events == 1  # the translation event, counted once
     sb3 = builtin.resolve(ENTROPY, "sb3")
     fields = _store_fields(tmp_path, "late")
     assert sb3.field not in fields  # never its metric at some steps and not at others
