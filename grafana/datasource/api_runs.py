@@ -1,7 +1,7 @@
 """`GET /api/health` (status for anyone, detail for a caller with the token) and `GET /api/runs`
 (each run's project, framework, status and what set it (`exporter.lifecycle`), last step and wall
-time, start, tags and notes; and `forwarding`: what the store's forwarder to InfluxDB said last,
-its backlog and rate, or null)."""
+time, start, tags and notes; and, where a forwarder sends the store to InfluxDB, `forwarding`:
+what it said last, its backlog and rate)."""
 
 from __future__ import annotations
 
@@ -85,4 +85,8 @@ def runs() -> Response:
         with_meta(run_summary(svc.store, svc.lifecycle, name, now), meta)
         for name in svc.store.runs()
     ]
-    return jsonify({"runs": out, "forwarding": read_forwarding(svc.config.outbox_path, now)})
+    body: dict[str, object] = {"runs": out}
+    forwarding = read_forwarding(svc.config.outbox_path, now)
+    if forwarding is not None:  # only where a forwarder sends the store
+        body["forwarding"] = forwarding
+    return jsonify(body)
