@@ -118,6 +118,18 @@ class RunCounters:
             self.dropped += n
             self.dropped_reasons[reason] = self.dropped_reasons.get(reason, 0) + n
 
+    def undrop(self, reason: str, n: int) -> None:
+        """Take back `n` counted lost for `reason` that were stored (or counted) after all."""
+        if n <= 0:
+            return
+        with self.lock:
+            self.dropped -= n
+            left = self.dropped_reasons.get(reason, 0) - n
+            if left > 0:
+                self.dropped_reasons[reason] = left
+            else:
+                self.dropped_reasons.pop(reason, None)
+
     def steps_per_second(self, now: float | None = None) -> float | None:
         """Steps per second over the last logged steps, measured up to `now` when given: a run
         that stopped logging decays towards 0 instead of showing its last rate for ever, and a

@@ -75,8 +75,8 @@ __all__ = ["Run", "gather_interval", "init"]
 _log = logging.getLogger("exporter")
 _WORKER_BATCH = 2000
 _RATE_WINDOW = 60.0  # seconds the forwarder's rate on /metrics is measured over
-_WORKER_GRACE = 40.0  # finish() waits this long for the batch in the worker's hands: the
-# store's lock timeout (30 s) and a write; then what it holds is counted dropped too
+_WORKER_GRACE = 2.0  # finish() waits this long past its timeout for the batch in the worker's
+# hands; then what it holds is counted dropped too (and uncounted if it lands after all)
 _BLOCK_AT_LEAST = 4
 _CONTENDED = 4.0  # a write this many times longer than its own CPU time waited on the GIL
 _CONTENDED_STRETCH = 3.0  # ... and the next batch gathers this many commit intervals
@@ -253,6 +253,8 @@ class Run:
         self._refused = False  # the disk budget (or a full disk) refused values read from logs
         self._worker_lock = threading.Lock()
         self._take_lock = threading.Lock()
+        self._progress_lock = threading.Lock()  # the batch in the worker's hands, given up or not
+        self._given_up: tuple[list[_Item], int] | None = None  # by finish(): (batch, values)
         self._abandon = False  # the run ended: the worker takes nothing more from the queue
         self._stored_total = 0  # values the store took (what `unfinished` is counted against)
         self._forwarder = _start_forwarder(settings, self._counters)
@@ -430,7 +432,7 @@ class Run:
         self._stop.set()
         self._wake.set()
         self._worker.join(max(0.1, deadline - time.monotonic()))
-        unfinished = self._give_up_queue()
+        unfinished = self._give_up_queue(deadline)
         if self._endpoint is not None:
             self._endpoint.stop()
         if self._shared_endpoint is not None:
@@ -509,18 +511,23 @@ class Run:
                 self.settings.outbox_path,
             )
 
-    def _give_up_queue(self) -> int:
+    def _give_up_queue(self, deadline: float) -> int:
         """What the worker has not taken when the run must end (finish()'s time is up, or the
         worker died): the worker stops taking more, the batch in its hands is stored or counted
-        by it (waited for: at most the store's lock timeout), and the rest is counted dropped
-        (`unfinished`). Returns how many values that was."""
+        by it if it gets there by `deadline` (and `_WORKER_GRACE`), and the rest is counted
+        dropped (`unfinished`). A batch still in its hands then (a store locked by another
+        process, a disk that hangs) is counted `unfinished` too; the worker takes that count
+        back if it stores or counts the batch after all. Returns how many values were given up."""
         with self._take_lock:
             self._abandon = True
             left = [self._take() for _ in range(len(self._queue))]
         if self._worker.is_alive():
-            self._worker.join(_WORKER_GRACE)
-        if self._worker.is_alive():  # stuck in the store: what it holds is counted too
-            left += self._in_progress
+            self._worker.join(max(0.0, deadline - time.monotonic()) + _WORKER_GRACE)
+        with self._progress_lock:
+            if self._worker.is_alive() and self._in_progress:
+                held = self._in_progress
+                self._given_up = (held, sum(_size(i) for i in held if _is_sample(i)))
+                left += held
         left += [self._take() for _ in range(len(self._queue))]  # a log() racing the end
         for item in left:
             if isinstance(item, threading.Event):
@@ -839,9 +846,13 @@ class Run:
             except _StoreGone:
                 continue  # a new outbox at the same path; the run is recorded in it again
             except BaseException as exc:  # the thread must not die: count, report, go on
-                batch, self._in_progress = self._in_progress, []
+                with self._progress_lock:
+                    batch, self._in_progress = self._in_progress, []
+                    counted = self._given_up is not None and self._given_up[0] is batch
+                    self._given_up = None
                 lost = sum(_size(item) for item in batch if _is_sample(item))
-                self._counters.drop("worker_error", lost)
+                if not counted:  # (finish() counted it `unfinished` already)
+                    self._counters.drop("worker_error", lost)
                 for item in batch:
                     if isinstance(item, threading.Event):
                         item.set()
@@ -893,7 +904,12 @@ class Run:
                     time.perf_counter() - wall,
                     time.thread_time() - cpu,
                 )
-                self._in_progress = []
+                with self._progress_lock:
+                    self._in_progress = []
+                    given_up, self._given_up = self._given_up, None
+                if given_up is not None and given_up[0] is batch:
+                    # stored or counted after finish() gave it up: not lost after all
+                    self._counters.undrop("unfinished", given_up[1])
                 if self._store_gone:
                     self._store_gone = False
                     self._run_recorded = False

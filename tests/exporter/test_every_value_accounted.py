@@ -288,3 +288,38 @@ def test_sigterm_ends_the_run_and_counts_what_it_could_not_store(
     assert _stored_values(tmp_path, "child", builtin) == counts["accepted"] + counts["unregistered"]
     state, reason = _state(tmp_path)
     assert state == "ended" and "SIGTERM" in reason
+
+
+def test_a_batch_given_up_at_finish_that_lands_later_is_counted_once(
+    tmp_path: Path, builtin: registry.Registry
+) -> None:
+    # Another process holds the store's write lock when finish() runs out of time: the batch in
+    # the worker's hands is counted `unfinished` then; the lock goes, the batch lands after all,
+    # and the count moves to what was stored. At every moment: logged = accounted.
+    settings_ = exporter.ExporterSettings(store=tmp_path)
+    run = exporter.init("locked", registry=builtin, settings=settings_, framework="sb3")
+    assert run.flush()
+    holder = sqlite3.connect(tmp_path / "outbox.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    logged = 0
+    for step in range(100):
+        run.log(step, {"value_loss": 0.5, "custom/x": 1.0})
+        logged += 2
+    run.wake()
+    time.sleep(0.5)  # the worker has its batch and waits on the lock
+    started = time.monotonic()
+    run.finish(0.5)
+    took = time.monotonic() - started
+    stats = run.stats
+    _identity(stats, logged)
+    assert stats.dropped_by_reason.get("unfinished") == logged
+    assert took < 15  # finish() keeps to its timeout (and a short grace), not the lock's 30 s
+    holder.execute("ROLLBACK")
+    holder.close()
+    deadline = time.monotonic() + 60
+    while "unfinished" in run.stats.dropped_by_reason and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stats = run.stats
+    _identity(stats, logged)
+    assert "unfinished" not in stats.dropped_by_reason
+    assert _stored_values(tmp_path, "locked", builtin) == stats.accepted + stats.unregistered
