@@ -80,18 +80,30 @@ _WORK = {"numpy": _numpy_work, "python": _python_work}
 
 
 def _calibrate(kind: str, rate: float) -> Callable[[], None]:
-    """Work units for one step of `1/rate` seconds, measured on this machine now."""
+    """Work units for one step of `1/rate` seconds, measured on this machine now: the best of
+    several timings (a shared machine makes single ones slow: too little work per step, a
+    loop far above the rate asked for), then checked on a second of steps and scaled once."""
     units = 1
     while True:
         work = _WORK[kind](units)
-        start = time.perf_counter()
-        for _ in range(20):
-            work()
-        per = (time.perf_counter() - start) / 20
+        per = _best_time(work, 20)
         if per > 2e-4 or units > 1 << 24:
             break
         units *= 2
+    units = max(1, round(units * (1.0 / rate) / per))
+    per = _best_time(_WORK[kind](units), max(20, int(rate / 5)))
     return _WORK[kind](max(1, round(units * (1.0 / rate) / per)))
+
+
+def _best_time(work: Callable[[], None], calls: int) -> float:
+    """Seconds per call, the best of 5 runs of `calls` calls."""
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            work()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best
 
 
 # -- loggers -----------------------------------------------------------------------------------

@@ -153,6 +153,10 @@ class ExporterSettings:
     forwarder: Literal["process", "thread"] = "process"
     """Where a run sends its outbox to InfluxDB (RLVITALS_FORWARDER): a child process, so the
     training process's GIL is not shared with it, or a thread (where no process can start)."""
+    drain_timeout: float = 600.0
+    """Seconds the forwarder goes on sending what is not yet sent after the training process
+    exits (RLVITALS_DRAIN_TIMEOUT; 0: it stops with the training). What is left then waits in
+    the store for the next run with InfluxDB configured."""
     stall_after_s: float = 600.0
     """Seconds a living writer may store nothing before its run is stalled
     (RLVITALS_STALL_AFTER_S; see `exporter.Lifecycle`)."""
@@ -224,6 +228,8 @@ class ExporterSettings:
                 f"RLVITALS_PROMETHEUS_LINGER_S={self.prometheus_linger_s} must be in [0, 3600] "
                 "seconds"
             )
+        if self.drain_timeout < 0:
+            raise ConfigError("RLVITALS_DRAIN_TIMEOUT must not be negative (0: no draining)")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ExporterSettings:
@@ -249,6 +255,7 @@ class ExporterSettings:
             disk_budget_mb=_float(env, "RLVITALS_DISK_BUDGET_MB", default.disk_budget_mb),
             batch_size=_int(env, "RLVITALS_BATCH_SIZE", default.batch_size) or default.batch_size,
             flush_timeout=_float(env, "RLVITALS_FLUSH_TIMEOUT", default.flush_timeout),
+            drain_timeout=_float(env, "RLVITALS_DRAIN_TIMEOUT", default.drain_timeout),
             queue_size=_int(env, "RLVITALS_QUEUE_SIZE", default.queue_size) or default.queue_size,
             outage_wait=_float(env, "RLVITALS_OUTAGE_WAIT", default.outage_wait),
             commit_interval=_float(env, "RLVITALS_COMMIT_INTERVAL", default.commit_interval),

@@ -58,6 +58,7 @@ class LiveState:
     """(field, gpu) -> latest value; gpu is '' for metrics without a gpu label."""
     stats: RunStats
     backlog: int
+    """Rows of the store not yet sent to InfluxDB (0 without InfluxDB)."""
     queue_depth: int
     last_write_age: float | None
     last_activity: float | None = None
@@ -69,6 +70,10 @@ class LiveState:
     writer: bool = False
     """Served by the process that writes the run (a trainer logging through `exporter.init`),
     not by a reader of its logs: when this process stops answering, the writer is gone."""
+    backlog_oldest_age: float | None = None
+    """Seconds since the oldest row not yet sent was logged (None: nothing waits)."""
+    forward_rate: float | None = None
+    """Rows/s the forwarder sent lately (None without InfluxDB, or not measured yet)."""
 
 
 class RunCounters:
@@ -115,6 +120,18 @@ class RunCounters:
         with self.lock:
             self.dropped += n
             self.dropped_reasons[reason] = self.dropped_reasons.get(reason, 0) + n
+
+    def undrop(self, reason: str, n: int) -> None:
+        """Take back `n` counted lost for `reason` that were stored (or counted) after all."""
+        if n <= 0:
+            return
+        with self.lock:
+            self.dropped -= n
+            left = self.dropped_reasons.get(reason, 0) - n
+            if left > 0:
+                self.dropped_reasons[reason] = left
+            else:
+                self.dropped_reasons.pop(reason, None)
 
     def steps_per_second(self, now: float | None = None) -> float | None:
         """Steps per second over the last logged steps, measured up to `now` when given: a run

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import signal
 import sqlite3
 import sys
 import threading
@@ -29,7 +30,7 @@ from typing import Any
 import registry as registry_mod
 from registry import FRAMEWORKS, Registry, ResolveError
 
-from .config import POLICIES, ExporterSettings, Policy
+from .config import POLICIES, ExporterSettings, Policy, redact_url
 from .counts import LiveState, RunCounters, RunStats
 from .errors import ConfigError, ExporterError, InvalidSample, OutboxError, RunHeld
 from .influx.forward_process import ForwarderProcess
@@ -76,6 +77,9 @@ __all__ = ["Run", "gather_interval", "init"]
 
 _log = logging.getLogger("exporter")
 _WORKER_BATCH = 2000
+_RATE_WINDOW = 60.0  # seconds the forwarder's rate on /metrics is measured over
+_WORKER_GRACE = 2.0  # finish() waits this long past its timeout for the batch in the worker's
+# hands; then what it holds is counted dropped too (and uncounted if it lands after all)
 _BLOCK_AT_LEAST = 4
 _CONTENDED = 4.0  # a write this many times longer than its own CPU time waited on the GIL
 _CONTENDED_STRETCH = 3.0  # ... and the next batch gathers this many commit intervals
@@ -263,7 +267,13 @@ class Run:
         self._store_gone = False  # the worker found its outbox deleted or replaced
         self._refused = False  # the disk budget (or a full disk) refused values read from logs
         self._worker_lock = threading.Lock()
+        self._take_lock = threading.Lock()
+        self._progress_lock = threading.Lock()  # the batch in the worker's hands, given up or not
+        self._given_up: tuple[list[_Item], int] | None = None  # by finish(): (batch, values)
+        self._abandon = False  # the run ended: the worker takes nothing more from the queue
+        self._stored_total = 0  # values the store took (what `unfinished` is counted against)
         self._forwarder = _start_forwarder(settings, self._counters)
+        self._sent_seen: deque[tuple[float, int]] = deque()  # (time, rows sent) at live()
         self._worker = threading.Thread(target=self._work, name=f"rlvitals-{name}", daemon=True)
         self._worker.start()
         self._endpoint: MetricsEndpoint | None = None
@@ -279,10 +289,13 @@ class Run:
             self._endpoint.start()
         atexit.register(self._at_exit)
         self._previous_hook: Any = None
+        self._previous_sigterm: Any = None
+        self._signalled: int | None = None
         if lease_kind == "log":
             # an exception nobody caught ends the process: recorded as the run's crash at exit
             self._previous_hook = sys.excepthook
             sys.excepthook = self._on_uncaught
+            self._catch_sigterm()
 
     # -- caller side ---------------------------------------------------------------------------
 
@@ -443,7 +456,8 @@ class Run:
         when the run ended, where a reader of its logs knows it was before now."""
         if self._closed:
             return
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         why = reason or ("finish() called" if state == "finished" else f"recorded {state}")
         if self._lease_rank is not None and state in TERMINAL_STATES:
             self._end_rank(state, why)
@@ -452,21 +466,23 @@ class Run:
         self._stop.set()
         self._wake.set()
         self._worker.join(max(0.1, deadline - time.monotonic()))
-        if self._forwarder is not None:
-            self._forwarder.stop(max(0.1, deadline - time.monotonic()))
+        unfinished = self._give_up_queue(deadline)
         if self._shared_endpoint is not None:
             self._shared_endpoint.remove(self)
         atexit.unregister(self._at_exit)
-        if not self._worker.is_alive() and self._queue:
-            left = [self._take() for _ in range(len(self._queue))]
-            lost = sum(_size(item) for item in left if _is_sample(item))
-            self._counters.drop("unfinished", lost)
-            if lost:
-                self._report(
-                    "unfinished",
-                    f"finish() timed out with {lost} sample(s) not yet stored (the store was "
-                    "busy or failing)",
-                )
+        if unfinished:
+            _log.warning(
+                "rlvitals run %r: %d value(s) logged were not yet stored when the run ended "
+                "(finish() waited %.1f s; the store took %d of %d): counted as dropped, "
+                "stats.dropped_by_reason['unfinished'] (rlvitals_dropped_total{reason="
+                "'unfinished'}); give finish() a longer timeout (RLVITALS_FLUSH_TIMEOUT) to "
+                "store them",
+                self.name,
+                unfinished,
+                time.monotonic() - started,
+                self._stored_total,
+                self._stored_total + unfinished,
+            )
         self._restore_hook()
         if state is not None:
             shown = RunStatus.INCOMPLETE if state == "importing" else RunStatus(state)
@@ -494,15 +510,8 @@ class Run:
                     )
             except OutboxError as exc:
                 _log.error("rlvitals run %r: %s", self.name, exc)
-        if not flushed:
-            backlog = _safe_backlog(outbox)
-            _log.warning(
-                "rlvitals run %r finished before everything was sent (%d row(s) wait in %s; the "
-                "next run on this store forwards them)",
-                self.name,
-                backlog,
-                self.settings.outbox_path,
-            )
+        if self._forwarder is not None:
+            self._end_forwarder(outbox, flushed, deadline)
         if outbox is not None:
             outbox.close()
         if self._endpoint is not None:
@@ -518,6 +527,42 @@ class Run:
                 )
             self._endpoint.stop()
 
+    def _end_forwarder(self, outbox: Outbox | None, flushed: bool, deadline: float) -> None:
+        """Stop the forwarder, or, with rows not yet sent, leave its child to send them after
+        this process exits (bounded by RLVITALS_DRAIN_TIMEOUT) and say so in one line."""
+        assert self._forwarder is not None
+        backlog = 0 if flushed else _safe_backlog(outbox)
+        drain = self.settings.drain_timeout
+        pid = None
+        if backlog and drain > 0 and isinstance(self._forwarder, ForwarderProcess):
+            pid = self._forwarder.detach(drain)
+        if pid is None:  # (a second at least: its rollups finish, or are owed in the store)
+            self._forwarder.stop(max(1.0, deadline - time.monotonic()))
+        if not backlog:
+            return
+        where = redact_url(self.settings.influx_url or "")
+        if pid is not None:
+            _log.warning(
+                "rlvitals run %r: %d row(s) are not yet sent to InfluxDB at %s; the forwarder "
+                "(pid %d) goes on sending them after this process exits, for up to %.0f s "
+                "(RLVITALS_DRAIN_TIMEOUT); `rlvitals runs` shows how far it got",
+                self.name,
+                backlog,
+                where,
+                pid,
+                drain,
+            )
+        else:
+            _log.warning(
+                "rlvitals run %r finished before everything was sent to InfluxDB at %s (%d "
+                "row(s) wait in %s; the next run on this store with InfluxDB configured "
+                "forwards them)",
+                self.name,
+                where,
+                backlog,
+                self.settings.outbox_path,
+            )
+
     def _end_rank(self, state: str, why: str) -> None:
         """A rank of a job ending: its `RANK_END` event at its last step, and the ends of the
         job's ranks on this host that died without one (`Outbox.reap_ranks`), both stored
@@ -525,6 +570,31 @@ class Run:
         if len(self._queue) < self._capacity:
             self._queue.append(("event", None, RANK_END, why, {STATE_FIELD: state}, time.time()))
         self._queue.append(("reap",))
+
+    def _give_up_queue(self, deadline: float) -> int:
+        """What the worker has not taken when the run must end (finish()'s time is up, or the
+        worker died): the worker stops taking more, the batch in its hands is stored or counted
+        by it if it gets there by `deadline` (and `_WORKER_GRACE`), and the rest is counted
+        dropped (`unfinished`). A batch still in its hands then (a store locked by another
+        process, a disk that hangs) is counted `unfinished` too; the worker takes that count
+        back if it stores or counts the batch after all. Returns how many values were given up."""
+        with self._take_lock:
+            self._abandon = True
+            left = [self._take() for _ in range(len(self._queue))]
+        if self._worker.is_alive():
+            self._worker.join(max(0.0, deadline - time.monotonic()) + _WORKER_GRACE)
+        with self._progress_lock:
+            if self._worker.is_alive() and self._in_progress:
+                held = self._in_progress
+                self._given_up = (held, sum(_size(i) for i in held if _is_sample(i)))
+                left += held
+        left += [self._take() for _ in range(len(self._queue))]  # a log() racing the end
+        for item in left:
+            if isinstance(item, threading.Event):
+                item.set()
+        samples = [item for item in left if _is_sample(item)]
+        self._counters.drop("unfinished", sum(_size(item) for item in samples))
+        return sum(_size(item) for item in samples if not _is_event(item))
 
     def __enter__(self) -> Run:
         return self
@@ -564,6 +634,13 @@ class Run:
     def live(self) -> LiveState:
         """Current state for the Prometheus endpoint."""
         c = self._counters
+        backlog, oldest = 0, None
+        if self._forwarder is not None:
+            backlog = self._backlog()
+            if backlog:
+                at = _safe_oldest(self._worker_outbox)
+                oldest = None if at is None else max(0.0, time.time() - at)
+        stats = c.snapshot()
         with c.lock:
             latest = dict(c.latest)
             step = c.step
@@ -574,8 +651,10 @@ class Run:
             step=step,
             steps_per_second=c.steps_per_second(time.time()),
             latest=latest,
-            stats=c.snapshot(),
-            backlog=self._backlog() if self._forwarder is not None else 0,
+            stats=stats,
+            backlog=backlog,
+            backlog_oldest_age=oldest,
+            forward_rate=self._forward_rate(stats.sent + stats.server_rejected),
             queue_depth=self.queue_depth,
             last_write_age=None if last_write is None else max(0.0, time.time() - last_write),
             last_activity=last_activity,
@@ -583,6 +662,19 @@ class Run:
             status=self.status(),
             writer=self._lease_kind == "log",
         )
+
+    def _forward_rate(self, sent: int) -> float | None:
+        """Rows/s the forwarder sent over about the last minute (between the calls of `live`,
+        a scrape's pace); None until two calls are apart, or without InfluxDB."""
+        if self._forwarder is None:
+            return None
+        now = time.monotonic()
+        seen = self._sent_seen
+        seen.append((now, sent))
+        while len(seen) > 2 and now - seen[1][0] >= _RATE_WINDOW:
+            seen.popleft()
+        then, before = seen[0]
+        return None if now - then < 1.0 else max(0.0, (sent - before) / (now - then))
 
     def status(self) -> Status:
         """The run's status as this process sees it: its recorded end once finished, else live
@@ -734,11 +826,42 @@ class Run:
         if sys.excepthook == self._on_uncaught:
             sys.excepthook = self._previous_hook or sys.__excepthook__
         self._previous_hook = None
+        if self._previous_sigterm is not None and _main_thread():
+            with suppress(ValueError, OSError):
+                if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+                    signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
+
+    def _catch_sigterm(self) -> None:
+        """SIGTERM (a scheduler or launcher stopping the job) ends the process without atexit
+        hooks by default, so what the worker had not stored was lost uncounted and the run
+        never ended. Turned into `SystemExit(143)` in the main thread (`finally` blocks run,
+        then the exit hook finishes the run as `ended`), when nobody else handles SIGTERM (or
+        another run does: its handler is called too)."""
+        if not _main_thread():
+            return
+        try:
+            previous = signal.getsignal(signal.SIGTERM)
+            if previous is signal.SIG_DFL or isinstance(getattr(previous, "__self__", None), Run):
+                signal.signal(signal.SIGTERM, self._on_sigterm)
+                self._previous_sigterm = previous
+        except (ValueError, OSError):  # not the main interpreter, or no signals here
+            return
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        self._signalled = signum
+        previous = self._previous_sigterm
+        if callable(previous):
+            previous(signum, frame)  # another run's: it ends the process in turn
+        raise SystemExit(128 + signum)
 
     def _at_exit(self) -> None:
         exc = self._uncaught
         try:
-            if exc is not None:
+            if self._signalled is not None:
+                what = f"the process was stopped by {signal.Signals(self._signalled).name}"
+                self.finish(self.settings.flush_timeout, state="ended", reason=what)
+            elif exc is not None:
                 what = f"uncaught {type(exc).__name__}: {exc}"[:500]
                 self._exception_event(what)
                 self.finish(self.settings.flush_timeout, state=_end_of(type(exc)), reason=what)
@@ -786,9 +909,13 @@ class Run:
             except _StoreGone:
                 continue  # a new outbox at the same path; the run is recorded in it again
             except BaseException as exc:  # the thread must not die: count, report, go on
-                batch, self._in_progress = self._in_progress, []
+                with self._progress_lock:
+                    batch, self._in_progress = self._in_progress, []
+                    counted = self._given_up is not None and self._given_up[0] is batch
+                    self._given_up = None
                 lost = sum(_size(item) for item in batch if _is_sample(item))
-                self._counters.drop("worker_error", lost)
+                if not counted:  # (finish() counted it `unfinished` already)
+                    self._counters.drop("worker_error", lost)
                 for item in batch:
                     if isinstance(item, threading.Event):
                         item.set()
@@ -823,10 +950,11 @@ class Run:
                 renew_at = self._renew(outbox, renew_at)
                 batch: list[_Item] = []
                 taken = 0  # steps: a queued block counts its own
-                while self._queue and taken < _WORKER_BATCH:
-                    item = self._take()
-                    batch.append(item)
-                    taken += _steps(item)
+                with self._take_lock:  # finish() gives up the rest under it
+                    while self._queue and taken < _WORKER_BATCH and not self._abandon:
+                        item = self._take()
+                        batch.append(item)
+                        taken += _steps(item)
                 if not batch:
                     if self._stop.is_set():
                         break
@@ -839,7 +967,12 @@ class Run:
                     time.perf_counter() - wall,
                     time.thread_time() - cpu,
                 )
-                self._in_progress = []
+                with self._progress_lock:
+                    self._in_progress = []
+                    given_up, self._given_up = self._given_up, None
+                if given_up is not None and given_up[0] is batch:
+                    # stored or counted after finish() gave it up: not lost after all
+                    self._counters.undrop("unfinished", given_up[1])
                 if self._store_gone:
                     self._store_gone = False
                     self._run_recorded = False
@@ -899,6 +1032,7 @@ class Run:
         positions: list[SourcePosition] = []
         last_step = self._translator.last_step
         at_position: int | None = None
+        one_by_one = 0  # calls before this one are not looked at for a block again
         i = 0
         while i < len(batch):
             item = batch[i]
@@ -942,14 +1076,17 @@ class Run:
             if item[0] == "block":
                 parts += self._translate_scalar_block(item[1], item[2])
                 continue
-            if item[0] == "log":
+            if item[0] == "log" and one_by_one <= i - 1:
                 end = _same_names(batch, i - 1)
                 if end - (i - 1) >= _BLOCK_AT_LEAST:
-                    part = self._translate_block(batch[i - 1 : end])
-                    if part is not None:
-                        parts.append(part)
+                    got = self._translate_block(batch[i - 1 : end])
+                    if got is not None:
+                        parts += got
                         i = end
                         continue
+                    # these calls go one by one, without looking for a block among them again
+                    # (a batch would cost the square of its length)
+                    one_by_one = end
             try:
                 if item[0] == "log":
                     r, e = self._translator.log(item[1], item[2], item[3], item[4])
@@ -989,9 +1126,10 @@ class Run:
         )
         return True
 
-    def _translate_block(self, items: list[_Item]) -> _Part | None:
-        """Log calls with the same names as one block; None when they are not all plain (the
-        caller then takes them one by one)."""
+    def _translate_block(self, items: list[_Item]) -> list[_Part] | None:
+        """Log calls with the same names as columnar blocks (and, in their place, a part per
+        call a block cannot take); None when their names cannot go as a block (the caller
+        then takes every call one by one)."""
         calls = [item for item in items if not isinstance(item, threading.Event)]
         try:
             out = self._translator.log_calls(
@@ -1007,9 +1145,14 @@ class Run:
             return None
         if out is None:
             return None
-        block, rows = out
-        rows += self._translator.take_transform_rows(calls[0][3])
-        return _Part(rows, [], self._translator.take_held(), block)
+        parts = [_Part(rows, events, held, block) for block, rows, events, held in out]
+        noted = self._translator.take_transform_rows(calls[0][3])
+        notices = self._translator.take_notices()
+        # what is still held is the notices' count (each call's own went with its part)
+        left = self._translator.take_held()
+        if noted or notices or any(left):
+            parts.append(_Part(noted, notices, left))
+        return parts
 
     def _translate_scalar_block(self, block: ScalarBlock, now: float) -> list[_Part]:
         """A queued `log_block`: a part per columnar group (`FastSteps`), a part per step that
@@ -1022,13 +1165,15 @@ class Run:
                     self._translator.take_held()  # counted per group below
                     # the transforms record (when a name brought one) goes with the last group
                     noted = self._translator.take_transform_rows(float(item.walls[0]))
+                    notices = self._translator.take_notices()
                     groups = item.sample_blocks()
                     for k, (sample_block, group) in enumerate(groups):
-                        rows = noted if k == len(groups) - 1 else []
-                        held = (group.accepted, group.unregistered, 0)
-                        parts.append(_Part(rows, [], held, sample_block))
-                    if noted and not groups:
-                        parts.append(_Part(noted, [], (0, 0, 0)))
+                        last = k == len(groups) - 1
+                        rows = noted if last else []
+                        held = (group.accepted, group.unregistered, len(notices) if last else 0)
+                        parts.append(_Part(rows, notices if last else [], held, sample_block))
+                    if (noted or notices) and not groups:
+                        parts.append(_Part(noted, notices, (0, 0, len(notices))))
                     done += len(item.steps)
                 else:
                     rows, events, wall = item
@@ -1106,6 +1251,7 @@ class Run:
             self._refused = True
             return
         self._stored_here += sum(p.size for p in parts)
+        self._stored_total += sum(sum(p.held[:2]) for p in parts)
         for part in parts:
             self._translator.count_stored(part.held)
         if not rows and not blocks and not events:
@@ -1255,12 +1401,13 @@ def _start_forwarder(
         else:
             writer.close()
             return child
+    own = make_writer(settings)  # the rollups run on a thread of their own, with their own
     thread = Forwarder(
         settings.outbox_path,
         writer,
         counters,
         batch_size=settings.batch_size,
-        rollups=make_rollups(settings, writer),
+        rollups=None if own is None else make_rollups(settings, own),
     )
     thread.start()
     return thread
@@ -1271,6 +1418,13 @@ def _safe_backlog(outbox: Outbox | None) -> int:
         return 0 if outbox is None else outbox.backlog()
     except Exception:
         return 0
+
+
+def _safe_oldest(outbox: Outbox | None) -> float | None:
+    try:
+        return None if outbox is None else outbox.backlog_oldest()
+    except Exception:
+        return None
 
 
 def _safe_transforms(outbox: Outbox | None, run: str) -> dict[str, tuple[FieldTransform, ...]]:
@@ -1298,8 +1452,16 @@ def _end_of(exc_type: type[BaseException]) -> str:
     return "ended" if issubclass(exc_type, KeyboardInterrupt) else "crashed"
 
 
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
 def _alive(lease: Lease) -> bool:
     return True  # a process judging its own run
+
+
+def _is_event(item: _Item) -> bool:
+    return not isinstance(item, threading.Event) and item[0] == "event"
 
 
 def _is_sample(item: _Item) -> bool:

@@ -61,7 +61,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--repair",
         action="store_true",
         help="salvage a damaged embedded store (RLVITALS_STORE) into a new file, keeping the "
-        "damaged one beside it; stop every process writing the store first",
+        "damaged one beside it, and recompute rollups (store and InfluxDB) that disagree with "
+        "their raw points; stop every process writing the store first",
     )
     d.set_defaults(handler=_doctor)
 
@@ -84,7 +85,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _doctor(args: argparse.Namespace) -> int:
     if args.repair:
-        return _repair()
+        code = _repair()
+        return code or _repair_rollups()
     findings = diagnose(os.environ, (*args.registry, *args.paths))
     for finding in findings:
         print(finding)
@@ -110,6 +112,25 @@ def _build(args: argparse.Namespace) -> int:
         return 1
     if not changed:
         print("generated files are up to date")
+    return 0
+
+
+def _repair_rollups() -> int:
+    from exporter.config import ExporterSettings
+    from exporter.errors import ExporterError
+    from exporter.influx.rollups import RollupQueryError
+
+    from .doctor_rollups import repair_rollups
+
+    try:
+        done = repair_rollups(ExporterSettings.from_env(os.environ))
+    except (ExporterError, RollupQueryError) as exc:
+        print(f"rlvitals doctor --repair: rollups not repaired: {exc}", file=sys.stderr)
+        return 1
+    for line in done:
+        print(line)
+    if not done:
+        print("rollups: every run's rollups equal its raw points; nothing to repair")
     return 0
 
 

@@ -55,7 +55,12 @@ def diagnose(environ: Mapping[str, str], registry_paths: tuple[str, ...] = ()) -
         return findings
     findings.append(Finding("exporter settings", True, describe_settings(settings)))
     findings.append(_store(settings))
-    findings.append(_influx(settings))
+    findings.append(influx := _influx(settings))
+    from .doctor_rollups import rollup_findings  # it builds on the findings here
+
+    if findings[-2].ok:
+        rollups = rollup_findings(settings if influx.ok else settings.replace(influx_url=None))
+        findings += rollups
     findings.append(_prometheus(settings))
     return findings
 

@@ -4,10 +4,14 @@
   `block_lines` (columnar steps) render the same points faster for the direct import.
 - `writers`: the same bytes to 1.x `/write` or 2.x/3.x `/api/v2/write`.
 - `forwarder`: `Forwarder`, the thread that sends unsent outbox rows and marks them sent (with
-  backoff through outages); `forward_process` runs it in a child process (`forward_child` is the
-  child's entry point) so sending never competes with training for the GIL.
-- `rollups`: the 64- and 4096-step rollups kept in InfluxDB as the outbox keeps them in sqlite;
-  `rollup_worker` keeps them on a thread of their own during an import.
+  backoff through outages, a warning repeated while they last), records in the outbox the
+  rollups it owes until they are written and what it is doing (for `rlvitals runs`, the run
+  page), and drains what is left after the training exits; `forward_process` runs it in a child
+  process (`forward_child` is the child's entry point) so sending never competes with training
+  for the GIL.
+- `rollups`: the 64- and 4096-step rollups kept in InfluxDB as the outbox keeps them in sqlite
+  (recomputed from the raw points where owed, checked against them for `rlvitals doctor`);
+  `rollup_worker` keeps them on a thread of their own (the forwarder's, an import's).
 - `direct`: `DirectRun`, `rlvitals import` straight to InfluxDB (the log file is the durable copy).
 - `drop_run`: a run's points deleted from every measurement (`rlvitals runs delete`).
 

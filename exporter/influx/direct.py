@@ -209,6 +209,7 @@ class DirectRun:
                     self._parts.append(item)
                     self._count += item.count
                     self._note_transforms()
+                    self._events += self._translator.take_notices()
                 else:
                     rows, events, self._wall_time = item
                     self._add_rows(rows, events)

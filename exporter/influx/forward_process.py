@@ -12,9 +12,11 @@ The parent (`ForwarderProcess`, what `Run` uses) starts `python -m exporter.infl
 and talks to it in JSON lines: the settings on its stdin first (credentials never go on the
 command line), then `flush` and `stop` requests; the child answers with counter changes, flush
 results and its log records, which the parent adds to the run's counts and logs as its own. When
-the parent dies (stdin ends) the child goes on sending what the outbox holds for up to the flush
-timeout, then exits. When the child dies, the parent starts another one (nothing is lost: the
-rows wait in the outbox).
+the parent dies (stdin ends), or ends a run with rows not yet sent (`detach`), the child goes on
+sending what the outbox holds for up to RLVITALS_DRAIN_TIMEOUT, records how far it got in the
+outbox (`Outbox.note_forwarder`, read by `rlvitals runs`), then exits; it runs in a session of
+its own, so a signal sent to the training's process group leaves that drain alone. When the
+child dies, the parent starts another one (nothing is lost: the rows wait in the outbox).
 """
 
 from __future__ import annotations
@@ -34,10 +36,13 @@ from typing import IO, Any
 from ..config import ExporterSettings
 from ..counts import RunCounters
 from .forwarder import Forwarder
-from .rollups import make_rollups
+from .rollups import InfluxRollups, make_rollups
 from .writers import make_writer
 
-__all__ = ["ForwarderProcess", "main"]
+__all__ = ["FORWARDER_LOG", "ForwarderProcess", "main"]
+
+FORWARDER_LOG = "forwarder.log"
+"""The forwarder child's own log, in the store folder: what it said after the training exited."""
 
 _log = logging.getLogger("exporter.influx.forwarder")
 _COUNTED = ("sent", "write_errors", "server_rejected")
@@ -45,6 +50,7 @@ _REPORT_EVERY = 0.1  # seconds between the child's counter reports, while they c
 _IDLE_POLL = 0.1  # how often the child looks for new rows when it found none
 _RESTART_AFTER = 1.0  # seconds between restarts of a child that died
 _FAILED_STARTS = 2  # children that died before they were ready: then forward on a thread
+_NICE = 10  # the child's niceness over the training's (see `main`)
 
 
 def _settings_json(settings: ExporterSettings) -> dict[str, Any]:
@@ -87,13 +93,29 @@ class ForwarderProcess:
         env = dict(os.environ)
         # the child imports this package the way the parent did, installed or not
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "exporter.influx.forward_child"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            close_fds=True,
-        )
+        # Its stderr is a file in the store, not the training's: a child left draining after
+        # the training exited must not hold the training's pipes open (a shell piping the
+        # training's output into `tee` would wait for the drain), and what it says then has
+        # to land somewhere.
+        with contextlib.suppress(OSError):
+            self._settings.store.mkdir(parents=True, exist_ok=True)
+        try:
+            log: IO[bytes] | int = open(self._log_path(), "ab")  # noqa: SIM115
+        except OSError:
+            log = subprocess.DEVNULL
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "exporter.influx.forward_child"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=env,
+                close_fds=True,
+                start_new_session=True,
+            )
+        finally:
+            if not isinstance(log, int):
+                log.close()
         assert proc.stdin is not None and proc.stdout is not None
         hello = {"settings": _settings_json(self._settings)}
         proc.stdin.write(json.dumps(hello).encode() + b"\n")
@@ -105,6 +127,9 @@ class ForwarderProcess:
             target=self._read, args=(proc, proc.stdout), name="rlvitals-forwarder-io", daemon=True
         )
         self._reader.start()
+
+    def _log_path(self) -> Path:
+        return self._settings.store / FORWARDER_LOG
 
     def _read(self, proc: subprocess.Popen[bytes], stream: IO[bytes]) -> None:
         for line in stream:
@@ -127,9 +152,10 @@ class ForwarderProcess:
             if not self._stopping and not self._reported_death:
                 self._reported_death = True
                 _log.error(
-                    "rlvitals forwarder process exited (code %s); starting another (unsent rows "
-                    "wait in the outbox)",
+                    "rlvitals forwarder process exited (code %s; what it said is in %s); "
+                    "starting another (unsent rows wait in the outbox)",
                     proc.returncode,
+                    self._log_path(),
                 )
 
     def _fall_back(self, code: int | None) -> None:
@@ -149,7 +175,7 @@ class ForwarderProcess:
             writer,
             self._counters,
             batch_size=self._settings.batch_size,
-            rollups=make_rollups(self._settings, writer),
+            rollups=_own_rollups(self._settings),
         )
         fallback.start()
         self._fallback = fallback
@@ -245,6 +271,21 @@ class ForwarderProcess:
             return False
         return result[0] if result else None
 
+    def detach(self, drain: float) -> int | None:
+        """The training process ends with rows not yet sent: leave the child to send them for
+        up to `drain` seconds after this process exits, without waiting for it. Its pid (None
+        when forwarding on a thread here, which is stopped instead)."""
+        with self._lock:
+            self._stopping = True
+            proc = self._proc
+            fallback = self._fallback
+        if fallback is not None:
+            fallback.stop(1.0)
+            return None
+        if proc is None or proc.poll() is not None or not self._send({"drain": drain}):
+            return None
+        return proc.pid
+
     def stop(self, timeout: float = 5.0) -> None:
         with self._lock:
             self._stopping = True
@@ -266,6 +307,12 @@ class ForwarderProcess:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+
+
+def _own_rollups(settings: ExporterSettings) -> InfluxRollups | None:
+    """The forwarder's rollups, over a connection of their own (they run on their own thread)."""
+    writer = make_writer(settings)
+    return None if writer is None else make_rollups(settings, writer)
 
 
 # -- the child ---------------------------------------------------------------------------------
@@ -323,10 +370,20 @@ class _Reporter:
 def main() -> int:
     """The child: forward the outbox named in the settings read from stdin until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the training; stdin ends it
+    # The training is what the machine is for: where the two want the same core, it goes
+    # first, and the forwarder sends in the gaps (its backlog is on /metrics and in
+    # `rlvitals runs` if they are too few, and it drains after the training exits).
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(_NICE)
     out = _Out(sys.stdout.buffer)
     handler = _ToParent(out)
     root = logging.getLogger()
     root.addHandler(handler)
+    # and to its stderr, the store's forwarder.log: read once the training process is gone
+    own = logging.StreamHandler(sys.stderr)
+    own.setLevel(logging.WARNING)
+    own.setFormatter(logging.Formatter(f"%(asctime)s pid {os.getpid()} %(message)s"))
+    root.addHandler(own)
     root.setLevel(logging.INFO)
     first = sys.stdin.buffer.readline()
     try:
@@ -345,7 +402,7 @@ def main() -> int:
         counters,
         batch_size=settings.batch_size,
         idle_wait=_IDLE_POLL,
-        rollups=make_rollups(settings, writer),
+        rollups=_own_rollups(settings),
     )
     forwarder.start()
     reporter = _Reporter(counters, out)
@@ -363,6 +420,7 @@ def main() -> int:
         out.send({"flushed": ident, "ok": ok})
 
     stopped = False
+    drain = settings.drain_timeout
     for line in sys.stdin.buffer:
         try:
             message = json.loads(line)
@@ -377,8 +435,13 @@ def main() -> int:
         elif message.get("stop"):
             stopped = True
             break
-    if not stopped:  # the training process is gone: send what it left, then go
-        forwarder.flush(settings.flush_timeout)
+        elif "drain" in message:
+            drain = float(message["drain"])
+            break
+    if not stopped:
+        # told to drain, or the training process is gone (stdin ended): send what it left for
+        # a bounded time, on our own (the parent may not wait for us)
+        forwarder.drain(drain)
     forwarder.stop(5.0)
     done.set()
     reporter.report()

@@ -8,18 +8,22 @@ It forwards every unsent row in the outbox file, including rows a killed process
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import os
+import socket
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..counts import RunCounters
 from ..errors import OutboxError, WriteError
 from ..schema import EVENTS, NO_RANK, PROJECT_TAG, RANK_TAG, RUN_TAG, SampleRow
-from ..store.outbox import Outbox, PendingEvent, PendingSample, RejectKey
+from ..store.outbox import ForwarderState, Outbox, PendingEvent, PendingSample, RejectKey
 from .lineprotocol import (
     FieldValue,
     escape_field_key,
@@ -27,6 +31,7 @@ from .lineprotocol import (
     format_line,
     join_lines,
 )
+from .rollup_worker import RollupWorker
 from .rollups import InfluxRollups
 from .writers import Writer
 
@@ -36,6 +41,9 @@ _log = logging.getLogger(__name__)
 _BACKOFF_START = 0.25
 _BACKOFF_MAX = 30.0
 _ISOLATE_AT_MOST = 32  # refused lines isolated one by one per batch
+_OWED_RETRY = 2.0  # seconds between tries of rollups owed while nothing else is sent
+_WARN_EVERY = 60.0  # seconds between warnings while InfluxDB goes on refusing
+_NOTE_EVERY = 2.0  # seconds between notes of what the forwarder does (`Outbox.note_forwarder`)
 
 
 def _tags(run: str, project: str | None, rank: int | None, **extra: str) -> dict[str, str | None]:
@@ -239,6 +247,26 @@ class Forwarder:
         self._failing = False
         self._renderer = LineRenderer()
         self._rollups = rollups  # step rollups kept in InfluxDB beside the points sent
+        # summed and written on a thread of their own (over the rollups' own connection), so the
+        # next batch is read and sent meanwhile
+        self._rolling = (
+            None if rollups is None else RollupWorker(rollups, "rlvitals-forwarder-rollups")
+        )
+        # What this sender owes in rollups is recorded in the outbox with the rows it marks
+        # sent (`Outbox.mark_ranges`), and forgotten once rolled up: a sender that dies, or
+        # whose rollup write fails with nothing sent after it, leaves it for the next one,
+        # which recomputes it from the raw points when it starts (`_settle_owed`).
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._recorded = False  # this sender has owed rollups recorded in the outbox
+        self._inherited: list[tuple[str, str, int, int]] = []  # owed when it started
+        self._retry_at = 0.0  # when owed rollups are next tried while nothing is sent
+        # what it is doing, noted in the store (`_note`), and how long InfluxDB has refused
+        self._state, self._detail = "sending", ""
+        self._started = time.time()
+        self._failing_since: float | None = None
+        self._warned_at = 0.0
+        self._noted_at = 0.0
+        self._noted_sent = 0
         self._thread = threading.Thread(target=self._loop, name="rlvitals-forwarder", daemon=True)
 
     def start(self) -> None:
@@ -261,13 +289,18 @@ class Forwarder:
                     return False
                 self._cond.wait(min(remaining, 0.1))
                 self._wake.set()
+        if self._rolling is not None:  # and their rollups written (or owed, if they failed)
+            return self._rolling.wait(max(0.0, deadline - time.monotonic()))
         return True
 
     def stop(self, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+        if self._rolling is not None:
+            self._rolling.close(max(0.1, deadline - time.monotonic()))
         self._writer.close()
 
     def _open(self) -> Outbox | None:
@@ -289,18 +322,18 @@ class Forwarder:
             return
         outbox = opened
         backoff = _BACKOFF_START
+        if self._rollups is not None:
+            self._inherited = outbox.rollups_owed()
         try:
             while not self._stop.is_set():
                 try:
+                    if self._inherited:
+                        self._settle_owed(outbox)
                     sent = self._forward_once(outbox)
                 except WriteError as exc:
                     with self._counters.lock:
                         self._counters.write_errors += 1
-                    if not self._failing:
-                        self._failing = True
-                        _log.warning(
-                            "rlvitals: %s; samples stay in the outbox and are retried", exc
-                        )
+                    self._refused(outbox, exc)
                     self._wake.wait(backoff)
                     self._wake.clear()
                     backoff = min(backoff * 2, _BACKOFF_MAX)
@@ -313,9 +346,12 @@ class Forwarder:
                     continue
                 if self._failing:
                     self._failing = False
+                    self._failing_since = None
+                    self._state, self._detail = "sending", ""
                     _log.warning(
                         "rlvitals: %s reachable again; forwarding", self._writer.describe()
                     )
+                self._note(outbox)
                 backoff = _BACKOFF_START
                 if sent == 0 and outbox.vanished():
                     # the store was deleted or replaced: what the old file held is sent (an
@@ -327,52 +363,238 @@ class Forwarder:
                     outbox = opened
                     continue
                 if sent == 0:
+                    self._roll_up_idle(outbox)
                     with self._cond:
                         self._empty_passes += 1
                         self._cond.notify_all()
                     self._wake.wait(self._idle_wait)
                     self._wake.clear()
         finally:
+            if self._state == "sending":
+                self._state = "stopped"
+            self._note(outbox, force=True)
             outbox.close()
 
-    def _forward_once(self, outbox: Outbox) -> int:
-        rows, sample_range = outbox.pending_rows(self._batch)
-        events = outbox.pending_events(max(1, self._batch // 10))
-        if not rows and not events:
-            return 0
-        event_range = (events[0].seq, events[-1].seq) if events else None
-        projects = outbox.projects() if rows else {}
-        body = join_lines(self._renderer.render(rows, events, projects))
-        count = len(rows) + len(events)
-        refused: list[tuple[RejectKey, str, str]] = []
+    def drain(self, timeout: float) -> bool:
+        """The training process exited: send what the store still holds, for at most
+        `timeout` seconds; what was done (and what is left) is recorded in the store for
+        `rlvitals runs`. True when nothing is left."""
+        self._state, self._detail = "draining", f"for up to {timeout:.0f} s"
+        ok = self.flush(timeout)
+        if ok:
+            self._state, self._detail = "drained", "everything the store held is sent"
+        else:
+            self._state = "stopped"
+            self._detail = (
+                f"the drain time ({timeout:.0f} s, RLVITALS_DRAIN_TIMEOUT) ran out; what is left "
+                "waits in the store for the next run with InfluxDB configured"
+            )
+            _log.warning("rlvitals forwarder: %s", self._detail)
+        return ok
+
+    def _refused(self, outbox: Outbox, exc: WriteError) -> None:
+        """InfluxDB did not take a batch: say so at once, and again every `_WARN_EVERY`
+        seconds while it goes on, with what waits (a full disk on InfluxDB's side refuses for
+        as long as nobody acts)."""
+        now = time.monotonic()
+        self._state, self._detail = "failing", str(exc)
+        if not self._failing:
+            self._failing = True
+            self._failing_since = now
+            self._warned_at = now
+            _log.warning("rlvitals: %s; samples stay in the outbox and are retried", exc)
+        elif now - self._warned_at >= _WARN_EVERY:
+            self._warned_at = now
+            waiting, oldest = _safe(outbox.backlog, 0), _safe(outbox.backlog_oldest, None)
+            age = "" if oldest is None else f", the oldest logged {time.time() - oldest:.0f} s ago"
+            _log.warning(
+                "rlvitals: InfluxDB has refused writes for %.0f s (%s); %d row(s) wait in the "
+                "outbox%s; still retrying",
+                now - (self._failing_since or now),
+                exc,
+                waiting,
+                age,
+            )
+        self._note(outbox)
+
+    def _note(self, outbox: Outbox, *, force: bool = False) -> None:
+        """Record in the store what this forwarder is doing, every `_NOTE_EVERY` seconds (for
+        `rlvitals runs`, and for whoever looks after the training process exited)."""
+        now = time.monotonic()
+        if not force and now - self._noted_at < _NOTE_EVERY:
+            return
+        with self._counters.lock:
+            sent = self._counters.sent + self._counters.server_rejected
+        rate = None
+        if self._noted_at:
+            rate = max(0.0, (sent - self._noted_sent) / max(1e-6, now - self._noted_at))
+        self._noted_at, self._noted_sent = now, sent
+        with contextlib.suppress(Exception):  # a note must never stop the sending
+            outbox.note_forwarder(
+                ForwarderState(
+                    owner=self._owner,
+                    pid=os.getpid(),
+                    host=socket.gethostname(),
+                    started=self._started,
+                    updated=time.time(),
+                    state=self._state,
+                    detail=self._detail,
+                    sent=sent,
+                    rate=rate,
+                    backlog=outbox.backlog(),
+                    oldest=outbox.backlog_oldest(),
+                )
+            )
+
+    def _settle_owed(self, outbox: Outbox) -> None:
+        """Recompute from the raw points the rollups the outbox says a sender still owed when
+        this one started (a trainer that exited before its rollup write was retried), then
+        forget them. Failing, they are tried again at the next pass."""
+        assert self._rollups is not None
+        if time.monotonic() < self._retry_at or (self._rolling and not self._rolling.idle):
+            return  # (the rollups' thread is idle: one thread uses them at a time)
+        done = []
         try:
-            self._writer.write(body)
+            for run, owner, lo, hi in self._inherited:
+                self._rollups.recompute(run, lo, hi)
+                done.append((run, owner, lo, hi))
+        except Exception as exc:
+            self._retry_at = time.monotonic() + _OWED_RETRY
+            _log.warning(
+                "rlvitals: rollups owed for steps sent earlier not recomputed yet (%s: %s); "
+                "tried again in %.0f s",
+                type(exc).__name__,
+                exc,
+                _OWED_RETRY,
+            )
+        outbox.settle_rollups(done)
+        self._inherited = [o for o in self._inherited if o not in done]
+        if not self._inherited:
+            _log.info("rlvitals: rollups owed for %d run(s) recomputed", len(done))
+
+    def _roll_up_idle(self, outbox: Outbox) -> None:
+        """With nothing to send: retry what a failed rollup call left (at most every
+        `_OWED_RETRY` seconds), and once nothing is owed forget this sender's record."""
+        rollups, rolling = self._rollups, self._rolling
+        if rollups is None or rolling is None or not rolling.idle:
+            return
+        if rollups.owes and time.monotonic() >= self._retry_at:
+            self._retry_at = time.monotonic() + _OWED_RETRY
+            rolling.sent([], {}, exact=True)
+            return
+        if self._recorded and not rollups.owes:
+            outbox.mark_ranges(None, None, owner=self._owner, settled=True)
+            self._recorded = False
+
+    def _forward_once(self, outbox: Outbox) -> int:
+        """Send one batch of what is unsent; the rows and events sent (0: nothing was unsent)."""
+        batch = self._read(outbox)
+        if batch is None:
+            return 0
+        try:
+            self._writer.write(batch.body)
         except WriteError as exc:
             if exc.retryable:
                 raise
-            with self._counters.lock:
-                self._counters.write_errors += 1
-            keyed = keyed_lines(self._renderer, rows, events, projects)
-            refused = isolate_refused(self._writer, keyed)
-            _log.error(
-                "rlvitals: %s; %d line(s) of %d refused and kept in the outbox's `rejected` "
-                "table with the server's message, the rest written",
-                exc,
-                len(refused),
-                len(keyed),
-            )
-        outbox.mark_ranges(sample_range, event_range, state=1)
+            refused = self._isolate(exc, batch)
+        else:
+            refused = []
+        return self._done(outbox, batch, refused)
+
+    def _read(self, outbox: Outbox) -> _Batch | None:
+        """The next batch of unsent rows and events, rendered."""
+        rows, sample_range = outbox.pending_rows(self._batch)
+        events = outbox.pending_events(max(1, self._batch // 10))
+        if not rows and not events:
+            return None
+        event_range = (events[0].seq, events[-1].seq) if events else None
+        projects = outbox.projects() if rows else {}
+        body = join_lines(self._renderer.render(rows, events, projects))
+        return _Batch(rows, events, projects, body, sample_range, event_range)
+
+    def _isolate(self, exc: WriteError, batch: _Batch) -> list[tuple[RejectKey, str, str]]:
+        """InfluxDB refused the batch (HTTP 400): the lines it refuses, the rest written."""
+        with self._counters.lock:
+            self._counters.write_errors += 1
+        keyed = keyed_lines(self._renderer, batch.rows, batch.events, batch.projects)
+        refused = isolate_refused(self._writer, keyed)
+        _log.error(
+            "rlvitals: %s; %d line(s) of %d refused and kept in the outbox's `rejected` "
+            "table with the server's message, the rest written",
+            exc,
+            len(refused),
+            len(keyed),
+        )
+        return refused
+
+    def _done(
+        self, outbox: Outbox, batch: _Batch, refused: list[tuple[RejectKey, str, str]]
+    ) -> int:
+        """Mark a written batch sent (its rollups owed with it), hand it to the rollups."""
+        rows, events = batch.rows, batch.events
+        count = len(rows) + len(events)
+        owed = _spans(rows) if self._rollups is not None else []
+        settled = (
+            self._recorded
+            and self._rollups is not None
+            and self._rolling is not None
+            and self._rolling.idle
+            and not self._rollups.owes
+        )
+        outbox.mark_ranges(
+            batch.sample_range,
+            batch.event_range,
+            state=1,
+            owed=owed,
+            owner=self._owner,
+            settled=settled,
+        )
+        self._recorded = bool(owed) or (self._recorded and not settled)
         lost = 0
         if refused:
-            outbox.reject(refused, sample_range, event_range)
+            outbox.reject(refused, batch.sample_range, batch.event_range)
             lost = sum(_rows_of(key, rows, events) for key, _, _ in refused)
-        if self._rollups is not None:
-            self._rollups.sent(rows, projects, exact=not refused)
+        if self._rolling is not None and rows:
+            self._rolling.sent([rows], batch.projects, exact=not refused)
         with self._counters.lock:
             self._counters.sent += count - lost
             self._counters.server_rejected += lost
             self._counters.last_write = time.time()
         return count
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """Rows and events read to be sent together, and their rendering."""
+
+    rows: list[SampleRow]
+    events: list[PendingEvent]
+    projects: Mapping[str, str | None]
+    body: bytes
+    sample_range: tuple[int, int] | None
+    event_range: tuple[int, int] | None
+
+
+def _safe(read: Any, default: Any) -> Any:
+    try:
+        return read()
+    except Exception:
+        return default
+
+
+def _spans(rows: Sequence[SampleRow]) -> list[tuple[str, int, int]]:
+    """(run, first step, last step) of each run's rows in a batch."""
+    spans: dict[str, list[int]] = {}
+    for row in rows:
+        step = row[2]
+        span = spans.get(row[0])
+        if span is None:
+            spans[row[0]] = [step, step]
+        elif step < span[0]:
+            span[0] = step
+        elif step > span[1]:
+            span[1] = step
+    return [(run, lo, hi) for run, (lo, hi) in spans.items()]
 
 
 def _rows_of(key: RejectKey, rows: Sequence[SampleRow], events: Sequence[PendingEvent]) -> int:

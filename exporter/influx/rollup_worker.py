@@ -66,6 +66,12 @@ class RollupWorker:
         if not self._rollups.knows_series:  # (a run config's batch has no numbers)
             self.wait(_FIRST_WAIT)
 
+    @property
+    def idle(self) -> bool:
+        """Whether every batch handed over is rolled up (nothing waits, nothing runs)."""
+        with self._cond:
+            return not self._jobs and not self._busy
+
     def wait(self, timeout: float) -> bool:
         """Until every batch handed over is rolled up (False on timeout)."""
         deadline = time.monotonic() + timeout

@@ -754,7 +754,86 @@ class InfluxRollups:
             held[name] = int(value) if isinstance(value, int | float) else 0
         return held == ours
 
-    def _backfill(self, run: str) -> None:
+    @property
+    def owes(self) -> bool:
+        """Whether blocks a failed call left are still to be recomputed (or the last call
+        failed): what the writer has sent is not all rolled up yet."""
+        return bool(self._owed) or self._failing or bool(self._unsent_marks)
+
+    def recompute(self, run: str, lo: int, hi: int) -> None:
+        """Recompute every block of both levels holding steps `lo`..`hi` of the run from the raw
+        points InfluxDB holds (whole blocks; idempotent): what a writer that died, or whose
+        rollup write failed before it could retry, still owed. Raises what InfluxDB answered."""
+        self._backfill(run, lo, hi)
+
+    def check(self, run: str) -> list[str]:
+        """Where the run's rollups disagree with its raw points: per field, the count and sum of
+        its finite values against what each kept level's blocks hold (empty: they agree)."""
+        where = f'"run" = {_literal(run)}'
+        (names,) = self._query.run([f"SHOW MEASUREMENTS WHERE {where}"])
+        measurements = [
+            str(row[0])
+            for s in names
+            for row in _values(s)
+            if row and str(row[0]) not in _SKIP and not is_rollup_measurement(str(row[0]))
+        ]
+        (marker,) = self._query.run(
+            [f"SELECT * FROM {self._rp}{_ident(ROLLUP_MARKER)} WHERE {where}"]
+        )
+        unkept: dict[str, set[int]] = {}
+        for key, value in _first_row(marker).items():
+            level, name = unkept_level(key)
+            if level in ROLLUP_LEVELS and value is not None:
+                unkept.setdefault(name, set()).add(level)
+        raw: dict[str, tuple[int, float]] = {}
+        results = self._query.run(
+            [
+                f"SELECT count(*), sum(*) FROM {self._rp}{_ident(m)} WHERE {where}"
+                for m in measurements
+            ]
+        )
+        for result in results:
+            for column, value in _first_row(result).items():
+                if not column.startswith("count_") or not isinstance(value, int | float):
+                    continue
+                name = column[len("count_") :]
+                if name in ("step", "wall_time"):
+                    continue
+                total = _first_row(result).get(f"sum_{name}")
+                if not isinstance(total, int | float):
+                    continue  # not a number field (text)
+                n0, t0 = raw.get(name, (0, 0.0))
+                raw[name] = (n0 + int(value), t0 + float(total))
+        problems: list[str] = []
+        for level in ROLLUP_LEVELS:
+            (held,) = self._query.run(
+                [
+                    f"SELECT sum(/^n:/), sum(/^sum:/) FROM {self._rp}"
+                    f"{_ident(rollup_measurement(level))} WHERE {where}"
+                ]
+            )
+            row = _first_row(held)
+            for name, (n, total) in sorted(raw.items()):
+                if level in unkept.get(name, ()):
+                    continue
+                got_n = row.get(f"sum_{rollup_key('n', name)}")
+                got_sum = row.get(f"sum_{rollup_key('sum', name)}")
+                n_ok = isinstance(got_n, int | float) and int(got_n) == n
+                sum_ok = isinstance(got_sum, int | float) and math.isclose(
+                    float(got_sum), total, rel_tol=1e-9, abs_tol=1e-9
+                )
+                if not (n_ok and sum_ok):
+                    problems.append(
+                        f"{name}: {n} raw value(s), the {level}-step blocks hold "
+                        f"{got_n if got_n is not None else 0}"
+                    )
+        return problems
+
+    def repair(self, run: str) -> None:
+        """Recompute every block of the run from its raw points (see `recompute`)."""
+        self._backfill(run)
+
+    def _backfill(self, run: str, lo: int = 0, hi: int | None = None) -> None:
         where = f'"run" = {_literal(run)}'
         (names,) = self._query.run([f"SHOW MEASUREMENTS WHERE {where}"])
         measurements = [
@@ -774,6 +853,14 @@ class InfluxRollups:
             last = _first(last_r, "last")
             if not isinstance(last, int | float):
                 continue
+            # whole blocks of the coarse level: a block summed from part of its steps would
+            # overwrite the whole one
+            start = lo - lo % _COARSE
+            end = (
+                int(last) + 1
+                if hi is None
+                else min(int(last) + 1, -(-(hi + 1) // _COARSE) * _COARSE)
+            )
             names_m = [
                 str(row[0])
                 for s in fields_r
@@ -782,17 +869,20 @@ class InfluxRollups:
                 and row[1] in ("float", "integer")
                 and row[0] not in ("step", "wall_time")
             ]
-            for lo in range(0, int(last) + 1, _BACKFILL_STEPS):
+            for first in range(start, end, _BACKFILL_STEPS):
                 # nothing past the step it learnt: a later batch may be in InfluxDB already
-                hi = min(lo + _BACKFILL_STEPS, int(last) + 1)
-                statements += [self._raw_into(m, where, name, lo, hi, _FINE) for name in names_m]
-                statements.append(self._coarse_into(where, names_m, lo, hi))
+                upto = min(first + _BACKFILL_STEPS, end)
+                statements += [
+                    self._raw_into(m, where, name, first, upto, _FINE) for name in names_m
+                ]
+                statements.append(self._coarse_into(where, names_m, first, upto))
                 if len(statements) >= _STATEMENTS_PER_REQUEST:
                     self._query.run(statements)
                     statements = []
         if statements:
             self._query.run(statements)
-        _log.info("rlvitals: rolled up run %r written before InfluxDB rollups", run)
+        if lo == 0 and hi is None:
+            _log.info("rlvitals: rolled up run %r from its raw points", run)
 
     def _recompute(self, dirty: _Dirty) -> None:
         fine: list[str] = []

@@ -2,7 +2,9 @@
 
 Series (all labelled by `run`): `rlvitals_metric{run,metric,gpu}` (latest value of each registry
 metric; `gpu` is empty for metrics without one), `rlvitals_step`, `rlvitals_steps_per_second`,
-`rlvitals_last_write_age_seconds`, `rlvitals_outbox_backlog`, `rlvitals_queue_depth`,
+`rlvitals_last_write_age_seconds`, `rlvitals_outbox_backlog` (rows not yet sent to InfluxDB),
+`rlvitals_outbox_backlog_oldest_age_seconds` (how long the oldest of them has waited),
+`rlvitals_forward_rate_rows_per_second` (what the forwarder sent lately), `rlvitals_queue_depth`,
 `rlvitals_write_errors_total`, `rlvitals_rejected_samples_total`, `rlvitals_dropped_samples_total`,
 `rlvitals_refused_samples_total`, `rlvitals_dropped_total{run,reason}` (the dropped samples by
 reason: queue_full, finished, translate_error, store_error, worker_error, unfinished,
@@ -190,7 +192,21 @@ class _RunCollector(Collector):
             "1 while a diagnosis rule fires for a run, 0 otherwise.",
             labels=["run", "rule", "severity"],
         )
+        oldest = GaugeMetricFamily(
+            "rlvitals_outbox_backlog_oldest_age_seconds",
+            "Seconds since the oldest outbox row not yet sent to InfluxDB was logged.",
+            labels=["run"],
+        )
+        forward_rate = GaugeMetricFamily(
+            "rlvitals_forward_rate_rows_per_second",
+            "Rows per second the forwarder sent to InfluxDB over about the last minute.",
+            labels=["run"],
+        )
         for s in states:
+            if s.backlog_oldest_age is not None:
+                oldest.add_metric([s.run], s.backlog_oldest_age)
+            if s.forward_rate is not None:
+                forward_rate.add_metric([s.run], s.forward_rate)
             for (field, gpu), value in sorted(s.latest.items()):
                 metric.add_metric([s.run, field, gpu], value)
             if s.step is not None:
@@ -225,6 +241,7 @@ class _RunCollector(Collector):
             rules.add_metric([rule.run, rule.rule, rule.severity], 1.0 if rule.active else 0.0)
         yield from (metric, step, rate, age, activity, finished, statuses, heartbeat)
         yield from (backlog, queue)
+        yield from (oldest, forward_rate)
         yield from (family for family, _ in counters.values())
         yield from (nonfinite, dropped, rules)
 

@@ -1,8 +1,9 @@
 """The durable local store: where every accepted sample is kept before anything else happens to it.
 
 - `outbox`: `Outbox`, one sqlite file (WAL) of samples, events and runs, keyed by step, with
-  unsent rows numbered for the forwarder; it is also the embedded store `serve`, `report` and the
-  datasource read when no InfluxDB is configured.
+  unsent rows numbered for the forwarder (and what it owes in InfluxDB rollups, and what it last
+  said it was doing); it is also the embedded store `serve`, `report` and the datasource read
+  when no InfluxDB is configured.
 - `running_stats`: per-series running statistics and step rollups kept in the same transaction,
   so readers get whole-run means and long series from a bounded number of rows.
   It records each run's life: the recorded end, when rows last arrived, the writer's lease

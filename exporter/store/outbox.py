@@ -65,6 +65,7 @@ __all__ = [
     "DATA_TABLES",
     "Claim",
     "EventRecord",
+    "ForwarderState",
     "Outbox",
     "PendingEvent",
     "PendingSample",
@@ -181,6 +182,30 @@ CREATE TABLE IF NOT EXISTS run_progress (
     PRIMARY KEY (run, rank)
 );
 """
+
+_OWED_TABLE = """CREATE TABLE IF NOT EXISTS rollups_owed (
+    run TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    lo INTEGER NOT NULL,
+    hi INTEGER NOT NULL,
+    PRIMARY KEY (run, owner)
+)"""
+"""InfluxDB rollups a sender owes for steps it sent (created by the first sender that owes)."""
+
+_FORWARDERS_TABLE = """CREATE TABLE IF NOT EXISTS forwarders (
+    owner TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    started REAL NOT NULL,
+    updated REAL NOT NULL,
+    state TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    sent INTEGER NOT NULL,
+    rate REAL,
+    backlog INTEGER NOT NULL,
+    oldest REAL
+)"""
+"""What each forwarder sending this store is doing (`ForwarderState`), as it last said."""
 
 DATA_TABLES = ("runs", "samples", "events", "source_positions", "rejected", "run_progress")
 """The tables holding what was logged and read; the others (the sequence counter, running
@@ -351,6 +376,29 @@ class StoredField:
     count: int
     first_step: int
     last_step: int
+
+
+@dataclass(frozen=True)
+class ForwarderState:
+    """What a forwarder said it was doing, as of `updated` (every few seconds while it runs).
+
+    `state`: sending, failing (InfluxDB refuses; `detail` says how), draining (the training
+    process exited: it sends what is left for a bounded time), drained, stopped (`detail`: what
+    was left). `sent`: rows and events it sent since it started; `rate`: rows/s lately;
+    `backlog`: rows of the store not yet sent; `oldest`: the wall time the oldest of them was
+    logged at."""
+
+    owner: str
+    pid: int
+    host: str
+    started: float
+    updated: float
+    state: str
+    detail: str
+    sent: int
+    rate: float | None
+    backlog: int
+    oldest: float | None
 
 
 @dataclass(frozen=True)
@@ -1637,10 +1685,19 @@ class Outbox:
         samples: tuple[int, int] | None,
         events: tuple[int, int] | None,
         state: int = 1,
+        *,
+        owed: Sequence[tuple[str, int, int]] = (),
+        owner: str = "",
+        settled: bool = False,
     ) -> None:
         """Mark the unsent rows of sequence ranges sent (1) or refused (2). A row re-logged since
-        it was read has a number past its batch's range and stays unsent."""
-        if samples is None and events is None:
+        it was read has a number past its batch's range and stays unsent.
+
+        `owed` ((run, first step, last step) of what was sent) are InfluxDB rollups the sender
+        `owner` owes until it rolls them up: recorded in the same transaction, so a sender that
+        dies, or whose rollup write fails, before it does leaves them here for the next one
+        (`rollups_owed`). `settled`: everything `owner` recorded before is rolled up."""
+        if samples is None and events is None and not owed and not settled:
             return
         with self._transaction() as db:
             for table, seq_range in (("samples", samples), ("events", events)):
@@ -1649,6 +1706,43 @@ class Outbox:
                         f"UPDATE {table} SET sent = ? WHERE sent = 0 AND seq BETWEEN ? AND ?",
                         (state, *seq_range),
                     )
+            if owed or settled:
+                db.execute(_OWED_TABLE)
+            if settled:
+                db.execute("DELETE FROM rollups_owed WHERE owner = ?", (owner,))
+            if owed:
+                db.executemany(
+                    "INSERT INTO rollups_owed (run, owner, lo, hi) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (run, owner) DO UPDATE SET lo = min(lo, excluded.lo), "
+                    "hi = max(hi, excluded.hi)",
+                    [(run, owner, lo, hi) for run, lo, hi in owed],
+                )
+
+    def disagreements(self) -> dict[str, list[str]]:
+        """Per run, where its running statistics or rollups disagree with its rows (see
+        `running_stats.disagreements`); empty when they all agree."""
+        with self._lock:
+            return running_stats.disagreements(self._db)
+
+    def rollups_owed(self) -> list[tuple[str, str, int, int]]:
+        """(run, owner, first step, last step) of InfluxDB rollups a sender still owes (see
+        `mark_ranges`)."""
+        with self._lock:
+            try:
+                rows = self._db.execute("SELECT run, owner, lo, hi FROM rollups_owed").fetchall()
+            except sqlite3.OperationalError:  # no table: nothing was ever owed here
+                return []
+        return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+    def settle_rollups(self, owed: Sequence[tuple[str, str, int, int]]) -> None:
+        """Forget rollups now recomputed, unless more was recorded for them meanwhile."""
+        if not owed:
+            return
+        with self._transaction() as db:
+            db.executemany(
+                "DELETE FROM rollups_owed WHERE run = ? AND owner = ? AND lo = ? AND hi = ?",
+                owed,
+            )
 
     def reject(
         self,
@@ -1692,6 +1786,57 @@ class Outbox:
             args = (run,)
         with self._lock:
             return [tuple(r) for r in self._db.execute(sql + " ORDER BY id", args).fetchall()]
+
+    def backlog_oldest(self) -> float | None:
+        """The wall time the oldest row not yet sent was logged at (None: nothing waits)."""
+        with self._lock:
+            found = [
+                row[0]
+                for table in ("samples", "events")
+                if (
+                    row := self._db.execute(
+                        f"SELECT wall_time FROM {table} WHERE sent = 0 ORDER BY seq LIMIT 1"
+                    ).fetchone()
+                )
+                is not None
+            ]
+        return min(found) if found else None
+
+    def note_forwarder(self, state: ForwarderState) -> None:
+        """Record what a forwarder is doing (see `ForwarderState`); the entries of forwarders
+        that stopped a day ago are let go."""
+        with self._transaction() as db:
+            db.execute(_FORWARDERS_TABLE)
+            db.execute(
+                "INSERT OR REPLACE INTO forwarders (owner, pid, host, started, updated, state, "
+                "detail, sent, rate, backlog, oldest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    state.owner,
+                    state.pid,
+                    state.host,
+                    state.started,
+                    state.updated,
+                    state.state,
+                    state.detail[:1000],
+                    state.sent,
+                    state.rate,
+                    state.backlog,
+                    state.oldest,
+                ),
+            )
+            db.execute("DELETE FROM forwarders WHERE updated < ?", (state.updated - 86_400,))
+
+    def forwarders(self) -> list[ForwarderState]:
+        """What the forwarders of this store said last, most recent first."""
+        with self._lock:
+            try:
+                rows = self._db.execute(
+                    "SELECT owner, pid, host, started, updated, state, detail, sent, rate, "
+                    "backlog, oldest FROM forwarders ORDER BY updated DESC"
+                ).fetchall()
+            except sqlite3.OperationalError:  # no forwarder ever sent this store
+                return []
+        return [ForwarderState(*row) for row in rows]
 
     def backlog(self, run: str | None = None) -> int:
         """Samples and events not yet sent (all runs, or one)."""

@@ -48,6 +48,7 @@ __all__ = [
     "block_partials",
     "catch_up",
     "delete_samples",
+    "disagreements",
     "fold",
     "install",
     "installed",
@@ -226,6 +227,44 @@ def delete_samples(db: sqlite3.Connection, run: str) -> int:
     for table in RUN_TABLES:
         db.execute(f"DELETE FROM {table} WHERE run = ?", (run,))
     return _delete_untriggered(db, run)
+
+
+def disagreements(db: sqlite3.Connection) -> dict[str, list[str]]:
+    """Per run, where its statistics or a rollup level it keeps disagree with its rows (count
+    or sum of the finite values of a field): what `rlvitals doctor` reports and `--repair`
+    rebuilds with `install`. Reads every row: seconds for a large store."""
+    raw = db.execute(
+        f"SELECT run, field, count(*), total(value) FROM samples WHERE {_counted('')} "
+        "GROUP BY run, field"
+    ).fetchall()
+    stats = {
+        (r, f): (int(n), float(t))
+        for r, f, n, t in db.execute(
+            "SELECT run, field, sum(n), total(total) FROM sample_stats GROUP BY run, field"
+        )
+    }
+    rolled: dict[tuple[str, str], dict[int, tuple[int, float]]] = {}
+    for r, f, level, n, t in db.execute(
+        "SELECT run, field, level, sum(n), total(total) FROM sample_rollups "
+        "GROUP BY run, field, level"
+    ):
+        rolled.setdefault((r, f), {})[int(level)] = (int(n), float(t))
+    kept = {(r, f): int(levels) for r, f, levels in db.execute("SELECT * FROM rollup_series")}
+    out: dict[str, list[str]] = {}
+    for run, field, n, total in raw:
+        found = [("statistics", stats.get((run, field), (0, 0.0)))]
+        levels = kept.get((run, field))
+        for i, level in enumerate(ROLLUP_LEVELS):
+            have = rolled.get((run, field), {}).get(level)
+            if levels is not None and levels >> i & 1:
+                found.append((f"{level}-step rollups", have or (0, 0.0)))
+            elif levels is None and have is not None:
+                found.append((f"{level}-step rollups", have))
+        for what, (got_n, got_total) in found:
+            close = abs(got_total - total) <= 1e-9 * max(1.0, abs(total))
+            if got_n != n or not close:
+                out.setdefault(run, []).append(f"{field}: {n} value(s), its {what} hold {got_n}")
+    return out
 
 
 def installed(db: sqlite3.Connection) -> bool:

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,7 +25,9 @@ from ..lifecycle import Lifecycle
 from ..schema import RUN_CONFIG
 from .outbox import Outbox, RunRecord
 
-__all__ = ["RunRow", "list_runs", "register"]
+__all__ = ["RunRow", "forwarder_lines", "list_runs", "register"]
+
+_RECENT = 3600.0  # seconds a stopped forwarder's last word stays in `rlvitals runs`
 
 
 @dataclass(frozen=True)
@@ -47,19 +49,57 @@ class RunRow:
     last_activity: float | None
     tags: tuple[str, ...] = ()
     notes: str = ""
+    unsent: int | None = None
+    """Rows of the run not yet sent to InfluxDB (None: the store is not sent anywhere)."""
 
 
 def list_runs(
-    outbox: Outbox, *, lifecycle: Lifecycle | None = None, now: float | None = None
+    outbox: Outbox,
+    *,
+    lifecycle: Lifecycle | None = None,
+    now: float | None = None,
+    sent: bool = False,
 ) -> list[RunRow]:
-    """Every run in the store, oldest first."""
+    """Every run in the store, oldest first; with `sent` (InfluxDB configured, or a forwarder
+    has sent this store), how many rows of each wait to be sent."""
     policy = lifecycle or Lifecycle()
     at = time.time() if now is None else now
     rows = []
     for r in outbox.runs():
         status = policy.status(r.recorded, at)
-        rows.append(_row(outbox, r, str(status.status), status.reason))
+        row = _row(outbox, r, str(status.status), status.reason)
+        rows.append(replace(row, unsent=outbox.backlog(r.run)) if sent else row)
     return rows
+
+
+def forwarder_lines(outbox: Outbox, now: float | None = None) -> list[str]:
+    """What the store's forwarders said last, one line each: those that are still at it, or
+    stopped in the last hour (a drain after the training exited, a forwarder that gave up)."""
+    at = time.time() if now is None else now
+    lines = []
+    for f in outbox.forwarders():
+        active = f.state in ("sending", "failing", "draining")
+        if not active and at - f.updated > _RECENT:
+            continue
+        wait = f"{f.backlog:,} row(s) wait"
+        if f.backlog and f.oldest is not None:
+            wait += f", the oldest logged {_age(at - f.oldest)} ago"
+        rate = "" if f.rate is None else f", {f.rate:,.0f} rows/s"
+        detail = f" ({f.detail})" if f.detail else ""
+        lines.append(
+            f"InfluxDB forwarder pid {f.pid} on {f.host}: {f.state}{detail}, as of "
+            f"{_age(at - f.updated)} ago: {f.sent:,} sent{rate}; {wait}"
+        )
+    return lines
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _row(outbox: Outbox, r: RunRecord, status: str, reason: str) -> RunRow:
@@ -136,10 +176,13 @@ def _runs(args: argparse.Namespace) -> int:
         print(f"rlvitals: error: --store {store} is a file; pass the store folder", file=sys.stderr)
         return 2
     rows: list[RunRow] = []
+    forwarders: list[str] = []
     if path.exists():
         try:
             with Outbox(path) as box:
-                rows = list_runs(box, lifecycle=settings.lifecycle)
+                sent = settings.influx_url is not None or bool(box.forwarders())
+                rows = list_runs(box, lifecycle=settings.lifecycle, sent=sent)
+                forwarders = forwarder_lines(box)
         except ExporterError as exc:
             print(f"rlvitals: error: {str(exc).splitlines()[0]}", file=sys.stderr)
             return 2
@@ -149,10 +192,12 @@ def _runs(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no runs in {path}", file=sys.stderr)
         return 0
-    # a TAGS column only once a run has tags: a store without them lists as it always did
+    # a TAGS column only once a run has tags, UNSENT once rows wait for InfluxDB: a store
+    # without them lists as it always did
     tagged = any(r.tags for r in rows)
+    waiting = any(r.unsent for r in rows)
     head = ("RUN", "PROJECT", "FRAMEWORK", "STATUS", "LAST STEP", "STARTED (UTC)")
-    table = [(*head, *(("TAGS",) if tagged else ()), "WHY")]
+    table = [(*head, *(("TAGS",) if tagged else ()), *(("UNSENT",) if waiting else ()), "WHY")]
     table += [
         (
             r.name,
@@ -162,6 +207,7 @@ def _runs(args: argparse.Namespace) -> int:
             _step_cell(r),
             _when(r.started),
             *((",".join(r.tags) or "-",) if tagged else ()),
+            *((f"{r.unsent or 0:,}",) if waiting else ()),
             r.status_reason,
         )
         for r in rows
@@ -169,4 +215,6 @@ def _runs(args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    for line in forwarders:
+        print(line)
     return 0

@@ -13,8 +13,10 @@ blocks (`FastSteps.sample_blocks`, the derived `nonfinite_count` one more column
 A step goes through `Translator.log` itself, one at a time and in order, whenever the plan
 cannot say what it would do: a value that is non-finite or outside its physical limits, a name
 logged twice at the step, a name the registry finds ambiguous, an unregistered name under the
-`drop` policy, a step that goes back (a resume), a step without a wall time, the first steps of
-a run (while it still detects the framework). Derived metrics are computed by the same
+`drop` policy, a step that goes back (a resume), a step without a wall time. A name that means
+different things in different frameworks is decided once for the run by `Translator` (the shapes
+are planned in the order they first appear, so it sees the names `log` would have seen by that
+step), and a plan uses that decision like every other path. Derived metrics are computed by the same
 `StepDeriver` calls, in step order, for every step whose names feed one.
 """
 
@@ -37,7 +39,6 @@ from .steps import KEPT, Translator, name_problem
 __all__ = ["BlockTranslator", "FastGroup", "FastSteps", "StepPlan"]
 
 _PLAN_LIMIT = 4096
-_DETECT_NAMES = 200  # Translator.log keeps the first names it sees to detect the framework
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,11 +175,7 @@ class BlockTranslator(Translator):
         i = 0
         while i < count:
             stop = i
-            if (
-                fast[i]
-                and len(self._seen_names) >= _DETECT_NAMES
-                and not self._goes_back(int(steps[i]))
-            ):
+            if fast[i] and not self._goes_back(int(steps[i])):
                 stop = i + 1
                 while stop < count and fast[stop]:
                     stop += 1
@@ -229,6 +226,7 @@ class BlockTranslator(Translator):
         plan_of: list[StepPlan | None] = [None] * count
         ok = np.zeros(count, dtype=np.bool_)
         names = block.names
+        shapes_found: list[tuple[int, tuple[str, ...], npt.NDArray[np.int64], Any]] = []
         for width in np.unique(lengths).tolist():
             index = np.flatnonzero(lengths == width)
             cells = starts[index][:, None] + np.arange(width)
@@ -240,21 +238,30 @@ class BlockTranslator(Translator):
                 inverse = inverse.ravel()
             values = block.value[cells]
             for s, shape in enumerate(shapes.tolist()):
-                plan = self._plan(tuple(names[t] for t in shape))
-                if plan is None:
-                    continue
                 members = index[inverse == s]
-                converted = self._convert_columns(plan, values[inverse == s])
-                with np.errstate(invalid="ignore"):
-                    # x - x is 0 for every finite x, NaN for NaN and both infinities
-                    good = (
-                        ((converted - converted) == 0)
-                        & (converted >= plan.low)
-                        & (converted <= plan.high)
-                    ).all(axis=1)
-                ok[members] = good
-                for m in members.tolist():
-                    plan_of[m] = plan
+                shapes_found.append(
+                    (int(members[0]), tuple(names[t] for t in shape), members, values[inverse == s])
+                )
+        # in the order the shapes first appear: a name is decided on the names logged by then
+        shapes_found.sort(key=lambda found: found[0])
+        for first, shape_names, members, shape_values in shapes_found:
+            self._call = shape_names
+            wall = float(block.walls[first])
+            self._at = (int(block.steps[first]), wall)
+            plan = self._plan(shape_names)
+            if plan is None:
+                continue
+            converted = self._convert_columns(plan, shape_values)
+            with np.errstate(invalid="ignore"):
+                # x - x is 0 for every finite x, NaN for NaN and both infinities
+                good = (
+                    ((converted - converted) == 0)
+                    & (converted >= plan.low)
+                    & (converted <= plan.high)
+                ).all(axis=1)
+            ok[members] = good
+            for m in members.tolist():
+                plan_of[m] = plan
         return plan_of, ok
 
     @staticmethod
@@ -311,7 +318,7 @@ class BlockTranslator(Translator):
             if target is None:
                 target = self._target(name, framework)
                 if name not in targets:
-                    return None, False  # ambiguous for now
+                    return None, False  # ambiguous even for the framework given
             if isinstance(target, str):
                 if self._policy == "drop" or name_problem("metric name", name) is not None:
                     return None, True

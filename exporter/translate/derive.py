@@ -151,17 +151,24 @@ class StepDeriver:
         return out
 
     def derive_steps(
-        self, steps: Sequence[int], keys: Sequence[_Key], values: npt.NDArray[np.float64]
+        self,
+        steps: Sequence[int],
+        keys: Sequence[_Key],
+        values: npt.NDArray[np.float64],
+        present: npt.NDArray[np.bool_] | None = None,
     ) -> list[tuple[int, str, str, float]]:
         """`derive` for consecutive calls, each at a step past the one before (the first may
-        be the step the deriver is at), logging `keys` with `values[i, j]` at `steps[i]` and
-        nothing non-finite: (step, group, field, value) to store, the per-step
-        `nonfinite_count` included. The columns a rule reads are derived as columns
+        be the step the deriver is at), logging `keys` with `values[i, j]` at `steps[i]`
+        (where `present[i, j]`, every cell by default: a value rejected at a step was not
+        logged there) and nothing non-finite: (step, group, field, value) to store, the
+        per-step `nonfinite_count` included. The columns a rule reads are derived as columns
         (`derive_columns`); a call logging none of them costs next to nothing."""
         out: list[tuple[int, str, str, float]] = []
+        if present is None:
+            present = np.ones(values.shape, dtype=np.bool_)
         start = 0
         if len(steps) and steps[0] == self._step:  # the deriver's step again: adds to it
-            logged = {key: float(values[0, j]) for j, key in enumerate(keys)}
+            logged = {key: float(values[0, j]) for j, key in enumerate(keys) if present[0, j]}
             out += [(steps[0], *row) for row in self.derive(steps[0], logged, 0)]
             start = 1
         rest = list(steps[start:])
@@ -171,9 +178,8 @@ class StepDeriver:
         if group is not None:
             out += [(step, group, NONFINITE_FIELD, 0.0) for step in rest]
         if not self.relevant.isdisjoint(keys):
-            present = np.ones(values[start:].shape, dtype=np.bool_)
             for rule_group, field, result, emitted in self.derive_columns(
-                rest, keys, values[start:], present
+                rest, keys, values[start:], present[start:]
             ):
                 for i in np.flatnonzero(emitted).tolist():
                     out.append((rest[i], rule_group, field, float(result[i])))

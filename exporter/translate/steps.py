@@ -12,9 +12,11 @@ import math
 import operator
 import reprlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from registry import AmbiguousName, Registry, Resolution, ResolveError
 
@@ -39,6 +41,7 @@ from .derive import StepDeriver
 __all__ = [
     "KEPT",
     "RESERVED_EVENT_FIELDS",
+    "CallsOut",
     "LoggedValue",
     "Translator",
     "config_rows",
@@ -67,6 +70,30 @@ _EVIDENCE = 200  # distinct names the framework is detected from
 KEPT = ""
 """The target of a name the registry declares a framework's bookkeeping key: stored under
 `unregistered` as any name that is not a metric, without the warning an unknown name gets."""
+
+_PLAIN_NUMBERS = frozenset({float, int})
+_PLAIN_JUNK = frozenset({float, int, str, bytes, type(None)})  # what a block rejects itself
+
+CallsOut = tuple[SampleBlock | None, list[SampleRow], list[EventRow], tuple[int, int, int]]
+"""What `Translator.log_calls` makes of consecutive calls, in order: a columnar block with rows
+stored beside it, or (no block) one call's rows and events from `log`; and the (accepted,
+unregistered, events) counts they stand for under `defer_counts` (`take_held`'s)."""
+
+
+@dataclass(frozen=True)
+class _CallsShape:
+    """What `log` decides for calls that logged the same names, on the names alone."""
+
+    refused: int  # names refused per call (unknown under `drop`, unstorable)
+    refused_cols: frozenset[int]
+    unregistered: int
+    accepted: int  # registered names per call
+    chosen: list[int]  # the column behind each stored column
+    stored_as: list[tuple[str, str, str]]  # (measurement, gpu, field) of each stored column
+    metrics: list[tuple[tuple[str, str], int]]  # (metric key, stored column)
+    contested: frozenset[int]  # columns sharing their metric with another column
+    noted: list[tuple[int, str, str, Resolution]]  # transformed columns: (column, field, name)
+
 
 LoggedValue = float | Sequence[float]
 """What `log()` takes per name: one number, or a list of the several values logged at one step
@@ -321,15 +348,31 @@ class Translator:
         self._framework = framework
         self._last_step = last_step
         self._warned: set[str] = set()
-        self._seen_names: list[str] = []
         # The distinct names logged so far (bounded): what the framework is detected from. A
         # count of names logged would let one name logged 200 times end the detection before
         # the name that tells the framework arrives. Grown where a name is first resolved, so
         # the hot path pays nothing, and by the whole call when one of its names is ambiguous.
         self._evidence: dict[str, None] = {}
         self._call: Iterable[Any] = ()  # the names of the call being translated
+        self._at: tuple[int, float] = (0, 0.0)  # its step and wall time
         self._tried = 0  # how many names of the evidence the last failed detection read
         self._detected: str | None = None
+        # One decision per name for the run, whatever path translates it (per call, a run of
+        # calls as columns, a log's block, a restart going on with the run): what a name that
+        # means different things in different frameworks is stored as, decided the first time
+        # it is logged and never cleared (the resolution cache below can be), so a field never
+        # changes meaning in the middle of a run. `_as_logged`: those decided before anything
+        # told the framework, stored under `unregistered`; `_recorded`: the framework the run's
+        # stored transforms record says such a name was read with (a run going on).
+        self._decided: dict[str, _Target | str] = {}
+        self._as_logged: dict[str, None] = {}
+        self._recorded: dict[str, str] = {
+            t.name: t.framework
+            for ts in (transforms or {}).values()
+            for t in ts
+            if t.framework is not None
+        }
+        self._notices: list[EventRow] = []
         self._targets: dict[str | None, dict[str, _Target | str]] = {}
         # (field, logged name) -> how it was transformed; the run's record, grown as names appear
         self._transforms: dict[tuple[str, str], FieldTransform] = {
@@ -384,36 +427,115 @@ class Translator:
 
     def _target(self, name: str, framework: str | None) -> _Target | str:
         """What a name translates to (cached), or the message saying why it is unknown."""
-        if len(self._evidence) < _EVIDENCE:
+        if framework is None:
+            decided = self._decided.get(name)
+            if decided is not None:
+                self._targets.setdefault(None, {})[name] = decided
+                return decided
+        if len(self._evidence) < _EVIDENCE and name not in self._evidence:
             self._evidence[name] = None
+            if self._as_logged and self._detected is None:
+                self._detect()
+        target: _Target | str
         try:
-            res = self._resolve(name, framework)
-        except ResolveError as exc:
-            if isinstance(exc, AmbiguousName):  # may resolve once the framework is detected
+            res = self._registry.resolve(name, framework)
+        except AmbiguousName as exc:
+            if framework is not None:
                 return str(exc)
+            target = self._decide(name, exc)
+        except ResolveError as exc:
             # a framework's own counter or clock (SB3's time/iterations): kept, not warned about
             kept = self._registry.bookkeeping_key(name, framework or self._detected)
-            target: _Target | str = KEPT if kept is not None else str(exc)
+            target = KEPT if kept is not None else str(exc)
         else:
-            metric = self._registry.metric(res.metric)
-            limits = metric.limits
-            transform = None if res.transform.kind == "identity" else res.transform.apply
-            target = (
-                res.field,
-                metric.group,
-                res.label("gpu") or "",
-                transform,
-                -math.inf if limits.min is None else limits.min,
-                math.inf if limits.max is None else limits.max,
-                res,
-                -1 if res.alias is None else res.alias.precedence,
-                (res.field, res.label("gpu") or ""),
-            )
+            target = self._make_target(res)
         cache = self._targets.setdefault(framework, {})
         if len(cache) >= _TARGET_CACHE:
             cache.clear()
         cache[name] = target
         return target
+
+    def _make_target(self, res: Resolution) -> _Target:
+        metric = self._registry.metric(res.metric)
+        limits = metric.limits
+        transform = None if res.transform.kind == "identity" else res.transform.apply
+        return (
+            res.field,
+            metric.group,
+            res.label("gpu") or "",
+            transform,
+            -math.inf if limits.min is None else limits.min,
+            math.inf if limits.max is None else limits.max,
+            res,
+            -1 if res.alias is None else res.alias.precedence,
+            (res.field, res.label("gpu") or ""),
+        )
+
+    def _decide(self, name: str, ambiguous: AmbiguousName) -> _Target | str:
+        """The run's one decision for a name whose meaning depends on the framework, none
+        given: the framework the run's record says it was read with, else the one the names
+        logged so far tell (this call's included), else the name is stored as logged (under
+        `unregistered`) for the whole run. Never its metric at some steps and not at others."""
+        framework = self._recorded.get(name)
+        if framework is None:
+            self._note_names(self._call)
+            framework = self._detect()
+        decided: _Target | str = str(ambiguous)
+        if framework is not None:
+            try:
+                decided = self._make_target(self._registry.resolve(name, framework))
+            except ResolveError as exc:
+                decided = str(exc)
+        else:
+            self._as_logged[name] = None
+        self._decided[name] = decided
+        return decided
+
+    def _detect(self) -> str | None:
+        """The framework the distinct names logged so far tell, once they tell one."""
+        if self._detected is None and self._tried < len(self._evidence):
+            self._tried = len(self._evidence)
+            self._detected = self._registry.detect_framework(self._evidence)
+            if self._detected is not None and self._as_logged:
+                self._tell_decided(self._detected)
+        return self._detected
+
+    def _tell_decided(self, framework: str) -> None:
+        """The names logged told the framework after names that depend on it were decided as
+        logged: they stay as they are for the run (a field keeps one meaning), and an event at
+        this step says so, with how to have them stored as their metric."""
+        told = []
+        for name in self._as_logged:
+            try:
+                res = self._registry.resolve(name, framework)
+            except ResolveError:
+                continue
+            how = "" if res.transform.kind == "identity" else f" ({res.transform.describe()})"
+            told.append(f"{name!r} (a {framework} run stores it as {res.field}{how})")
+        if not told:
+            return
+        step, wall = self._at
+        text = (
+            f"the names logged by step {step} tell the framework: {framework}. Logged before "
+            f"that, {', '.join(told)} stay(s) stored as logged under '{UNREGISTERED}' for the "
+            "whole run, so that no field changes meaning in the middle of it; pass "
+            f"framework={framework!r} to init() (--framework {framework} to import or tail) to "
+            "store them as their metric from the first step"
+        )
+        self._warn(f"decided:{framework}", text)
+        fields = json.dumps({"framework": framework, "names": ", ".join(self._as_logged)})
+        self._notices.append((self._run, self._rank, step, "translation", text, fields, wall))
+        if self._defer:
+            self._held[2] += 1
+        else:
+            with self._counters.lock:
+                self._counters.events += 1
+
+    def take_notices(self) -> list[EventRow]:
+        """Events the translation itself recorded since the last call (a decision the names
+        logged later would have made otherwise): store them beside the rows translated."""
+        notices, self._notices = self._notices, []
+        return notices
 
     def _refuses_unknown(self, name: str, message: str, step: int) -> bool:
         """Whether a name the registry does not know is refused (policy drop, or a name no
@@ -436,21 +558,6 @@ class Translator:
             if isinstance(name, str):
                 evidence[name] = None
 
-    def _resolve(self, name: str, framework: str | None) -> Resolution:
-        try:
-            return self._registry.resolve(name, framework)
-        except AmbiguousName:
-            if framework is not None:
-                raise
-            # detected from the first names logged, as blocks.py plans with (both paths must
-            # answer alike); the distinct-names evidence below is not used for this yet
-            if self._detected is None and self._tried < len(self._seen_names):
-                self._tried = len(self._seen_names)
-                self._detected = self._registry.detect_framework(self._seen_names)
-            if self._detected is None:
-                raise
-            return self._registry.resolve(name, self._detected)
-
     def log(
         self,
         step: object,
@@ -469,9 +576,8 @@ class Translator:
                 return [], []
         istep: int = operator.index(step)  # type: ignore[arg-type]
         framework = framework or self._framework
-        if len(self._seen_names) < 200:
-            self._seen_names.extend(n for n in values if isinstance(n, str))
         self._call = values
+        self._at = (istep, wall_time)
         rows: list[SampleRow] = []
         events: list[EventRow] = []
         nonfinite: list[str] = []
@@ -620,6 +726,8 @@ class Translator:
                 c.step = istep
                 c.rate_window.append((wall_time, istep))
             c.latest.update(latest)
+        if self._notices:  # counted when recorded
+            events += self.take_notices()
         return rows, events
 
     def log_calls(
@@ -629,40 +737,55 @@ class Translator:
         names: Sequence[Any],
         wall_times: Sequence[float],
         framework: str | None,
-    ) -> tuple[SampleBlock, list[SampleRow]] | None:
+    ) -> list[CallsOut] | None:
         """What `log` makes of consecutive calls that logged the same `names` (in that order;
-        `rows[i]` their values at `steps[i]`): one columnar block and the rows derived from it,
-        with the counts and state one `log` per call leaves. None, with nothing changed, unless
-        the calls are all plain: steps rising from the last one, values Python floats or ints,
-        finite and inside the limits once transformed, names without a problem. `log` takes
-        anything else one call at a time, so the two ways store the same."""
-        floor = 0 if self._last_step is None else self._last_step
-        for step in steps:
-            if step.__class__ is not int or step < floor or step > MAX_STEP:
-                return None
-            floor = step + 1
+        `rows[i]` their values at `steps[i]`), in order, with the counts and state one `log` per
+        call leaves. Runs of plain calls (steps rising from the last one, values Python floats
+        or ints, finite once transformed) go as columnar blocks, and a value outside its
+        physical limits is rejected there as `log` rejects it (counted, said once per field):
+        rejecting costs what storing costs. A call that is not plain (a step going back, a value
+        that is not a float or int, a non-finite value, a value rejected where two names log one
+        metric, or every metric of the call rejected) goes through `log` itself, in its place.
+        None, with nothing changed, when the names are not plain: `log` takes every call."""
         for name in names:
             if name.__class__ is not str or not name or text_problem("metric name", name):
                 return None
-        if not {value.__class__ for row in rows for value in row} <= {float, int}:
-            return None
-        try:
-            matrix = np.array(rows, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError):
-            return None
-        if matrix.shape != (len(steps), len(names)):
-            return None
+        count, width = len(steps), len(names)
+        given = framework
         framework = framework or self._framework
         targets = self._targets.get(framework)
         if targets is None:
             targets = self._targets[framework] = {}
+        # the whole call's names are evidence before any of them is decided, as in `log`
+        self._call = names
+        first = steps[0]
+        self._at = (first if first.__class__ is int else 0, wall_times[0])
         plan = [targets.get(name) or self._target(name, framework) for name in names]
-        # Transformed and limit-checked by column; anything to report goes the slow way.
+        plain, junk = self._plain_calls(steps, rows, width)
+        matrix = np.full((count, width), np.nan)
+        at = [k for k in range(count) if plain[k]]
+        numbers = [rows[k] for k in at]
+        if junk:  # a placeholder where a value is not a number: rejected below
+            held = {k: list(rows[k]) for k, _ in junk}
+            for k, j in junk:
+                held[k][j] = 0.0
+            numbers = [held.get(k, rows[k]) for k in at]
+        try:
+            matrix[at] = np.array(numbers, dtype=np.float64).reshape(-1, width)
+        except (TypeError, ValueError, OverflowError):
+            for k, row in zip(at, numbers, strict=True):  # the call a float cannot hold
+                try:
+                    matrix[k] = np.array(row, dtype=np.float64)
+                except (TypeError, ValueError, OverflowError):
+                    plain[k] = False
         canonical = matrix.copy()
+        low = np.full(width, -np.inf)
+        high = np.full(width, np.inf)
         with np.errstate(all="ignore"):
             for j, target in enumerate(plan):
                 if isinstance(target, str):
                     continue
+                low[j], high[j] = target[4], target[5]
                 how = target[6].transform
                 if how.kind == "negate":
                     canonical[:, j] = -matrix[:, j]
@@ -670,29 +793,97 @@ class Translator:
                     canonical[:, j] = matrix[:, j] * how.factor
                 elif how.kind == "reciprocal":
                     canonical[:, j] = how.factor / matrix[:, j]
-                column = canonical[:, j]
-                if not (np.all(column >= target[4]) and np.all(column <= target[5])):
-                    return None
-            if not np.isfinite(canonical).all():
-                return None
-        self._call = names
-        if len(self._seen_names) < 200:
-            for _ in steps:
-                self._seen_names.extend(names)
-                if len(self._seen_names) >= 200:
-                    break
-        # What `log` decides per call, decided once: the column that stands for each metric
-        # (the registry's preferred name when two name one metric), what is refused.
-        rejected = unregistered = accepted = 0
-        chosen: list[int] = []  # column of `canonical` behind each stored column
+            plain &= np.isfinite(canonical).all(axis=1)
+            good = (canonical >= low) & (canonical <= high)
+        not_numbers = np.zeros((count, width), dtype=np.bool_)
+        for k, j in junk:
+            not_numbers[k, j] = True
+        good &= ~not_numbers
+        shape = self._calls_shape(names, plan, steps[0])
+        # a call that would store nothing goes through `log` (which leaves its step alone)
+        kept = [j for j in range(width) if j not in shape.refused_cols]
+        if kept:
+            plain &= good[:, kept].any(axis=1)
+        metric_cols = [j for j, target in enumerate(plan) if not isinstance(target, str)]
+        if metric_cols:
+            bad = ~good[:, metric_cols]
+            # where two names log one metric, which one is stored depends on which was
+            # rejected; with every metric of a call rejected, `log` derives nothing for it
+            contested = [k for k, j in enumerate(metric_cols) if j in shape.contested]
+            if contested:
+                plain &= ~bad[:, contested].any(axis=1)
+            plain &= ~bad.all(axis=1)
+        out: list[CallsOut] = []
+        k = 0
+        while k < count:
+            last = self._last_step
+            if not plain[k] or (last is not None and steps[k] < last):
+                values = dict(zip(names, rows[k], strict=True))
+                r, e = self.log(steps[k], values, wall_times[k], given)
+                out.append((None, r, e, self.take_held() if self._defer else (0, 0, 0)))
+                k += 1
+                continue
+            end = k + 1
+            while end < count and plain[end]:
+                end += 1
+            out += self._calls_block(
+                shape,
+                plan,
+                names,
+                steps[k:end],
+                wall_times[k:end],
+                canonical[k:end],
+                (good[k:end], not_numbers[k:end], [rows[i] for i in range(k, end)]),
+            )
+            k = end
+        return out
+
+    @staticmethod
+    def _plain_calls(
+        steps: Sequence[Any], rows: Sequence[Sequence[Any]], width: int
+    ) -> tuple[npt.NDArray[np.bool_], list[tuple[int, int]]]:
+        """Calls a block can take, on steps and value types alone: a Python int step past the
+        one before it, every value a Python float or int, or a str, bytes or None (which `log`
+        rejects: the cells returned, as (call, column))."""
+        plain = np.ones(len(steps), dtype=np.bool_)
+        junk: list[tuple[int, int]] = []
+        before: int | None = None
+        numbers = _PLAIN_NUMBERS
+        for k, step in enumerate(steps):
+            if step.__class__ is not int or step < 0 or step > MAX_STEP:
+                plain[k] = False
+                continue
+            row = rows[k]
+            if (before is not None and step <= before) or len(row) != width:
+                plain[k] = False
+            else:
+                classes = {v.__class__ for v in row}
+                if not classes <= numbers:
+                    if classes <= _PLAIN_JUNK:
+                        junk += [(k, j) for j, v in enumerate(row) if v.__class__ not in numbers]
+                    else:
+                        plain[k] = False
+            before = step
+        return plain, junk
+
+    def _calls_shape(self, names: Sequence[str], plan: Sequence[Any], step: int) -> _CallsShape:
+        """What `log` decides per call on names alone, decided once: the column that stands
+        for each metric (the registry's preferred name when two name one metric), what is
+        refused."""
+        refused = unregistered = accepted = 0
+        chosen: list[int] = []  # column of the calls behind each stored column
         stored_as: list[tuple[str, str, str]] = []  # (measurement, gpu, field)
         metrics: list[tuple[tuple[str, str], int]] = []  # (metric key, stored column)
         winners: dict[tuple[str, str], int] = {}
         preferred: dict[tuple[str, str], int] = {}
+        columns_of: dict[tuple[str, str], list[int]] = {}
+        noted: list[tuple[int, str, str, Resolution]] = []
+        refused_cols: set[int] = set()
         for j, (name, target) in enumerate(zip(names, plan, strict=True)):
             if isinstance(target, str):
-                if self._refuses_unknown(name, target, steps[0]):
-                    rejected += 1
+                if self._refuses_unknown(name, target, step):
+                    refused += 1
+                    refused_cols.add(j)
                     continue
                 chosen.append(j)
                 stored_as.append((UNREGISTERED, "", name))
@@ -700,6 +891,7 @@ class Translator:
                 continue
             field, group, gpu, transform, _, _, res, precedence, key = target
             accepted += 1
+            columns_of.setdefault(key, []).append(j)
             if key in winners:
                 if precedence >= preferred.get(key, 0):
                     continue
@@ -713,15 +905,97 @@ class Translator:
             if precedence:
                 preferred[key] = precedence
             if transform is not None:
-                self._note_transform(field, name, res)
-        values = np.ascontiguousarray(canonical[:, chosen])
+                noted.append((j, field, name, res))
+        contested = frozenset(j for cols in columns_of.values() if len(cols) > 1 for j in cols)
+        return _CallsShape(
+            refused,
+            frozenset(refused_cols),
+            unregistered,
+            accepted,
+            chosen,
+            stored_as,
+            metrics,
+            contested,
+            noted,
+        )
+
+    def _calls_block(
+        self,
+        shape: _CallsShape,
+        plan: Sequence[Any],
+        names: Sequence[str],
+        steps: Sequence[int],
+        wall_times: Sequence[float],
+        canonical: npt.NDArray[np.float64],
+        checked: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], list[Sequence[Any]]],
+    ) -> list[CallsOut]:
+        """Plain calls at rising steps as columnar blocks: the columns nothing was rejected
+        from as one block, each column with a rejected value as a block of the steps it was
+        kept at; the derived rows beside the last. `checked`: which values are kept, which
+        are not numbers, and the values as logged (for what a warning names)."""
+        good, not_numbers, logged = checked
+        n = len(steps)
+        rejected_cells = rejected_unregistered = 0
+        for j, target in enumerate(plan):
+            if j in shape.refused_cols:
+                continue  # counted once per call as refused, whatever its value
+            kept = good[:, j]
+            missing = n - int(np.count_nonzero(kept))
+            if not missing:
+                continue
+            if isinstance(target, str):
+                rejected_unregistered += missing
+            else:
+                rejected_cells += missing
+            if self._policy != "warn":
+                continue
+            i = int(np.flatnonzero(~kept)[0])
+            if not_numbers[i, j]:
+                if f"value:{names[j]}" not in self._warned:
+                    problem = value_problem(names[j], logged[i][j], steps[i])
+                    self._warn(f"value:{names[j]}", f"{problem}; rejected")
+                continue
+            assert not isinstance(target, str)
+            field, res = target[0], target[6]
+            if f"limits:{field}" not in self._warned:
+                value = float(canonical[i, j])
+                problem = limits_problem(self._registry, res, names[j], value, steps[i])
+                self._warn(f"limits:{field}", f"{problem}; rejected")
+        for j, t_field, t_name, res in shape.noted:
+            if good[:, j].any():
+                self._note_transform(t_field, t_name, res)
         run, rank = self._run, self._rank
-        block = SampleBlock(run, rank, list(steps), list(wall_times), stored_as, values)
-        derived = (  # as `log`: a call with no metric in it derives nothing
-            self._deriver.derive_steps(
-                steps, [key for key, _ in metrics], values[:, [at for _, at in metrics]]
+        whole = [p for p, j in enumerate(shape.chosen) if good[:, j].all()]
+        # block, the (accepted, unregistered) values it holds that it alone counts
+        parts: list[tuple[SampleBlock, tuple[int, int]]] = []
+        if whole:
+            cols = [shape.chosen[p] for p in whole]
+            values = np.ascontiguousarray(canonical[:, cols])
+            columns = [shape.stored_as[p] for p in whole]
+            block = SampleBlock(run, rank, list(steps), list(wall_times), columns, values)
+            parts.append((block, (0, 0)))
+        for p, j in enumerate(shape.chosen):
+            if p in whole:
+                continue
+            at = np.flatnonzero(good[:, j])
+            if not len(at):
+                continue
+            index = at.tolist()
+            block = SampleBlock(
+                run,
+                rank,
+                [steps[i] for i in index],
+                [wall_times[i] for i in index],
+                [shape.stored_as[p]],
+                np.ascontiguousarray(canonical[at][:, [j]]),
             )
-            if metrics
+            unknown = isinstance(plan[j], str)
+            parts.append((block, (0, len(index)) if unknown else (len(index), 0)))
+        metric_cols = [shape.chosen[at] for _, at in shape.metrics]
+        keys = [key for key, _ in shape.metrics]
+        derived = (  # as `log`: a call with no metric in it derives nothing
+            self._deriver.derive_steps(steps, keys, canonical[:, metric_cols], good[:, metric_cols])
+            if shape.metrics
             else []
         )
         wall_of = dict(zip(steps, wall_times, strict=True))
@@ -730,29 +1004,46 @@ class Translator:
             for step, group, field, value in derived
         ]
         latest: dict[tuple[str, str], float] = {}
-        if metrics:
-            last_row = values[-1].tolist()
-            latest = {key: last_row[at] for key, at in metrics}
+        for key, col in zip(keys, metric_cols, strict=True):
+            kept_at = np.flatnonzero(good[:, col])
+            if len(kept_at):
+                latest[key] = float(canonical[kept_at[-1], col])
         for _, _, field, value in derived:
             latest[(field, "")] = value
-        n = len(steps)
-        stored = bool(stored_as) or bool(extra)
+        rejected = shape.refused * n + rejected_cells + rejected_unregistered
+        accepted = shape.accepted * n - rejected_cells
+        unregistered = shape.unregistered * n - rejected_unregistered
+        stored = bool(parts) or bool(extra)
         if stored:
             self._last_step = steps[-1]
         with self._counters.lock:
             c = self._counters
-            c.rejected += rejected * n
-            if self._defer:
-                self._held[0] += accepted * n
-                self._held[1] += unregistered * n
-            else:
-                c.accepted += accepted * n
-                c.unregistered += unregistered * n
+            c.rejected += rejected
+            if not self._defer:
+                c.accepted += accepted
+                c.unregistered += unregistered
             if stored:
                 c.step = steps[-1]
                 c.rate_window.extend(zip(wall_times[-64:], steps[-64:], strict=True))
             c.latest.update(latest)
-        return block, extra
+        out: list[CallsOut] = []
+        own_accepted = sum(counted[0] for _, counted in parts)
+        own_unregistered = sum(counted[1] for _, counted in parts)
+        for k, (block, counted) in enumerate(parts):
+            if not self._defer:
+                held = (0, 0, 0)
+            elif k == 0:  # the first block also counts what no block holds alone
+                held = (
+                    accepted - own_accepted + counted[0],
+                    unregistered - own_unregistered + counted[1],
+                    0,
+                )
+            else:
+                held = (*counted, 0)
+            out.append((block, extra if k == len(parts) - 1 else [], [], held))
+        if not parts and extra:
+            out.append((None, extra, [], (accepted, unregistered, 0) if self._defer else (0, 0, 0)))
+        return out
 
     @staticmethod
     def _convert(transform: Callable[[float], float] | None, value: float) -> float:

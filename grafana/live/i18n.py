@@ -121,6 +121,11 @@ UI: dict[str, dict[str, str]] = {
         "remove_tag": "remove tag {tag}",
         "no_tags": "no tags",
         "change_failed": "could not change the run: {error}",
+        # the forwarder's backlog (run_backlog.js)
+        "backlog": "InfluxDB: {rows} row(s) of this store wait to be sent, the oldest logged "
+        "{age} s ago",
+        "backlog_rate": "{rate} rows/s sent lately",
+        "forwarder_state": "forwarder {state}",
     },
     "zh": {
         "title": "rlvitals：运行列表",
@@ -236,6 +241,9 @@ UI: dict[str, dict[str, str]] = {
         "remove_tag": "移除标签 {tag}",
         "no_tags": "无标签",
         "change_failed": "无法修改该运行：{error}",
+        "backlog": "InfluxDB：此存储中有 {rows} 行等待发送，最早的一行记录于 {age} 秒前",
+        "backlog_rate": "最近每秒发送 {rate} 行",
+        "forwarder_state": "转发进程：{state}",
     },
 }
 

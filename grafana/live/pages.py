@@ -257,7 +257,7 @@ def render_run(
         f'<header><p><a href="{escape(back, quote=True)}">← {escape(ui["all_runs"])}</a></p>'
         f"<h1>{escape(title)}</h1>{_lang_link(lang, query, '/run')}"
         '<div id="run-chips"></div><p id="run-picker" class="run-picker"></p>'
-        '<p id="live-state"></p></header>'
+        '<p id="live-state"></p><p id="run-backlog" hidden></p></header>'
         f"{meta}"
         '<div id="toolbar"></div><div id="error" role="alert" hidden></div>'
         f'<h2>{escape(ui["config"])}</h2><div id="config"></div>'
@@ -274,6 +274,7 @@ def render_run(
             '<script src="/live/static/run.js"></script>'
             '<script src="/live/static/run_meta.js"></script>'
             '<script src="/live/static/run_picker.js"></script>'
+            '<script src="/live/static/run_backlog.js"></script>'
         ),
     )
 

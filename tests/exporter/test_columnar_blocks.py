@@ -50,7 +50,9 @@ def _cleanrl_names(reg: registry.Registry) -> list[str]:
 
 def _calls(names: list[str]) -> st.SearchStrategy[list[tuple[int, dict[str, Any]]]]:
     """Mostly plain calls (runs of them become blocks), some with one odd value among them."""
-    odd = st.sampled_from([float("nan"), float("inf"), 2.0e9, -5.0, 3, True, "x", [0.1, 0.2]])
+    odd = st.sampled_from(
+        [float("nan"), float("inf"), 2.0e9, -5.0, 3, True, "x", None, b"1", [0.1, 0.2]]
+    )
     name_sets = st.sampled_from([names, names[:4], names[3:], names[6:], names[::-1]])
 
     def call(ns: list[str]) -> st.SearchStrategy[tuple[int, dict[str, Any]]]:
@@ -166,7 +168,7 @@ def test_plain_calls_do_take_the_block_path(
     def counting(self: translate.Translator, *args: Any, **kwargs: Any) -> Any:
         out = real(self, *args, **kwargs)
         if out is not None:
-            taken.append(out[0].size)
+            taken.extend(block.size for block, _, _, _ in out if block is not None)
         return out
 
     monkeypatch.setattr(translate.Translator, "log_calls", counting)
