@@ -13,7 +13,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from registry import FRAMEWORKS, add_map_argument, add_registry_argument
+from exporter.ingest.arguments import (
+    add_config_arguments,
+    add_format_arguments,
+    add_path_arguments,
+    config_argv,
+    format_argv,
+    given_paths,
+)
+from registry import FRAMEWORKS, add_registry_argument
 
 if TYPE_CHECKING:
     from exporter.ingest.background import Follower
@@ -31,7 +39,6 @@ DEFAULT_PORT = 8686
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve",
-        help="the live dashboard and the Grafana JSON datasource (default 127.0.0.1:8686)",
         description="Serve the live dashboard (open / in a browser: every run, every metric it "
         "logged) and runs, diagnosis cards, series, events and term pages over HTTP for Grafana "
         "(Infinity or simpod JSON datasource). Reads InfluxDB when RLVITALS_INFLUX_URL is set, "
@@ -44,15 +51,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "imported into the store and followed as they grow (what `rlvitals tail` does): new "
         "runs and new steps appear by themselves, and a restart reads only what is new.",
     )
-    p.add_argument(
+    add_path_arguments(
+        p,
         "logdirs",
-        nargs="*",
-        metavar="LOGDIR",
-        help="folders (or log files) to import and keep following, like `tensorboard --logdir`",
+        "folders (or log files) to import and keep following, like `tensorboard --logdir`",
+        "LOGDIR",
     )
     p.add_argument("--store", metavar="DIR", help="embedded store folder (default $RLVITALS_STORE)")
     add_registry_argument(p)
-    add_map_argument(p)
     p.add_argument(
         "--framework",
         choices=("auto", *FRAMEWORKS),
@@ -60,6 +66,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="with LOGDIR: framework that decides ambiguous names (default: detected from the keys)",
     )
     p.add_argument("--project", metavar="P", help="with LOGDIR: project tag for the run(s)")
+    add_format_arguments(p)
+    add_config_arguments(p)
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="with LOGDIR: go on with runs of the same name already in the store even when no "
+        "follower read their logs before (others whose name is taken get a new name, NAME-2)",
+    )
     p.add_argument(
         "--poll",
         type=float,
@@ -152,6 +166,7 @@ def _serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print(f"--port {args.port} is not a port number (0-65535)", file=sys.stderr)
         return 2
+    args.logdirs = given_paths(args, "logdirs")
     problem = _logdirs_problem(args)
     if problem is not None:
         print(f"rlvitals serve: {problem}", file=sys.stderr)
@@ -282,6 +297,21 @@ def _logdirs_problem(args: argparse.Namespace) -> str | None:
     for logdir in args.logdirs:
         if not os.path.exists(logdir):
             return f"LOGDIR {logdir}: no such folder or file; check the path"
+    if not args.logdirs:
+        return None
+    # what the follower would refuse in its thread, refused before the server starts
+    from exporter.errors import ExporterError
+    from exporter.ingest.commands import read_config_arguments
+    from exporter.sources import compile_pattern
+
+    try:
+        if args.pattern is not None:
+            compile_pattern(args.pattern)
+        elif args.format == "regex":
+            return "--format regex needs --pattern REGEX"
+        read_config_arguments(args)
+    except ExporterError as exc:
+        return str(exc).splitlines()[0]
     return None
 
 
@@ -290,13 +320,13 @@ def _follower(args: argparse.Namespace, store: Path, reg: Registry) -> Follower:
     from exporter.ingest.background import Follower
 
     argv = [*args.logdirs, "--store", str(store), "--poll", repr(args.poll)]
-    argv += ["--framework", args.framework]
+    argv += ["--framework", args.framework, *format_argv(args), *config_argv(args)]
     if args.project is not None:
         argv += ["--project", args.project]
+    if args.resume:
+        argv += ["--resume"]
     for path in args.registry:
         argv += ["--registry", str(path)]
-    for mapping in args.map:
-        argv += ["--map", mapping]
     return Follower(argv, reg=reg)
 
 
