@@ -38,6 +38,7 @@ SLOW_MODULES: dict[str, str] = {
     "test_report_png.py": "Chromium",
     "test_integrations.py": "an SB3 PPO training",
     "test_trl_console.py": "a TRL GRPO training",
+    "test_docs_console_logs.py": "docs/console-logs.md's commands, serve included",
     "test_serve_console_logs.py": "an rlvitals serve process following a console log",
     "test_tail_catch_up.py": "a sidecar killed during its catch-up",
     "test_durability.py": "writers killed mid-write",

@@ -370,6 +370,7 @@ _RULE_KINDS = {
     "dead_policy_zero_gradient": "dead_policy",
     "reward_collapse_from_best": "reward_collapse",
     "reward_regression_from_best": "reward_collapse",
+    "task_reward_halved": "reward_collapse",
     "token_entropy_surge_with_reward_collapse": "reward_collapse",
     "length_limit_with_reward_collapse": "length_limit",
     "token_entropy_cliff_with_answers_at_limit": "entropy_collapse",
