@@ -34,6 +34,8 @@ __all__ = ["register"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8686
+# waitress's logger of its task queue (`waitress.utilities.queue_logger`)
+_QUEUE_LOGGER = "waitress.queue"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -101,6 +103,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "otherwise): only when something in front already decides who reaches the port",
     )
     p.add_argument("--threads", type=int, default=4, help="worker threads (default 4)")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also show the web server's own notices: waitress's 'Task queue depth' warnings, "
+        "said whenever requests wait for one of the --threads workers",
+    )
     _add_limit_arguments(p)
     p.set_defaults(handler=_serve)
 
@@ -264,6 +272,11 @@ def _serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     logging.basicConfig()  # as waitress.serve does: its warnings and the app's are shown
+    if not args.verbose:
+        # A page load asks for many series at once, so requests wait for a worker thread all
+        # the time: waitress says so at every one (151 lines in 30 minutes of one open page).
+        # That is the server's business; its failures are still shown.
+        logging.getLogger(_QUEUE_LOGGER).setLevel(logging.ERROR)
     # SIGTERM (a stopped container, a test) ends like Ctrl-C: the follower stores what it read
     previous = signal.signal(signal.SIGTERM, _interrupt)
     if follower is not None:

@@ -51,6 +51,7 @@ SLOW_MODULES: dict[str, str] = {
     "test_replay_matches_live.py": "the corpus replayed, and each run logged and served again",
     "test_readme_commands.py": "the README's commands: the demo, serve, SB3 and corpus trainings",
     "test_serve_logdir.py": "rlvitals serve processes following log folders",
+    "test_serve_terminal.py": "rlvitals serve processes: --logdir, hints, queue notices",
     "test_serve_connection_limits.py": "1,000 slowloris connections against rlvitals serve",
     "test_docs_trackers.py": "docs/trackers.md's commands: W&B and MLflow runs written, serve",
 }

@@ -42,7 +42,7 @@ def add_path_arguments(
 
 
 def given_paths(args: argparse.Namespace, dest: str = "paths") -> list[str]:
-    """The PATHs and --logdirs of a command line, in the order given (PATHs first)."""
+    """The PATHs and the `--logdir` PATHs of a command line, PATHs first."""
     return [*getattr(args, dest), *args.logdir]
 
 

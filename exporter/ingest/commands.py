@@ -601,6 +601,13 @@ def _run_ingest(
             return _fail(
                 f"no logs found under {', '.join(args.paths)}; check the paths or --format", err
             )
+        if not found:
+            # a follower waits for logs to appear (as `tensorboard --logdir` does), but says so
+            print(
+                f"rlvitals: no logs under {', '.join(args.paths)} yet; looking again every "
+                f"{poll:g} s",
+                file=err,
+            )
         if resume:
             ingest.follow_renames(
                 _renames(args, logs, positions, _position_runs(settings), _run_names(settings))
@@ -760,6 +767,14 @@ def _run_ingest(
             file=err,
         )
     read = sum(s.values for s in ingest.summaries)
+    if status == 0 and follow and not read and not resumed_any:
+        # a follower's job is to wait: it ends without error, but not as if it had read logs
+        print(
+            f"rlvitals: read no metric values from {', '.join(args.paths)}"
+            + (f" ({len(found)} log file(s) hold no step with a value)" if found else "")
+            + (" (see the skipped lines above)" if problems.count else ""),
+            file=err,
+        )
     if status == 0 and not follow and not interrupted and not read and not resumed_any:
         # a header-only CSV, a log whose metric lines could not be read, a text file with
         # none: an import that stored nothing must not look like one that did
