@@ -65,14 +65,19 @@ def test_seed_numbers_are_the_defaults(builtin: registry.Registry) -> None:
     entropy = builtin.metric("policy_entropy")
     assert entropy.bands is not None and entropy.bands.early is not None
     assert (entropy.bands.early.low, entropy.bands.early.high) == (0.8, 2.5)
-    # the seeds' absolute nats hold where the scale is unknown (and for tokens); a discrete
-    # policy is judged against ln n, a token policy also against its own early level
+    # the seeds' absolute nats hold where the scale is unknown (not for tokens: published
+    # healthy LLM runs sit below them, calibration/llm_corpus); a discrete policy is judged
+    # against ln n, a token policy against its own early level
     unscoped = {
         a.severity: (a.threshold, a.for_steps)
         for a in entropy.alerts
         if a.action_space is not None and "unknown" in a.action_space
     }
     assert unscoped == {"warning": (0.1, 10), "critical": (0.05, 10)}
+    assert not any(
+        a.basis == "absolute" and a.action_space is not None and "token" in a.action_space
+        for a in entropy.alerts
+    )
     discrete = {
         a.severity: (a.threshold, a.basis)
         for a in entropy.alerts

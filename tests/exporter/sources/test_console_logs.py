@@ -23,7 +23,7 @@ from consolemakers import (
 
 from exporter import Outbox
 from exporter.ingest.log_context import console_context
-from exporter.sources import LineFileSource, Malformed, Record, detect_format
+from exporter.sources import EndMark, LineFileSource, Malformed, Record, detect_format
 from exporter.sources.console import ConsoleParser, console_header, looks_like_console_log
 from rlvitals.cli import main
 
@@ -169,8 +169,13 @@ def test_trainer_dicts_take_their_step_from_the_bar_tqdm_redraws_after_each(
     closing = records[-1]
     assert closing.step == 60 and closing.values["train_runtime"] == 12.5
     assert "total_flos" not in closing.values  # the callback drops it
-    assert facts == {"step_source": "progress bar", "closed": True}
+    assert facts == {"step_source": "progress bar"}
     assert problems == []
+    # the closing dict is also the run's normal end (run_end.py), as the console prints it
+    source = LineFileSource(path, ConsoleParser(), problems.append, console=True)
+    marks = [m for m in source.poll_marked(final=True) if isinstance(m, EndMark)]
+    source.close()
+    assert [m.kind for m in marks] == ["closing"]
 
 
 def test_dicts_without_a_bar_are_placed_by_logging_order_and_the_printed_cadence(

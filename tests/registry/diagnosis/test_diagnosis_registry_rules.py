@@ -92,7 +92,7 @@ def _shapes(window: int) -> Iterator[tuple[str, Shape]]:
     for k in (0.5, 2.0, 10.0):
         yield f"up{k}", up(k)
         yield f"down{k}", down(k)
-    for f in (0.1, 0.3, 0.5, 2.0):
+    for f in (0.1, 0.3, 0.5, 2.0, 12.0):
         yield f"late{f}", late(f)
     for a in (0.3, 0.9):
         yield f"alt{a}", alternate(a)
