@@ -77,8 +77,15 @@ def test_relative_links_in_the_docs_reach_a_file_and_heading(doc: str) -> None:
             continue
         path, _, anchor = target.partition("#")
         where = (page.parent / path).resolve() if path else page
-        if not where.exists():
-            broken.append(target)
-        elif anchor and where.suffix == ".md" and anchor not in _anchors(where):
+        missing_heading = anchor and where.suffix == ".md" and anchor not in _anchors(where)
+        if not where.exists() or missing_heading:
             broken.append(target)
     assert not broken, f"{doc} links to what does not exist: {broken}"
+
+
+def test_the_docs_index_lists_every_page() -> None:
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"\]\(([\w.-]+\.md)\)", index))
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"index.md"}
+    assert pages - listed == set(), f"docs/index.md does not list: {sorted(pages - listed)}"
+    assert listed - pages == set(), f"docs/index.md lists pages that do not exist: {listed - pages}"
