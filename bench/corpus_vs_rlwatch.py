@@ -1,7 +1,7 @@
 """The calibration corpus through `rlvitals evaluate` and through rlwatch 0.5.1, side by side.
 
     pip install -e '.[bench]'          # rlwatch==0.5.1
-    python bench/corpus_vs_rlwatch.py  # prints the README's Markdown table
+    python bench/corpus_vs_rlwatch.py  # prints docs/evaluate.md's Markdown table
 
 Both read the same values: each run's event files imported as `rlvitals import` does (`load_run`),
 with what the expected file says the run's user passes (`given:`: --map, --set).

@@ -13,7 +13,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from registry import FRAMEWORKS, add_map_argument, add_registry_argument
+from exporter.ingest.arguments import (
+    add_config_arguments,
+    add_format_arguments,
+    add_path_arguments,
+    config_argv,
+    format_argv,
+    given_paths,
+)
+from registry import FRAMEWORKS, add_registry_argument
 
 if TYPE_CHECKING:
     from exporter.ingest.background import Follower
@@ -26,12 +34,13 @@ __all__ = ["register"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8686
+# waitress's logger of its task queue (`waitress.utilities.queue_logger`)
+_QUEUE_LOGGER = "waitress.queue"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve",
-        help="the live dashboard and the Grafana JSON datasource (default 127.0.0.1:8686)",
         description="Serve the live dashboard (open / in a browser: every run, every metric it "
         "logged) and runs, diagnosis cards, series, events and term pages over HTTP for Grafana "
         "(Infinity or simpod JSON datasource). Reads InfluxDB when RLVITALS_INFLUX_URL is set, "
@@ -44,15 +53,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "imported into the store and followed as they grow (what `rlvitals tail` does): new "
         "runs and new steps appear by themselves, and a restart reads only what is new.",
     )
-    p.add_argument(
+    add_path_arguments(
+        p,
         "logdirs",
-        nargs="*",
-        metavar="LOGDIR",
-        help="folders (or log files) to import and keep following, like `tensorboard --logdir`",
+        "folders (or log files) to import and keep following, like `tensorboard --logdir`",
+        "LOGDIR",
     )
     p.add_argument("--store", metavar="DIR", help="embedded store folder (default $RLVITALS_STORE)")
     add_registry_argument(p)
-    add_map_argument(p)
     p.add_argument(
         "--framework",
         choices=("auto", *FRAMEWORKS),
@@ -60,6 +68,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="with LOGDIR: framework that decides ambiguous names (default: detected from the keys)",
     )
     p.add_argument("--project", metavar="P", help="with LOGDIR: project tag for the run(s)")
+    add_format_arguments(p)
+    add_config_arguments(p)
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="with LOGDIR: go on with runs of the same name already in the store even when no "
+        "follower read their logs before (others whose name is taken get a new name, NAME-2)",
+    )
     p.add_argument(
         "--poll",
         type=float,
@@ -87,6 +103,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "otherwise): only when something in front already decides who reaches the port",
     )
     p.add_argument("--threads", type=int, default=4, help="worker threads (default 4)")
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also show the web server's own notices: waitress's 'Task queue depth' warnings, "
+        "said whenever requests wait for one of the --threads workers",
+    )
     _add_limit_arguments(p)
     p.set_defaults(handler=_serve)
 
@@ -152,6 +174,7 @@ def _serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print(f"--port {args.port} is not a port number (0-65535)", file=sys.stderr)
         return 2
+    args.logdirs = given_paths(args, "logdirs")
     problem = _logdirs_problem(args)
     if problem is not None:
         print(f"rlvitals serve: {problem}", file=sys.stderr)
@@ -249,6 +272,11 @@ def _serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     logging.basicConfig()  # as waitress.serve does: its warnings and the app's are shown
+    if not args.verbose:
+        # A page load asks for many series at once, so requests wait for a worker thread all
+        # the time: waitress says so at every one (151 lines in 30 minutes of one open page).
+        # That is the server's business; its failures are still shown.
+        logging.getLogger(_QUEUE_LOGGER).setLevel(logging.ERROR)
     # SIGTERM (a stopped container, a test) ends like Ctrl-C: the follower stores what it read
     previous = signal.signal(signal.SIGTERM, _interrupt)
     if follower is not None:
@@ -282,6 +310,21 @@ def _logdirs_problem(args: argparse.Namespace) -> str | None:
     for logdir in args.logdirs:
         if not os.path.exists(logdir):
             return f"LOGDIR {logdir}: no such folder or file; check the path"
+    if not args.logdirs:
+        return None
+    # what the follower would refuse in its thread, refused before the server starts
+    from exporter.errors import ExporterError
+    from exporter.ingest.commands import read_config_arguments
+    from exporter.sources import compile_pattern
+
+    try:
+        if args.pattern is not None:
+            compile_pattern(args.pattern)
+        elif args.format == "regex":
+            return "--format regex needs --pattern REGEX"
+        read_config_arguments(args)
+    except ExporterError as exc:
+        return str(exc).splitlines()[0]
     return None
 
 
@@ -290,13 +333,13 @@ def _follower(args: argparse.Namespace, store: Path, reg: Registry) -> Follower:
     from exporter.ingest.background import Follower
 
     argv = [*args.logdirs, "--store", str(store), "--poll", repr(args.poll)]
-    argv += ["--framework", args.framework]
+    argv += ["--framework", args.framework, *format_argv(args), *config_argv(args)]
     if args.project is not None:
         argv += ["--project", args.project]
+    if args.resume:
+        argv += ["--resume"]
     for path in args.registry:
         argv += ["--registry", str(path)]
-    for mapping in args.map:
-        argv += ["--map", mapping]
     return Follower(argv, reg=reg)
 
 

@@ -18,7 +18,6 @@ __all__ = ["register"]
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "validate",
-        help="check the built-in registry, or it extended by user files",
         description="Validate the built-in registry plus any user files that add metrics, terms or rules. "
         "Exit 0 when valid; exit 1 printing every problem, one per line.",
     )
@@ -31,7 +30,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     b = sub.add_parser(
         "build",
-        help="regenerate docs, dashboards, alert rules and provisioning from the registry",
         description="Write every generated file from the registry. With --check, write nothing and exit 1 "
         "if any generated file would change.",
     )
@@ -51,7 +49,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     d = sub.add_parser(
         "doctor",
-        help="check configuration and connectivity, say what is wrong",
         description="Check the registry, the RLVITALS_* settings, the embedded store, InfluxDB and the "
         "Prometheus port. Exit 0 when everything is fine, 1 listing each problem with its fix.",
     )

@@ -1,6 +1,6 @@
 """`installed(module)`: a module the `[test]` extra installs, imported; a clear failure when not.
 
-The README's install line (`pip install -e '.[test]'`) installs every package a test needs,
+The README's set-up line 2 (`pip install -e '.[test]'`) installs every package a test needs,
 the integrations' trainers (torch, SB3, gymnasium, transformers, TRL) and NVML's binding
 included, so a missing one is a broken install, not a reason to skip: the test fails, naming
 the package and the line that installs it (`pytest.importorskip` would turn a green run into a

@@ -1,12 +1,15 @@
 """The README is true line by line: every command in its `bash` blocks and every `python` block
-is run by a test, and each test checks what the README says the command does.
+(the docs pages' too) is run by a test, and each test checks what the README says it does.
 
 `COVERED` maps each README command to the test that runs it; a command added to the README
 without one, or an entry left behind by a removed command, fails
-`test_every_readme_command_is_run_by_a_test`. Most are run here, in the order a new user runs
-them, in a fresh working directory (the embedded store is `./rlvitals-data` there, as for a
-user with no settings). The Docker Compose recipe is the one thing not run: there is no Docker
-engine on these machines (the README says so; its files are checked by tests/grafana/).
+`test_every_readme_command_is_run_by_a_test`. The two set-up lines are run verbatim by `.ci/run`
+(line 1 in a fresh copy of the tree with a fresh venv); the rest run here, in the order a new
+user meets them, in one working directory that starts as a fresh clone holds it (`fresh_clone`:
+nothing made beforehand, the embedded store `./rlvitals-data` as for a user with no settings).
+The Docker Compose recipe is the one thing not run: there is no Docker engine on these machines
+(the README says so; its files are checked by tests/grafana/). The docs pages' commands are
+mapped the same way by tests/test_docs_commands.py, with the helpers of this module.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ README = ROOT / "README.md"
 _FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.M | re.S)
 
 
-def _blocks(lang: str) -> list[str]:
-    text = README.read_text(encoding="utf-8")
+def _blocks(lang: str, doc: Path = README) -> list[str]:
+    text = doc.read_text(encoding="utf-8")
     text = re.sub(r"^## Changes\n.*?(?=^## )", "", text, flags=re.S | re.M)
     out = []
     for m in _FENCE.finditer(text):
@@ -57,9 +60,11 @@ def _command(line: str) -> str:
     return line.strip()
 
 
-def readme_commands() -> list[str]:
+def readme_commands(doc: Path = README) -> list[str]:
+    """The commands of `doc`'s bash blocks in reading order (continuation lines joined, trailing
+    comments cut off)."""
     commands: list[str] = []
-    for block in _blocks("bash"):
+    for block in _blocks("bash", doc):
         joined = re.sub(r"\s*\\\n\s*", " ", block)  # continuation lines are one command
         commands += [_command(line) for line in joined.splitlines() if _command(line)]
     return commands
@@ -68,40 +73,37 @@ def readme_commands() -> list[str]:
 # Where each README command is run. "here::NAME" is a test of this module; a path names a test
 # elsewhere. Only the Docker Compose recipe is exempt (no Docker engine here).
 HERE = "tests/test_readme_commands.py"
+LINE_1 = "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && rlvitals demo"
+LINE_2 = (
+    ".ci/test-packages && pip install -e '.[test]' && (cd tests/grafana/node && npm ci) "
+    "&& python -m pytest -q"
+)
+CORPUS_RUNS = (
+    "tests/fixtures/runs/sb3_ppo_cartpole_healthy tests/fixtures/runs/sb3_ppo_cartpole_lr_high"
+)
 COVERED: dict[str, str] = {
-    "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && rlvitals demo": ".ci/run",
-    "python -m pytest -q": ".ci/run",
-    "rlvitals demo": f"{HERE}::test_demo_logs_eight_runs_and_writes_a_report_each",
-    "rlvitals demo --scenario kl_blowup --steps 3000 --seed 1": f"{HERE}::test_demo_again_adds_a_numbered_run",
-    "rlvitals serve": f"{HERE}::test_serve_shows_the_run_list_at_the_address_it_names",
-    "rlvitals serve runs/": f"{HERE}::test_serve_a_log_folder_lists_its_runs_beside_the_store",
-    "rlvitals report --run demo-reward_hacking --out report.html": f"{HERE}::test_report_writes_one_self_contained_file_in_both_languages",
-    "rlvitals report --run demo-reward_hacking --lang zh --png report.png": f"{HERE}::test_report_png_also_writes_the_html_it_names",
+    LINE_1: ".ci/run",
+    LINE_2: ".ci/run",
+    "rlvitals serve": f"{HERE}::test_serve_shows_the_demo_runs_at_the_address_it_names",
     "pip install -e '.[integrations]'": f"{HERE}::test_the_integrations_extra_installs_what_the_example_imports",
     "python examples/sb3_cartpole.py --steps 50000": f"{HERE}::test_the_sb3_example_trains_and_its_report_opens",
     "rlvitals report --run sb3-cartpole --out cartpole.html": f"{HERE}::test_the_sb3_example_trains_and_its_report_opens",
-    "rlvitals validate my_metrics.yaml": "tests/registry/test_validate.py::test_the_readme_template_validates",
-    "python calibration/corpus.py": f"{HERE}::test_corpus_script_retrains_a_run_into_the_folder_it_is_given",
-    # the same command on two of the folder's runs; every run's verdict, as this command prints
-    # it, is held by test_corpus_verdicts.py (the README table test below included)
-    "rlvitals evaluate tests/fixtures/runs --expected tests/fixtures/runs/expected.yaml": "tests/rlvitals/evaluate/test_evaluate_cli.py::test_evaluate_prints_the_table_and_exits_0_when_every_run_is_as_expected",
-    "rlvitals evaluate runs/own_tags": "tests/rlvitals/test_tag_map.py::test_the_readme_own_tag_names_commands_do_what_it_says",
-    "rlvitals evaluate runs/own_tags --map perf/return_mean10=episodic_return --map optim/kl=policy_kl --map policy/entropy_mean=policy_entropy": "tests/rlvitals/test_tag_map.py::test_the_readme_own_tag_names_commands_do_what_it_says",
-    "rlvitals import runs/own_tags --map perf/return_mean10=episodic_return --map optim/kl=policy_kl --map policy/entropy_mean=policy_entropy": "tests/rlvitals/test_tag_map.py::test_the_readme_own_tag_names_commands_do_what_it_says",
-    "rlvitals evaluate runs/own_tags --registry my_tags.yaml": "tests/rlvitals/test_tag_map.py::test_the_readme_own_tag_names_commands_do_what_it_says",
-    "python bench/corpus_vs_rlwatch.py": "tests/rlvitals/evaluate/test_corpus_verdicts.py::test_readme_table_is_what_the_corpus_gives",
-    "rlvitals evaluate tests/fixtures/runs --expected tests/fixtures/runs/expected.yaml --leave-one-family-out": "tests/rlvitals/evaluate/test_corpus_verdicts.py::test_readme_leave_one_family_out_is_what_the_corpus_gives",
-    "rlvitals runs tag cartpole-ppo baseline lr-3e-4": "tests/rlvitals/test_runs_manage_cli.py::test_the_readme_manage_runs_commands_do_what_it_says",
-    'rlvitals runs note cartpole-ppo "lr too high after 40k"': "tests/rlvitals/test_runs_manage_cli.py::test_the_readme_manage_runs_commands_do_what_it_says",
-    "rlvitals runs rename cartpole-ppo cartpole-ppo-lr3e-4": "tests/rlvitals/test_runs_manage_cli.py::test_the_readme_manage_runs_commands_do_what_it_says",
-    "rlvitals runs delete cartpole-ppo-lr3e-4 --yes": "tests/rlvitals/test_runs_manage_cli.py::test_the_readme_manage_runs_commands_do_what_it_says",
+    f"cp -r {CORPUS_RUNS} runs/": f"{HERE}::test_logs_put_under_runs_are_evaluated_and_served",
+    "rlvitals evaluate runs/": f"{HERE}::test_logs_put_under_runs_are_evaluated_and_served",
+    "rlvitals serve --logdir runs/": f"{HERE}::test_logs_put_under_runs_are_evaluated_and_served",
+    "python examples/console_logs.py logs/": f"{HERE}::test_console_logs_are_read_and_evaluated",
+    "rlvitals evaluate logs/": f"{HERE}::test_console_logs_are_read_and_evaluated",
+    "pip install -e '.[trackers]'": (
+        "tests/test_docs_trackers.py::"
+        "test_the_trackers_extra_installs_what_the_readers_and_the_example_import"
+    ),
+    "python examples/tracker_runs.py": f"{HERE}::test_tracker_runs_are_evaluated_under_their_names",
+    "rlvitals evaluate wandb/ mlruns/": f"{HERE}::test_tracker_runs_are_evaluated_under_their_names",
 }
 COMPOSE = {
     "cp .env.example .env",
     "docker compose up -d",
     "xdg-open http://localhost:3000",
-    "set -a; . ./.env; set +a",
-    'export RLVITALS_INFLUX_URL=http://localhost:8086 RLVITALS_INFLUX_DATABASE="$INFLUXDB_DATABASE" RLVITALS_INFLUX_USERNAME="$INFLUXDB_EXPORTER_USER" RLVITALS_INFLUX_PASSWORD="$INFLUXDB_EXPORTER_PASSWORD" RLVITALS_PROMETHEUS_PORT=9465 RLVITALS_PROMETHEUS_HOST=172.17.0.1',
 }
 
 
@@ -111,11 +113,11 @@ def test_every_readme_command_is_run_by_a_test() -> None:
     assert not missing, f"README commands no test runs (add them to COVERED): {missing}"
     stale = [c for c in (*COVERED, *COMPOSE) if c not in commands]
     assert not stale, f"COVERED names commands the README no longer has: {stale}"
-    ci = (ROOT / ".ci/run").read_text()
+    # .ci/run takes the README's first two lines and runs them verbatim (see
+    # test_ci_runs_the_two_set_up_lines_verbatim)
+    assert commands[:2] == [LINE_1, LINE_2]
     for command, where in COVERED.items():
         if where == ".ci/run":
-            # .ci/run takes the README's first line itself and runs the test line verbatim
-            assert command == commands[0] or f"\n{command}\n" in ci, command
             continue
         path, name = where.split("::")
         source = (ROOT / path).read_text()
@@ -147,31 +149,22 @@ def _run(command: str, workdir: Path, timeout: float = 600) -> subprocess.Comple
     return done
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A stand-in for a fresh clone: the README's commands run at its root and name its
-    folders by relative paths; everything they write lands here, not in the checkout."""
-    folder = tmp_path_factory.mktemp("new-user")
+def fresh_clone(folder: Path) -> Path:
+    """`folder` as a fresh clone holds it, for commands run at its root: the repository's
+    folders the docs name (read, never written: linked), and `runs/` holding only its README
+    (a real folder: the docs put logs there). Nothing else is made beforehand."""
     for name in ("examples", "calibration", "bench", "tests"):
         (folder / name).symlink_to(ROOT / name, target_is_directory=True)
+    (folder / "runs").mkdir()
+    shutil.copy(ROOT / "runs" / "README.md", folder / "runs" / "README.md")
     return folder
 
 
 @pytest.fixture(scope="module")
-def demo(workdir: Path) -> subprocess.CompletedProcess[str]:
-    return _run("rlvitals demo", workdir)
-
-
-SCENARIOS = [
-    "healthy",
-    "entropy_collapse",
-    "kl_blowup",
-    "nan_loss",
-    "reward_hacking",
-    "length_hacking",
-    "refusal_rise",
-    "resume",
-]
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A stand-in for a fresh clone: the README's commands run at its root, in order, and
+    everything they write lands here, not in the checkout."""
+    return fresh_clone(tmp_path_factory.mktemp("new-user"))
 
 
 def _runs(workdir: Path) -> list[str]:
@@ -184,33 +177,65 @@ def _runs(workdir: Path) -> list[str]:
         box.close()
 
 
-def test_demo_logs_eight_runs_and_writes_a_report_each(
-    demo: subprocess.CompletedProcess[str], workdir: Path
-) -> None:
-    # "simulates eight short PPO/GRPO-like training runs ... into the embedded store
-    # (./rlvitals-data) ... writes an HTML report per run under rlvitals-data/reports/"
-    names = [f"demo-{s}" for s in SCENARIOS]
-    assert _runs(workdir) == sorted(names)
-    reports = sorted(p.name for p in (workdir / "rlvitals-data" / "reports").glob("*.html"))
-    assert reports == sorted(f"{n}.html" for n in names)
-    out = demo.stdout
-    # "prints each run's diagnosis on one screen and where to look next"; every scenario's
-    # declared flag is met (the README's table)
-    for name in names:
-        assert re.search(rf"^{re.escape(name)}  \(2,000 steps", out, re.M), name
-    assert out.count(" OK\n") == len(SCENARIOS) - 1  # the healthy run expects nothing
-    assert "Where to look:" in out and "rlvitals serve" in out
-    assert "http://127.0.0.1:8686/" in out
+DEMO_RUNS = [
+    f"demo-{s}"
+    for s in (
+        "healthy",
+        "entropy_collapse",
+        "kl_blowup",
+        "nan_loss",
+        "reward_hacking",
+        "length_hacking",
+        "refusal_rise",
+        "resume",
+    )
+]
 
 
-def test_demo_again_adds_a_numbered_run(
+@pytest.fixture(scope="module")
+def demo(workdir: Path) -> subprocess.CompletedProcess[str]:
+    """Set-up line 1's last command, as the README's first line leaves the folder (.ci/run runs
+    the line itself, install included, in a fresh copy of the tree)."""
+    assert LINE_1.endswith("&& rlvitals demo")
+    return _run("rlvitals demo", workdir)
+
+
+def test_the_demo_of_line_1_makes_the_runs_it_describes(
     demo: subprocess.CompletedProcess[str], workdir: Path
 ) -> None:
-    done = _run("rlvitals demo --scenario kl_blowup --steps 3000 --seed 1", workdir)
-    # "running the demo again into the same store adds -2"
-    assert "demo-kl_blowup-2" in _runs(workdir)
-    assert re.search(r"^demo-kl_blowup-2  \(3,000 steps", done.stdout, re.M)
-    assert "kl_near_trust_region_edge: flagged at step" in done.stdout
+    # "eight simulated PPO/GRPO runs, seven with an injected failure, each diagnosed on one screen"
+    assert _runs(workdir) == sorted(DEMO_RUNS)
+    for name in DEMO_RUNS:
+        assert re.search(rf"^{re.escape(name)}  \(2,000 steps", demo.stdout, re.M), name
+    assert demo.stdout.count(" OK\n") == 7  # each injected failure flagged as declared
+
+
+def test_ci_runs_the_two_set_up_lines_verbatim() -> None:
+    """.ci/run takes line 1 and line 2 from the README's first bash block, as this module reads
+    them, and runs them with `bash -c`: extracted here with its own awk/sed."""
+    ci = (ROOT / ".ci/run").read_text()
+    extract = ci.split('SETUP="$(', 1)[1].split(')"\n', 1)[0]
+    done = subprocess.run(
+        ["bash", "-c", extract], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
+    assert done.stdout.splitlines() == [LINE_1, LINE_2]
+    assert 'bash -eo pipefail -c "$SECOND_LINE"' in ci
+    assert 'bash -eo pipefail -c "$FIRST_LINE"' in ci
+    # line 2 names the script that installs the Debian packages, and it exists and runs
+    script = ROOT / ".ci" / "test-packages"
+    assert script.exists() and os.access(script, os.X_OK)
+    assert "apt-get install" in script.read_text()
+
+
+def test_line_1_installs_no_extra() -> None:
+    # "installs rlvitals with no extra (numpy, Flask, TensorBoard's reader; no torch)"
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "pip install -e . " in LINE_1
+    names = {re.split(r"[=<>\[ ;]", r, maxsplit=1)[0] for r in project["dependencies"]}
+    assert {"numpy", "flask", "tensorboard"} <= names
+    assert not names & {"torch", "stable-baselines3", "transformers", "trl"}
 
 
 def _port_free(port: int) -> bool:
@@ -266,70 +291,15 @@ def _get(url: str, accept: str = "text/html") -> str:
         return str(r.read().decode())
 
 
-def test_serve_shows_the_run_list_at_the_address_it_names(serve: str) -> None:
-    # "then http://127.0.0.1:8686/ (the run list; tick a run to open it)"
+def test_serve_shows_the_demo_runs_at_the_address_it_names(serve: str) -> None:
+    # "http://127.0.0.1:8686/: the run list; tick runs to open them"
     page = _get(serve + "/")
     assert 'class="runs"' in page
-    for name in ("demo-healthy", "demo-reward_hacking"):
+    for name in DEMO_RUNS:
         assert f'data-run="{name}"' in page
-    # "(add ?lang=zh for Chinese)"
-    assert 'lang="zh"' in _get(serve + "/?lang=zh")
     runs = json.loads(_get(serve + "/api/runs", "application/json"))
     assert "demo-healthy" in json.dumps(runs)
-    # the run page of the demo's "where to look"
     assert "demo-healthy" in _get(serve + "/run?run=demo-healthy")
-
-
-def test_serve_a_log_folder_lists_its_runs_beside_the_store(
-    demo: subprocess.CompletedProcess[str], workdir: Path
-) -> None:
-    # "a folder of TensorBoard / SB3 / JSONL logs": a real SB3 run's event file, and a JSONL log
-    runs = workdir / "runs"
-    shutil.copytree(ROOT / "tests/fixtures/runs/sb3_ppo_cartpole_healthy", runs / "ppo-cartpole")
-    (runs / "grpo-tiny").mkdir()
-    (runs / "grpo-tiny" / "metrics.jsonl").write_text(
-        "".join(f'{{"step": {i}, "kl": 0.01, "reward": {i / 10}}}\n' for i in range(20))
-    )
-    with _serving("rlvitals serve runs/", workdir) as base:
-        deadline = time.monotonic() + 120
-        while True:
-            listed = {
-                r["run"] for r in json.loads(_get(base + "/api/runs", "application/json"))["runs"]
-            }
-            if {"ppo-cartpole", "grpo-tiny"} <= listed:
-                break
-            assert time.monotonic() < deadline, f"after 120 s the run list has {sorted(listed)}"
-            time.sleep(0.5)
-        assert "demo-healthy" in listed  # the store the folder is imported into is ./rlvitals-data
-        page = _get(base + "/")
-        assert 'data-run="ppo-cartpole"' in page and "runs" in page
-        assert str(workdir / "rlvitals-data") in page  # the page names the store it reads
-
-
-def test_report_writes_one_self_contained_file_in_both_languages(
-    demo: subprocess.CompletedProcess[str], workdir: Path
-) -> None:
-    _run("rlvitals report --run demo-reward_hacking --out report.html", workdir)
-    html = (workdir / "report.html").read_text(encoding="utf-8")
-    # "both languages, with a toggle"; "no request leaves it ... a Content-Security-Policy"
-    assert 'lang="en"' in html and 'lang="zh"' in html
-    assert "Content-Security-Policy" in html
-    assert not re.search(r"""(src|href)=["']https?://""", html)
-    import registry
-
-    reg = registry.load()
-    entropy = reg.metric("policy_entropy")
-    assert entropy.title.en in html and entropy.title.zh in html
-
-
-def test_report_png_also_writes_the_html_it_names(
-    demo: subprocess.CompletedProcess[str], workdir: Path
-) -> None:
-    _run("rlvitals report --run demo-reward_hacking --lang zh --png report.png", workdir)
-    assert (workdir / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # "also rlvitals-report-demo-reward_hacking.html (no --out)"
-    html = (workdir / "rlvitals-report-demo-reward_hacking.html").read_text(encoding="utf-8")
-    assert 'lang="zh"' in html
 
 
 def test_the_integrations_extra_installs_what_the_example_imports() -> None:
@@ -366,59 +336,146 @@ def test_the_sb3_example_trains_and_its_report_opens(workdir: Path) -> None:
     assert registry.load().metric("policy_kl").title.en in html
 
 
-def _scalars(folder: Path) -> dict[str, list[int]]:
-    """Tag -> logged steps of the TensorBoard event files under `folder`, read by TensorBoard."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+def test_logs_put_under_runs_are_evaluated_and_served(
+    demo: subprocess.CompletedProcess[str], workdir: Path
+) -> None:
+    _run(f"cp -r {CORPUS_RUNS} runs/", workdir)
+    assert sorted(p.name for p in (workdir / "runs").iterdir()) == [
+        "README.md",
+        "sb3_ppo_cartpole_healthy",
+        "sb3_ppo_cartpole_lr_high",
+    ]
+    # "`evaluate` flags the second run at step 3,072 and names the failure (`trust_region`)"
+    evaluated = _run("rlvitals evaluate runs/", workdir).stdout
+    rows = {
+        cells[0]: cells
+        for line in evaluated.splitlines()
+        if (cells := [c.strip() for c in line.strip().strip("|").split("|")])
+        and cells[0].startswith("sb3_")
+    }
+    assert set(rows) == {"sb3_ppo_cartpole_healthy", "sb3_ppo_cartpole_lr_high"}
+    header = [c.strip() for c in evaluated.splitlines()[0].strip().strip("|").split("|")]
+    bad = dict(zip(header, rows["sb3_ppo_cartpole_lr_high"], strict=True))
+    assert bad["first warning"] == "3,072" and bad["names"] == "trust_region"
+    assert dict(zip(header, rows["sb3_ppo_cartpole_healthy"], strict=True))["first warning"] == "–"
+    # "as tensorboard --logdir: imported, then followed as they grow"
+    with _serving("rlvitals serve --logdir runs/", workdir) as base:
+        deadline = time.monotonic() + 120
+        while True:
+            listed = {
+                r["run"] for r in json.loads(_get(base + "/api/runs", "application/json"))["runs"]
+            }
+            if set(rows) <= listed:
+                break
+            assert time.monotonic() < deadline, f"after 120 s the run list has {sorted(listed)}"
+            time.sleep(0.5)
+        assert "demo-healthy" in listed  # the store the folder is imported into is ./rlvitals-data
+        page = _get(base + "/")
+        assert str(workdir / "rlvitals-data") in page  # the page names the store it reads
 
-    (path,) = folder.rglob("events.out.tfevents.*")
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
-    acc.Reload()
-    return {tag: [e.step for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+def _table(out: str) -> dict[str, dict[str, str]]:
+    """`rlvitals evaluate`'s Markdown table: run -> column -> cell."""
+    lines = [line for line in out.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in lines[0].strip().strip("|").split("|")]
+    rows = {}
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows[cells[0]] = dict(zip(header, cells, strict=True))
+    return rows
 
 
-def test_corpus_script_retrains_a_run_into_the_folder_it_is_given(tmp_path: Path) -> None:
-    # The whole corpus is about 10 minutes of CPU; one of its shortest runs (7 s) is the same
-    # script end to end, into a scratch folder instead of the committed one.
-    name = "cleanrl_ppo_healthy"
-    _run(f"python {ROOT}/calibration/corpus.py --only {name} --out {tmp_path}", tmp_path)
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert list(manifest["runs"]) == [name]
-    # the same trainer, seeds and length: the same tags at the same steps as the committed run
-    assert _scalars(tmp_path / name) == _scalars(ROOT / "tests/fixtures/runs" / name)
+def test_console_logs_are_read_and_evaluated(workdir: Path) -> None:
+    # "verl's and the Trainer's console as they print them"
+    _run("python examples/console_logs.py logs/", workdir)
+    rows = _table(_run("rlvitals evaluate logs/", workdir).stdout)
+    assert {"verl-grpo", "trl-grpo"} <= set(rows)
+    # "verl-grpo warned at step 41: its reward collapsed with answers at the length limit"
+    verl = rows["verl-grpo"]
+    assert verl["first warning"] == "41"
+    assert set(verl["names"].split(", ")) == {"reward_collapse", "length_limit"}
+    # every name the consoles print is read, none left over as unknown
+    for row in rows.values():
+        done, total = re.match(r"(\d+) of (\d+) logged names recognised", row["tags"]).groups()
+        assert done == total, row
 
 
-# -- the README's Python blocks ----------------------------------------------------------------
+def test_tracker_runs_are_evaluated_under_their_names(workdir: Path) -> None:
+    # "one GRPO-shaped run into ./wandb/ and ./mlruns/"
+    _run("python examples/tracker_runs.py", workdir)
+    assert (workdir / "wandb").is_dir() and (workdir / "mlruns").is_dir()
+    # "one row per tracker run, under its own name"
+    rows = _table(_run("rlvitals evaluate wandb/ mlruns/", workdir).stdout)
+    assert set(rows) == {"grpo-wandb", "grpo-mlflow"}
 
 
-def test_the_readme_python_blocks_run_as_written(tmp_path: Path, monkeypatch: Any) -> None:
-    blocks = _blocks("python")
-    assert len(blocks) == 3, "a Python block was added or removed: give it a check here"
-    registry_block = next(b for b in blocks if "reg = registry.load()" in b)
-    api_block = next(b for b in blocks if "with exporter.init(" in b)
-    compose_block = next(b for b in blocks if 'exporter.init("ppo-cartpole-1"' in b)
+# -- the Python blocks of the README and the docs ----------------------------------------------
+
+PYTHON_BLOCKS = {
+    "README.md": 1,
+    "docs/exporter.md": 1,
+    "docs/registry.md": 1,
+    "docs/compose.md": 1,
+    "docs/ranks.md": 1,
+}
+
+
+def test_every_python_block_is_run_here() -> None:
+    pages = [README, *sorted((ROOT / "docs").glob("*.md"))]
+    counts = {str(p.relative_to(ROOT)): len(_blocks("python", p)) for p in pages}
+    assert {k: v for k, v in counts.items() if v} == PYTHON_BLOCKS, (
+        "a Python block was added or removed: give it a check below"
+    )
+
+
+def test_the_python_blocks_run_as_written(tmp_path: Path, monkeypatch: Any) -> None:
+    (readme_block,) = _blocks("python")
+    (api_block,) = _blocks("python", ROOT / "docs" / "exporter.md")
+    (registry_block,) = _blocks("python", ROOT / "docs" / "registry.md")
+    (compose_block,) = _blocks("python", ROOT / "docs" / "compose.md")
 
     import registry
 
     # the registry block's claims are its comments: "-> policy_entropy, transform negate", ...
     scope: dict[str, Any] = {}
     last = registry_block.strip().splitlines()[-1]
-    exec(compile("\n".join(registry_block.splitlines()[:-1]), "README", "exec"), scope)
+    exec(compile("\n".join(registry_block.splitlines()[:-1]), "registry.md", "exec"), scope)
     reg = scope["reg"]
     got = reg.resolve("train/entropy_loss", framework="sb3")
     assert got.metric == "policy_entropy" and "negate" in repr(got.transform).lower()
     assert reg.resolve("kl", framework="trl").metric == "ref_kl"
     assert reg.resolve("kl", framework="rllib").metric == "policy_kl"
     with pytest.raises(registry.AmbiguousName):
-        exec(compile(last, "README", "exec"), scope)
+        exec(compile(last, "registry.md", "exec"), scope)
 
     monkeypatch.chdir(tmp_path)
     for key in [k for k in os.environ if k.startswith("RLVITALS_")]:
         monkeypatch.delenv(key)
+    # the README's block as written: "stored under ./rlvitals-data"
+    exec(compile(readme_block, "README", "exec"), {})
+    assert _runs_in(tmp_path / "rlvitals-data") == ["ppo-cartpole-1"]
+    from exporter.store.outbox import Outbox
+
+    with Outbox(tmp_path / "rlvitals-data" / "outbox.sqlite") as box:
+        steps, values = box.series("ppo-cartpole-1", "policy_entropy")
+        # SB3's `train/entropy_loss` is the negated entropy: stored as the entropy
+        assert steps.tolist() == list(range(100)) and set(values.tolist()) == {0.6}
     monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
     steps = {"total_steps": 5, "kl": 0.01, "ent_loss": -0.6, "step": 4, "ent": -0.6}
-    exec(compile(api_block.replace("...", "pass"), "README", "exec"), dict(steps))
-    exec(compile(compose_block, "README", "exec"), dict(steps))
+    exec(compile(api_block.replace("...", "pass"), "exporter.md", "exec"), dict(steps))
+    exec(compile(compose_block, "compose.md", "exec"), dict(steps))
     assert {"ppo-run-7", "ppo-cartpole-1"} <= set(_runs_in(tmp_path / "store"))
+    # the ranks page's loop, its placeholders given values: a single process (no launcher) is
+    # rank 0 of a world of one, and logs the training metrics as the comment says
+    (ranks_block,) = _blocks("python", ROOT / "docs" / "ranks.md")
+    exec(
+        compile(ranks_block, "ranks.md", "exec"),
+        {"steps": 3, "dt": 0.1, "norm": 1.0, "reward": 0.5},
+    )
+    assert "grpo-7b" in _runs_in(tmp_path / "store")
+    with Outbox(tmp_path / "store" / "outbox.sqlite") as box:
+        steps_, values = box.series("grpo-7b", registry.load().resolve("reward").metric)
+        assert steps_.tolist() == [0, 1, 2] and set(values.tolist()) == {0.5}
 
 
 def _runs_in(store: Path) -> list[str]:

@@ -6,6 +6,8 @@
 - `log_context`: what a run's logs say about its setting (action space, clip range, ...), the
   run context the diagnosis reads.
 - `commands`: the `import` and `tail` subcommands (argparse, progress, exit codes).
+- `arguments`: the flags every command that reads logs shares (`--logdir`, `--format`,
+  `--step-key`, `--config`, `--set`, ...), declared once.
 - `background`: `Follower`, `tail --follow` in a thread of another process (`rlvitals serve
   LOGDIR`), restarted when it fails, its state (`FollowState`) readable at any time.
 

@@ -53,7 +53,6 @@ from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..prometheus.store_statuses import store_statuses
 from ..schema import SourcePosition
 from ..sources import (
-    FORMATS,
     EndMark,
     LogFile,
     LogSet,
@@ -64,6 +63,7 @@ from ..sources import (
 )
 from ..sources.follow import path_key
 from ..store.outbox import Outbox
+from .arguments import add_config_arguments, add_format_arguments, add_path_arguments, given_paths
 from .feed import Ingest, RunSummary, import_end
 from .log_context import parse_assignment
 
@@ -89,7 +89,6 @@ _SAY_EVERY = 10.0
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp = sub.add_parser(
         "import",
-        help="read existing training logs once into the store / InfluxDB",
         description="Read TensorBoard event files, JSON Lines, SB3 progress.csv or text logs (with "
         "--pattern) once. A directory is searched recursively; each folder holding logs is one "
         "run, named after the folder, unless --run names a single run.",
@@ -111,7 +110,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp.set_defaults(handler=_import, follow=False)
     tail = sub.add_parser(
         "tail",
-        help="read training logs and keep following them as they grow (the sidecar)",
         description="Like `import`, then keep reading what is appended, across log rotation, "
         "truncation and new files appearing (SB3 adds an event file when a run resumes).",
     )
@@ -152,53 +150,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories to search")
+    add_path_arguments(p, "paths", "log files or directories to search")
     p.add_argument(
         "--run", metavar="NAME", help="put everything into this run (default: folder names)"
     )
     p.add_argument("--project", metavar="P", help="project tag for the run(s)")
-    p.add_argument(
-        "--format", choices=("auto", *FORMATS), default="auto", help="log format (default auto)"
-    )
-    p.add_argument(
-        "--pattern",
-        metavar="REGEX",
-        help="for text logs: a regex with a named group 'step' and either 'name' and 'value' "
-        "or one group per metric ('__' in a group name stands for '/')",
-    )
+    add_format_arguments(p)
     p.add_argument(
         "--framework",
         choices=("auto", *FRAMEWORKS),
         default="auto",
         help="framework that decides ambiguous names (default: detected from the keys)",
     )
-    p.add_argument(
-        "--step-key", metavar="KEY", help="the step key/column when it is not the usual one"
-    )
     registry.add_registry_argument(p)
     p.add_argument("--store", metavar="DIR", help="embedded store folder (default $RLVITALS_STORE)")
     add_config_arguments(p)
-
-
-def add_config_arguments(p: argparse.ArgumentParser) -> None:
-    """`--config FILE`, `--set KEY=VALUE`: the run config diagnosis reads (run context), and
-    `--map TAG=METRIC`: the run's own tag names (`registry.registry_from_args` applies them;
-    `mapped_config` records them in the run config)."""
-    registry.add_map_argument(p)
-    p.add_argument(
-        "--config",
-        metavar="FILE",
-        help="run config (YAML or JSON mapping): algorithm, n_actions, clip_epsilon, kl_coef, "
-        "planned_steps, ... (see the README); overrides what the logs say",
-    )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="one run-config key (repeatable; VALUE parsed as JSON when it can be, e.g. "
-        "--set n_actions=2 --set algorithm=PPO); overrides --config",
-    )
 
 
 def mapped_config(reg: registry.Registry, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -236,6 +202,8 @@ def read_config_arguments(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _import(args: argparse.Namespace) -> int:
+    if (code := _paths_given(args, "import")) is not None:
+        return code
     return _ingest(
         args,
         follow=False,
@@ -248,6 +216,8 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _tail(args: argparse.Namespace) -> int:
+    if (code := _paths_given(args, "tail")) is not None:
+        return code
     if args.poll <= 0:
         return _fail(f"--poll {args.poll} must be a positive number of seconds")
     # With InfluxDB configured, what the logs already hold is read like `import` reads it
@@ -261,6 +231,14 @@ def _tail(args: argparse.Namespace) -> int:
         direct=True,
         resume_runs=args.resume,
     )
+
+
+def _paths_given(args: argparse.Namespace, command: str) -> int | None:
+    """Join --logdir to the PATHs; exit code 2 when neither names a log."""
+    args.paths = given_paths(args)
+    if not args.paths:
+        return _fail(f"name the logs to read: rlvitals {command} PATH... (or --logdir PATH)")
+    return None
 
 
 def tail_arguments(argv: Sequence[str]) -> argparse.Namespace:
@@ -280,14 +258,16 @@ def import_into(
     run: str,
     config: Mapping[str, Any],
     framework: str | None = None,
+    reading: Sequence[str] = (),
     err: TextIO,
 ) -> tuple[int, list[RunSummary]]:
     """What `rlvitals import PATHS --run RUN` does, into the store of `settings` (never the
     environment's), with the run config `config` and the registry `reg` (its `--map`s
-    applied): the diagnosis replay stores a run exactly as an import would, then reads it as
-    the datasource does. Every line goes to `err`; returns import's exit code and what each
+    applied) and `reading`, import's flags for how the logs are read (`format_argv`): the
+    diagnosis replay stores a run exactly as an import would, then reads it as the datasource
+    does. Every line goes to `err`; returns import's exit code and what each
     run received (the names it logged, its framework)."""
-    argv = ["import", *map(str, paths), "--run", run]
+    argv = ["import", *map(str, paths), "--run", run, *reading]
     if framework is not None:
         argv += ["--framework", framework]
     parser = argparse.ArgumentParser(prog="rlvitals")
@@ -621,6 +601,13 @@ def _run_ingest(
             return _fail(
                 f"no logs found under {', '.join(args.paths)}; check the paths or --format", err
             )
+        if not found:
+            # a follower waits for logs to appear (as `tensorboard --logdir` does), but says so
+            print(
+                f"rlvitals: no logs under {', '.join(args.paths)} yet; looking again every "
+                f"{poll:g} s",
+                file=err,
+            )
         if resume:
             ingest.follow_renames(
                 _renames(args, logs, positions, _position_runs(settings), _run_names(settings))
@@ -780,6 +767,14 @@ def _run_ingest(
             file=err,
         )
     read = sum(s.values for s in ingest.summaries)
+    if status == 0 and follow and not read and not resumed_any:
+        # a follower's job is to wait: it ends without error, but not as if it had read logs
+        print(
+            f"rlvitals: read no metric values from {', '.join(args.paths)}"
+            + (f" ({len(found)} log file(s) hold no step with a value)" if found else "")
+            + (" (see the skipped lines above)" if problems.count else ""),
+            file=err,
+        )
     if status == 0 and not follow and not interrupted and not read and not resumed_any:
         # a header-only CSV, a log whose metric lines could not be read, a text file with
         # none: an import that stored nothing must not look like one that did

@@ -145,8 +145,6 @@ def _step_cell(row: RunRow) -> str:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "runs",
-        help="list the runs in the store (project, framework, status, last step, started); "
-        "delete, rename, note, tag them",
         description="List the runs of the embedded store, oldest first. Status is live, "
         "stalled (its writer runs but stored nothing for 10 minutes), quiet (a followed log "
         "stopped growing and no process writing it is seen: never pages), finished, crashed, "

@@ -15,7 +15,6 @@ __all__ = ["register"]
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "report",
-        help="self-contained HTML report of a run",
         description="Write one HTML file (no external requests) with the run's core curves, raw "
         "and smoothed, healthy bands by stage, events, diagnosis cards and the registry's "
         "explanations, in English and Chinese. Reads InfluxDB when RLVITALS_INFLUX_URL is set, "

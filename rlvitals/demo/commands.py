@@ -24,7 +24,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     names = [s.name for s in SCENARIOS]
     p = sub.add_parser(
         "demo",
-        help="simulated training with injected failures into the store",
         description="Simulate PPO/GRPO-like training runs (numpy, no GPU, no network), one per "
         "scenario, log them through the exporter into the embedded store (and InfluxDB when "
         "RLVITALS_INFLUX_URL is set), then print each run's diagnosis and where to look. "

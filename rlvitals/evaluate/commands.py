@@ -6,13 +6,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import registry
 from exporter.errors import ExporterError
-from exporter.ingest.commands import add_config_arguments, mapped_config, read_config_arguments
-from exporter.sources import TRACKER_FORMATS, LogFile, UnreadableLog, discover
+from exporter.ingest.arguments import (
+    add_config_arguments,
+    add_format_arguments,
+    add_path_arguments,
+    format_argv,
+    given_paths,
+)
+from exporter.ingest.commands import mapped_config, read_config_arguments
+from exporter.sources import TRACKER_FORMATS, LogFile, UnreadableLog, compile_pattern, discover
 from registry import FRAMEWORKS
 
 from .expected import given, read_expected
@@ -34,7 +42,6 @@ __all__ = ["register"]
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "evaluate",
-        help="replay training logs through the diagnosis at every logged step; compare verdicts",
         description="Each PATH is a run: a folder holding its logs (any format `rlvitals "
         "import` reads), or one log file; a folder of run folders gives one run per folder. Every core metric's card is built at every logged "
         "step from the history up to it; per run: the first watch / warning / critical step, the "
@@ -44,12 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "Exit 0; 1 when a run disagrees with --expected; 2 on bad input or when a run's files "
         "could not be read (every other run's row is printed first).",
     )
-    p.add_argument(
-        "paths",
-        nargs="+",
-        metavar="PATH",
-        help="run folders or log files (or folders of run folders)",
-    )
+    add_path_arguments(p, "paths", "run folders or log files (or folders of run folders)")
     p.add_argument(
         "--expected",
         metavar="FILE",
@@ -67,6 +69,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "family:), choose the engine's tunable levels (registry/diagnosis/tuning.py) on the "
         "other families and judge the held-out one with them; prints a table per family",
     )
+    add_format_arguments(p)
     add_config_arguments(p)
     p.set_defaults(handler=_evaluate)
 
@@ -76,11 +79,18 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _run_folders(paths: list[str]) -> tuple[list[Path], list[tuple[str, str]]]:
+def _run_folders(
+    paths: list[str], fmt: Any = "auto", pattern: str | None = None
+) -> tuple[list[Path], list[tuple[str, str]]]:
     """The runs under the PATHs: a log file is a run; a folder holding logs itself is a run; a
     folder of run folders gives each sub-folder that holds logs (any format `import` reads),
     and each tracker run below it (an MLflow run folder, a W&B run folder) is a run of its own.
-    Also the PATHs that hold no log, with why: each gets its row, the others are evaluated."""
+    Also the PATHs that hold no log, with why: each gets its row, the others are evaluated.
+    `fmt` and `pattern` are `--format` and `--pattern`, as `discover` takes them."""
+
+    def logs(where: Path) -> list[LogFile]:
+        return discover([where], fmt, pattern=pattern)
+
     out: list[Path] = []
     unread: list[tuple[str, str]] = []
     for raw in paths:
@@ -89,23 +99,23 @@ def _run_folders(paths: list[str]) -> tuple[list[Path], list[tuple[str, str]]]:
             raise FileNotFoundError(f"{path}: no such file or folder")
         if path.is_file():
             try:
-                discover([path])  # a file whose format cannot be told: named, with why
+                logs(path)  # a file whose format cannot be told: named, with why
             except UnreadableLog as exc:
                 unread.append((run_name_of(path), str(exc)))
             else:
                 out.append(path)
             continue
-        if _holds_logs(path):
+        if _holds_logs(path, logs):
             out.append(path)
             continue
-        trackers = sorted({_tracker_run(log) for log in discover([path]) if _is_tracker(log)})
+        trackers = sorted({_tracker_run(log) for log in logs(path) if _is_tracker(log)})
         subs = sorted(
             d
             for d in path.iterdir()
             if d.is_dir()
             and not d.is_symlink()  # W&B's `latest-run` is another run's folder
-            and not any(_is_tracker(log) for log in discover([d]))
-            and discover([d])
+            and not any(_is_tracker(log) for log in logs(d))
+            and logs(d)
         )
         if not subs and not trackers:
             unread.append(
@@ -131,10 +141,10 @@ def _tracker_run(log: LogFile) -> Path:
     return log.path if log.path.is_dir() else log.path.parent
 
 
-def _holds_logs(folder: Path) -> bool:
+def _holds_logs(folder: Path, logs: Callable[[Path], list[LogFile]]) -> bool:
     """Logs in the folder itself (or it is a Hugging Face output folder or a tracker's run
     folder), not only below it."""
-    return any(log.path.parent == folder or log.path == folder for log in discover([folder]))
+    return any(log.path.parent == folder or log.path == folder for log in logs(folder))
 
 
 def _as_json(v: RunVerdict) -> dict[str, Any]:
@@ -188,10 +198,17 @@ def _unread(name: str, why: str) -> RunVerdict:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    paths = given_paths(args)
+    if not paths:
+        return _fail("name the runs to evaluate: rlvitals evaluate PATH... (or --logdir PATH)")
+    if args.format == "regex" and args.pattern is None:
+        return _fail("--format regex needs --pattern REGEX")
     try:
+        if args.pattern is not None:
+            compile_pattern(args.pattern)
         reg = registry.registry_from_args(args)
         config = mapped_config(reg, read_config_arguments(args))
-        folders, unreadable = _run_folders(args.paths)
+        folders, unreadable = _run_folders(paths, args.format, args.pattern)
         expected = {} if args.expected is None else read_expected(Path(args.expected))
     except (registry.RegistryError, ExporterError, OSError, ValueError) as exc:
         return _fail(str(exc).splitlines()[0])
@@ -215,7 +232,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         entry = expected.get(name)
         try:
             run_reg, run_config = given(reg, config, entry)
-            run = load_run(folder, run_reg, framework, run_config)
+            run = load_run(folder, run_reg, framework, run_config, format_argv(args))
             steps = timeline(run_reg, run, keep=args.leave_one_family_out)
         except (OSError, ValueError, ExporterError, ReplayError, registry.RegistryError) as exc:
             # one unreadable run must not cost the others their rows

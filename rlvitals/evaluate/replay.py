@@ -153,10 +153,12 @@ def load_run(
     registry: Registry,
     framework: str | None = None,
     config: Mapping[str, Any] | None = None,
+    reading: Sequence[str] = (),
 ) -> LoadedRun:
     """One run from the logs under `folder`, imported as `rlvitals import FOLDER` imports it
     (into a store of its own, thrown away after), then read back as the datasource reads it.
-    `config` (`--config`/`--set`) overrides what the logs say; `registry` carries any `--map`."""
+    `config` (`--config`/`--set`) overrides what the logs say; `registry` carries any `--map`;
+    `reading` are import's flags for how the logs are read (`--format`, `--step-key`, ...)."""
     if not folder.exists():
         raise FileNotFoundError(f"{folder}: no such file or folder")
     name = run_name_of(folder)
@@ -171,11 +173,14 @@ def load_run(
                 run=name,
                 config=dict(config or {}),
                 framework=framework,
+                reading=reading,
                 err=err,
             )
         said = [line for line in err.getvalue().splitlines() if "error" in line]
         if code != 0:
-            raise ReplayError(said[-1] if said else f"{folder}: import exit code {code}")
+            # the row names the run: import's own `rlvitals: error:` prefix is not repeated
+            last = said[-1].removeprefix("rlvitals: error: ") if said else None
+            raise ReplayError(last or f"{folder}: import exit code {code}")
         store = EmbeddedHistory(settings.outbox_path)
         fields = {}
         for f in store.fields(name):

@@ -1,7 +1,7 @@
 """Drive tests/grafana/node/data_path.cjs: Grafana's own @grafana/data code run with Node.
 
 `npm ci` in tests/grafana/node installs the pinned @grafana/data from the lock file: .ci/run does
-it, and so does the first test that needs it in a fresh clone (so the README's test command
+it, and so does the first test that needs it in a fresh clone (so the README's set-up line 2
 works as it stands). A test that needs it is skipped, with the reason, only when `node` is not
 on PATH; when the install fails, it fails naming the command.
 """

@@ -13,7 +13,7 @@ The transformation, and why it keeps each rule's meaning:
 - `scale` multiplies every duration, and nothing else: the rule's `for`, the group's evaluation
   `interval`, and the range (`[600s]`) and `offset` windows in the PromQL. With the exporter's
   lifecycle windows shortened by the same factor (RLVITALS_STALL_AFTER_S,
-  RLVITALS_ENDED_AFTER_S), the README's defaults (10 minutes to stall, an hour to end) play out
+  RLVITALS_ENDED_AFTER_S), the documented defaults (10 minutes to stall, an hour to end) play out
   in seconds, in the same proportions. `tests/grafana/test_prom_rules.py` checks that scaling
   back gives the provisioned text.
 """

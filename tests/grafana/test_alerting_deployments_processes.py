@@ -1,4 +1,4 @@
-"""Normal exit, `kill -9`, a zombie and a hang, in the three deployments the README offers, each
+"""Normal exit, `kill -9`, a zombie and a hang, in the three deployments docs/compose.md offers, each
 with its own status and its own alert (none for a normal exit), read where a user reads them: the
 embedded UI's `/api/runs`, `/metrics`, and the provisioned alert rules evaluated by a real
 Prometheus (issue 36).
@@ -8,10 +8,10 @@ Prometheus (issue 36).
   the planned length, as a run config would;
 - **store**: a trainer logging through `exporter.init` into the sidecar's store (issue 22): the
   sidecar serves its status from the store;
-- **self**: a trainer serving its own /metrics (`RLVITALS_PROMETHEUS_PORT`, README way 1; the
+- **self**: a trainer serving its own /metrics (`RLVITALS_PROMETHEUS_PORT`, docs/compose.md way 1; the
   `rlvitals-training-job` job).
 
-The README's defaults (10 minutes to stall, an hour to end) are simulated 150 times faster: the
+The documented defaults (10 minutes to stall, an hour to end) are simulated 150 times faster: the
 exporter's windows through RLVITALS_STALL_AFTER_S / RLVITALS_ENDED_AFTER_S, the rules loaded from
 `provisioning/alerting/rlvitals-rules.yaml` with every duration divided by 150 by the documented
 transformation of `prom_rules.py` (its `for:` included). A zombie is a trainer killed by SIGKILL
@@ -55,7 +55,7 @@ pytestmark = pytest.mark.skipif(
 REPO = Path(__file__).resolve().parents[2]
 PROVISIONED = REPO / "provisioning" / "alerting" / "rlvitals-rules.yaml"
 SCALE = 1 / 150
-STALL_S = 600 * SCALE  # 4 s for the README's 10 minutes
+STALL_S = 600 * SCALE  # 4 s for the documented 10 minutes
 ENDED_S = 3600 * SCALE  # 24 s for its hour
 TRAINING_JOB = "rlvitals-training-job"
 STALLED, CRASHED, UNHEALTHY = "rlv-training-stalled", "rlv-run-crashed", "rlv-exporter-unhealthy"
@@ -331,7 +331,7 @@ def test_each_end_has_its_own_status_and_alert_in_every_deployment(
         (STALLED, f"{d}-hang") for d in DEPLOYMENTS
     }
 
-    # a crash resolves ENDED_S after it was last served (the README's hour): gather what fired
+    # a crash resolves ENDED_S after it was last served (the documented hour): gather what fired
     seen: dict[tuple[str, str], str] = {}
 
     def firing() -> set[tuple[str, str]]:

@@ -78,7 +78,8 @@ def test_grafana_secret_key_comes_from_env(services: dict[str, Any]) -> None:
 
 
 def test_readme_never_tells_host_jobs_to_bind_all_interfaces() -> None:
-    assert "RLVITALS_PROMETHEUS_HOST=0.0.0.0" not in (ROOT / "README.md").read_text()
+    for doc in ("README.md", "docs/compose.md"):
+        assert "RLVITALS_PROMETHEUS_HOST=0.0.0.0" not in (ROOT / doc).read_text()
 
 
 def test_the_token_can_come_from_a_file(tmp_path: Path) -> None:

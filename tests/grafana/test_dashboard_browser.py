@@ -447,7 +447,7 @@ def test_chinese_view(tab: Page, builtin: registry.Registry) -> None:
 
 
 def test_screenshot_for_the_readme(tab: Page) -> None:
-    """The overlay page as the README shows it (docs/serve.png is a copy of this file)."""
+    """The overlay page as the README and docs/serve.md show it (docs/serve.png is a copy of this file)."""
     page = tab.open_run("run=ppo-a&run=ppo-b")
     page.set_viewport_size({"width": 1400, "height": 1300})
     path = tab.shot("serve.png")

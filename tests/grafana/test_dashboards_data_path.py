@@ -167,7 +167,7 @@ def _family(field: dict[str, Any]) -> bool:
 def test_every_run_has_one_colour_in_every_series_of_every_panel(
     processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
 ) -> None:
-    """The README's promise: a run's colour is the same in every series, chart and dashboard;
+    """docs/compose.md's promise: a run's colour is the same in every series, chart and dashboard;
     raw lines are grey, a colour no run can have; the runs differ."""
     colours: dict[str, set[str]] = {}
     where: dict[tuple[str, str], str] = {}  # an example of each (run, colour)

@@ -2,7 +2,7 @@
 at their boundaries, after the documented transformation of tests/grafana/prom_rules.py (itself
 checked here: it changes durations by the factor asked, and nothing else).
 
-What the rules must say (README "A run's status", docs/status.md): a training process serving its
+What the rules must say (docs/status.md): a training process serving its
 own /metrics that vanishes without an end pages *Run crashed* with what was seen; one that
 recorded its end before it went (finished, or crashed) pages that end only; a crash resolves an
 hour after it was last served, or at once when the run is served again with another status; a

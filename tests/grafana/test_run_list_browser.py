@@ -87,7 +87,7 @@ def test_empty_store_page_shows_the_first_run_without_reload(
 ) -> None:
     page = tab.page
     page.goto(tab.base + "/")  # the default 5 s poll
-    # the message names the store it read, absolute (README, "Watch runs live")
+    # the message names the store it read, absolute (docs/serve.md)
     assert page.locator("p.empty").inner_text() == UI["en"]["no_runs_in"].format(store=store)
     assert page.locator("table.runs").is_hidden() and page.locator("#filter").is_hidden()
     page.evaluate("window.__notReloaded = true")

@@ -1,4 +1,4 @@
-"""`rlvitals serve [LOGDIR...]` beyond the browser (README, "Watch runs live"): the run list names
+"""`rlvitals serve [LOGDIR...]` beyond the browser (docs/serve.md): the run list names
 the absolute store it read, also without LOGDIR and when that store is empty; the log follower
 never fails silently (its failure is said on stderr, in `/api/health` and on the page, and it
 starts again, going on once the folder is back); a LOGDIR that does not exist is refused by

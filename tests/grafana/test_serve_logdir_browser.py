@@ -1,4 +1,4 @@
-"""`rlvitals serve LOGDIR` (README, "Watch runs live"): pointed at a folder of SB3 TensorBoard
+"""`rlvitals serve LOGDIR` (docs/serve.md): pointed at a folder of SB3 TensorBoard
 runs it lists them in a page left open in Chromium, picks up a run started later and new steps
 of a run being written, without a reload; a bad file in the folder is named on stderr and
 skipped, the rest read; the terminal and the page name the store (absolute) and the folder; a

@@ -1,4 +1,4 @@
-"""Each framework's bookkeeping keys are known to the registry as such (README "The registry"):
+"""Each framework's bookkeeping keys are known to the registry as such (docs/registry.md):
 kept as logged without a warning, never in place of a metric, each framework naming the source
 it was read from; a user file may declare its own."""
 
@@ -16,7 +16,7 @@ from exporter.translate.steps import Translator
 
 MINI = Path(__file__).parents[1] / "fixtures" / "mini_registry"
 
-# The keys the README names, per framework.
+# The keys docs/registry.md names, per framework.
 SB3 = ("time/iterations", "time/time_elapsed", "time/episodes", "train/n_updates")
 HF = ("epoch", "total_flos", "train_runtime")
 

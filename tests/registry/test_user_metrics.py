@@ -1,5 +1,5 @@
-"""A user metric needs only id, title, unit and aliases (README "Extending it"): the rest gets
-the defaults the README states, English alone stands for Chinese, and the shipped registry's
+"""A user metric needs only id, title, unit and aliases (docs/registry.md "Extending it"): the rest gets
+the defaults docs/registry.md states, English alone stands for Chinese, and the shipped registry's
 metrics still declare every field."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`rlvitals validate` and `registry.load()` on broken files: every problem named, all at once;
-the README's `my_metrics.yaml` (minimal and fuller) passes the README's `rlvitals validate` line."""
+docs/registry.md's `my_metrics.yaml` (minimal and fuller) passes its `rlvitals validate` line."""
 
 from __future__ import annotations
 
@@ -96,9 +96,9 @@ def test_valid_user_extension_adds_a_metric_and_its_alias(tmp_path: Path) -> Non
 
 
 def _extending_it() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("### Extending it")
-    return readme[start : readme.index("\n### ", start + 1)]
+    page = (ROOT / "docs" / "registry.md").read_text(encoding="utf-8")
+    start = page.index("## Extending it")
+    return page[start : page.index("\n## ", start + 1)]
 
 
 def _blocks(section: str, lang: str) -> list[str]:
@@ -106,7 +106,7 @@ def _blocks(section: str, lang: str) -> list[str]:
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["minimal", "fuller"])
-def test_the_readme_template_validates(
+def test_the_docs_template_validates(
     tmp_path: Path, which: int, builtin: registry.Registry
 ) -> None:
     section = _extending_it()

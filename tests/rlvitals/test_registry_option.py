@@ -1,4 +1,4 @@
-"""`--registry PATH` on every command that reads the registry (README "Extending it"): a user
+"""`--registry PATH` on every command that reads the registry (docs/registry.md "Extending it"): a user
 file extends the built-in registry, a folder replaces it, and a bad file is named (exit 2 or 1,
 never a traceback). A user metric imported with it is stored under its id and served with its
 title and unit; made core, the report draws it."""

@@ -1,7 +1,8 @@
 """`rlvitals runs delete | rename | note | tag` on a real store: what each changes, its exit code
 and one-line refusals (unknown run with close names, a run a live process writes, a taken name,
 delete without --yes off a terminal), the list still working, a renamed run that `tail` goes on
-appending to, and the README's commands. Where another process matters (a live writer's lease,
+appending to (docs/runs.md's commands are run in order by
+tests/test_docs_guides.py). Where another process matters (a live writer's lease,
 a terminal to confirm on) the command runs as a subprocess; elsewhere `main()` in this process
 (the CLI's start-up costs seconds on a loaded machine)."""
 
@@ -11,8 +12,6 @@ import io
 import json
 import os
 import pty
-import re
-import shlex
 import socket
 import subprocess
 import sys
@@ -200,34 +199,6 @@ def test_tail_goes_on_appending_to_a_renamed_run_not_the_old_name(tmp_path: Path
     assert set(rows) == {"exp1-lr3e-4"} and rows["exp1-lr3e-4"]["last_step"] == 149
     with Outbox(store / "outbox.sqlite") as box:
         assert box.series("exp1-lr3e-4", "policy_kl")[0].size == 150
-
-
-def _readme_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Manage runs", 1)[1].split("\n### ", 1)[0]
-    block = re.search(r"```bash\n(.*?)```", section, re.S)
-    assert block is not None
-    return [line for line in block.group(1).splitlines() if line.strip()]
-
-
-def test_the_readme_manage_runs_commands_do_what_it_says(
-    tmp_path: Path, reg: registry.Registry, cli: Any
-) -> None:
-    store = _store(tmp_path, reg, "cartpole-ppo")
-    commands = _readme_commands()
-    assert len(commands) == 4
-    for line in commands:
-        args = shlex.split(line, comments=True)
-        assert args[:2] == ["rlvitals", "runs"], line
-        code, _out, err = cli(*args[1:], store=store)
-        assert code == 0, (line, err)
-        if args[2] == "tag":
-            assert _runs(store)["cartpole-ppo"]["tags"] == ["baseline", "lr-3e-4"]
-        if args[2] == "note":
-            assert _runs(store)["cartpole-ppo"]["notes"] == "lr too high after 40k"
-        if args[2] == "rename":
-            assert set(_runs(store)) == {"cartpole-ppo-lr3e-4"}
-    assert _runs(store) == {}
 
 
 @pytest.mark.parametrize("flags", [["--json"], []])

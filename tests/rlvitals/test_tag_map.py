@@ -1,4 +1,5 @@
-"""Your own tag names (README "Your own tag names"): a run logged through torch's `SummaryWriter`
+"""Your own tag names (docs/registry.md "Your own tag names", whose commands
+tests/test_docs_guides.py runs in order): a run logged through torch's `SummaryWriter`
 under names no registry alias knows says so and offers mappings, on `evaluate`, `import` and
 `/api/run`; with `--map TAG=METRIC` (or a user registry file's `map:`) its cards diagnose it;
 a bad METRIC is refused by name (exit 2); no run crashes `evaluate`, and a folder with a run of
@@ -8,14 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import re
-import shlex
 import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 
 import registry
 from grafana.datasource import DatasourceConfig, create_app
@@ -242,58 +239,3 @@ def test_a_second_reading_of_a_logged_metric_is_named_as_such_and_never_offered_
     (offer,) = beside.suggestions
     assert offer.already_logged and offer.metric == alone.suggestions[0].metric
     assert "--map" not in offer.phrase() and "already logs" in offer.phrase()
-
-
-def _readme_section() -> tuple[list[str], str]:
-    """The bash lines and the YAML of README "### Your own tag names"."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Your own tag names\n", 1)[1].split("\n### ", 1)[0]
-    blocks = re.findall(r"^```(\w+)\n(.*?)^```", section, flags=re.M | re.S)
-    lines = [
-        line.split("  #", 1)[0].strip()
-        for lang, body in blocks
-        if lang == "bash"
-        for line in body.splitlines()
-        if line.strip()
-    ]
-    (yaml_text,) = [body for lang, body in blocks if lang == "yaml"]
-    return lines, yaml_text
-
-
-def test_the_readme_own_tag_names_commands_do_what_it_says(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from torch.utils.tensorboard import SummaryWriter
-
-    lines, yaml_text = _readme_section()
-    (tmp_path / "my_tags.yaml").write_text(yaml_text)
-    mapping = yaml.safe_load(yaml_text)["map"]
-    writer = SummaryWriter(log_dir=str(tmp_path / "runs" / "own_tags"))
-    for i in range(STEPS):
-        for tag in mapping:
-            writer.add_scalar(tag, _value(tag, i), global_step=(i + 1) * 2048)
-    writer.close()
-    for key in [k for k in os.environ if k.startswith("RLVITALS_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.chdir(tmp_path)
-    outs = []
-    for line in lines:
-        argv = shlex.split(line)
-        assert argv[0] == "rlvitals"
-        assert main(argv[1:]) == 0, line
-        out, err = capsys.readouterr()
-        assert "Traceback" not in err
-        outs.append(out)
-    plain, flagged, imported, by_file = outs
-    assert (
-        f"no recognised tags ({len(mapping)} names): --map suggestions: `optim/kl` looks like"
-        in plain
-    )
-    n = len(mapping)
-    for out in (flagged, by_file):
-        assert f"| {n} of {n} logged names recognised |" in _row(out, "own_tags")
-    assert f"{n} of {n} logged names recognised" in imported
-    client = create_app(DatasourceConfig(store=tmp_path / "rlvitals-data"), registry.load())
-    info = client.test_client().get("/api/run?run=own_tags").get_json()
-    assert info["config"]["tag_map"] == mapping
-    assert info["names"]["text"] == f"{n} of {n} logged names recognised"

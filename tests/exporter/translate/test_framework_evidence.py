@@ -1,6 +1,6 @@
 """Without `framework=`, a name that means different things in different frameworks (SB3's
 `train/entropy_loss`, negated, vs OpenRLHF's) is stored under its metric as soon as the names
-logged tell the framework, the framework's bookkeeping keys included (README "The registry"):
+logged tell the framework, the framework's bookkeeping keys included (docs/registry.md):
 the Python API and an import of the same log store the same, and a name logged many times
 before the telling one does not end the detection."""
 

@@ -120,7 +120,7 @@ def test_a_config_overrides_what_the_logs_say(shipped: registry.Registry) -> Non
 
 
 def _bench() -> Any:
-    """bench/corpus_vs_rlwatch.py, the script that prints the README's table."""
+    """bench/corpus_vs_rlwatch.py, the script that prints docs/evaluate.md's table."""
     import importlib.util
 
     path = RUNS.parents[2] / "bench" / "corpus_vs_rlwatch.py"
@@ -131,8 +131,8 @@ def _bench() -> Any:
     return module
 
 
-def _readme_rows() -> dict[str, list[str]]:
-    text = (RUNS.parents[2] / "README.md").read_text(encoding="utf-8")
+def _page_rows() -> dict[str, list[str]]:
+    text = (RUNS.parents[2] / "docs" / "evaluate.md").read_text(encoding="utf-8")
     rows = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -141,14 +141,14 @@ def _readme_rows() -> dict[str, list[str]]:
     return rows
 
 
-def test_readme_table_is_what_the_corpus_gives(
+def test_the_docs_table_is_what_the_corpus_gives(
     shipped: registry.Registry, replayed: Replayed
 ) -> None:
-    """The README's corpus table, row by row, is what `python bench/corpus_vs_rlwatch.py`
+    """docs/evaluate.md's corpus table, row by row, is what `python bench/corpus_vs_rlwatch.py`
     prints: rlvitals' verdicts (the replay `evaluate` runs) and rlwatch 0.5.1's first alerts."""
     bench = _bench()
-    rows = _readme_rows()
-    assert sorted(rows) == sorted(EXPECTED), "the README's table lists every corpus run"
+    rows = _page_rows()
+    assert sorted(rows) == sorted(EXPECTED), "docs/evaluate.md's table lists every corpus run"
     for name, cells in rows.items():
         v = _verdict(shipped, name, replayed)
         exp = Expected.of(EXPECTED[name])
@@ -166,11 +166,11 @@ def test_readme_table_is_what_the_corpus_gives(
         ], name
 
 
-def test_readme_leave_one_family_out_is_what_the_corpus_gives(
+def test_the_docs_leave_one_family_out_is_what_the_corpus_gives(
     shipped: registry.Registry, replayed: Replayed
 ) -> None:
     """What `rlvitals evaluate tests/fixtures/runs --expected ... --leave-one-family-out` prints
-    under the corpus table, computed from the same replays, is the README's."""
+    under the corpus table, computed from the same replays, is docs/evaluate.md's."""
     entries = read_expected(RUNS / "expected.yaml")
     judged = []
     for name in EXPECTED:
@@ -182,5 +182,5 @@ def test_readme_leave_one_family_out_is_what_the_corpus_gives(
         again = retuned(steps, Tuning())
         assert [st.status for st in again] == [st.status for st in steps], name
     text = lofo_table(leave_one_family_out(shipped, judged))
-    readme = (RUNS.parents[2] / "README.md").read_text(encoding="utf-8")
-    assert text in readme
+    page = (RUNS.parents[2] / "docs" / "evaluate.md").read_text(encoding="utf-8")
+    assert text in page
