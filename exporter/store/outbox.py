@@ -56,6 +56,7 @@ from ..schema import (
     transforms_from_json,
 )
 from . import running_stats
+from .run_colors import fill_colors, least_used
 
 __all__ = [
     "DATA_TABLES",
@@ -98,7 +99,8 @@ CREATE TABLE IF NOT EXISTS runs (
     state_at REAL,
     arrived REAL,
     notes TEXT,
-    tags TEXT
+    tags TEXT,
+    color TEXT
 );
 CREATE TABLE IF NOT EXISTS leases (
     run TEXT PRIMARY KEY,
@@ -362,6 +364,8 @@ class RunRecord:
     """What a person wrote about the run (`rlvitals runs note`, the run page)."""
     tags: tuple[str, ...] = ()
     """Its tags, sorted (`rlvitals runs tag`, the run list)."""
+    color: str | None = None
+    """Its colour on every chart, chosen when it was created (`run_colors`)."""
 
     @property
     def recorded(self) -> Recorded:
@@ -437,7 +441,7 @@ every write (each trip is a GIL hand-off with the training loop)."""
 
 _RUN_COLUMNS = (
     "runs.run, project, config, framework, created, finished, last_activity, state, "
-    f"state_reason, state_at, arrived, {LEASE_COLUMNS}, runs.notes, runs.tags"
+    f"state_reason, state_at, arrived, {LEASE_COLUMNS}, runs.notes, runs.tags, runs.color"
 )
 _RUN_FROM = "runs LEFT JOIN leases ON leases.run = runs.run"
 
@@ -452,6 +456,7 @@ _LIFECYCLE_COLUMNS = (
     ("arrived", "REAL"),
     ("notes", "TEXT"),
     ("tags", "TEXT"),
+    ("color", "TEXT"),
 )
 _LEASES = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS leases") :].split(";")[0]
 
@@ -525,7 +530,24 @@ def _run_record(row: Sequence[Any]) -> RunRecord:
         lease,
         row[20] or "",
         tags_from_json(row[21]),
+        row[22],
     )
+
+
+def _new_color(db: sqlite3.Connection) -> str:
+    """The colour a run created now gets: the palette's least used by the store's runs."""
+    return least_used(r[0] for r in db.execute("SELECT color FROM runs"))
+
+
+def _fill_colors(db: sqlite3.Connection) -> None:
+    """Give the runs of a file from before run colours theirs, as creation would have (in
+    creation order); inside a write transaction."""
+    rows = db.execute("SELECT run, color FROM runs ORDER BY created, run").fetchall()
+    if all(r[1] is not None for r in rows):
+        return
+    for (run, had), color in zip(rows, fill_colors([r[1] for r in rows]), strict=True):
+        if had is None:
+            db.execute("UPDATE runs SET color = ? WHERE run = ?", (color, run))
 
 
 def tags_from_json(text: str | None) -> tuple[str, ...]:
@@ -746,6 +768,10 @@ class Outbox:
             if column not in have:
                 with suppress(sqlite3.OperationalError):  # another process added it first
                     self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+        if self._db.execute("SELECT 1 FROM runs WHERE color IS NULL LIMIT 1").fetchone():
+            # runs from before run colours get theirs once (busy: the next open does it)
+            with suppress(sqlite3.OperationalError), self._transaction() as db:
+                _fill_colors(db)
         with suppress(sqlite3.OperationalError):  # busy: the next open adds it
             self._db.execute(_LEASES)
         have = {row[1] for row in self._db.execute("PRAGMA table_info(leases)")}
@@ -1220,8 +1246,9 @@ class Outbox:
                 if holder is not None:
                     taken = self._take_lease(db, name, holder, kind, now, lease_ttl_s)
                 db.execute(
-                    "INSERT INTO runs (run, created) VALUES (?, ?) ON CONFLICT (run) DO NOTHING",
-                    (name, now if created is None else created),
+                    "INSERT INTO runs (run, created, color) VALUES (?, ?, ?) "
+                    "ON CONFLICT (run) DO NOTHING",
+                    (name, now if created is None else created, _new_color(db)),
                 )
                 if holder is not None:
                     # a writer starting on the run: what ended it before no longer holds
@@ -1318,12 +1345,13 @@ class Outbox:
         config_json = json.dumps(dict(config or {}), sort_keys=True, default=str)
         with self._transaction() as db:
             db.execute(
-                """INSERT INTO runs (run, project, config, framework, created) VALUES (?, ?, ?, ?, ?)
+                """INSERT INTO runs (run, project, config, framework, created, color)
+                VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (run) DO UPDATE SET
                     project = coalesce(excluded.project, runs.project),
                     config = CASE WHEN excluded.config = '{}' THEN runs.config ELSE excluded.config END,
                     framework = coalesce(excluded.framework, runs.framework)""",
-                (run, project, config_json, framework, created),
+                (run, project, config_json, framework, created, _new_color(db)),
             )
         return before
 
