@@ -26,7 +26,7 @@ from ..lifecycle import Lifecycle
 from ..processes import writers_of
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..run import Run
-from ..schema import SourcePosition
+from ..schema import CONFIG_SOURCES, SourcePosition
 from ..sources import EndMark, LogFile, Record, ScalarBlock
 from ..sources.console import console_header
 from ..sources.discover import last_modified
@@ -35,7 +35,7 @@ from ..sources.text_summaries import read_text_summaries
 from ..translate.derive import StepDeriver
 from ..translate.steps import LoggedValue
 from .followed_end import SCAN_EVERY, EndEvidence, WriterWatch, judge_gone, judge_quiet
-from .log_context import context_from_logs
+from .log_context import INFERRED, context_from_logs
 
 __all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary", "import_end"]
 
@@ -554,7 +554,7 @@ class Ingest:
             keys = {name for record in state.pending for name in record.values}
             learned = state.learned()
             tracker = learned.get("tracker_config")
-            config = {
+            from_logs = {
                 **context_from_logs(
                     framework,
                     keys,
@@ -562,8 +562,17 @@ class Ingest:
                     tracker=tracker if isinstance(tracker, Mapping) else None,
                 ),
                 **{k: v for k, v in learned.items() if k in _CONFIG_FACTS},
-                **self._config,
             }
+            config = {**from_logs, **self._config}
+            # where each key came from, for whoever reads the config (the run page marks
+            # inferred ones); a framework given with --framework was not inferred
+            sources = {
+                k: "inferred" if k in INFERRED else "logs"
+                for k in from_logs
+                if k not in self._config and not (k == "framework" and not summary.detected)
+            }
+            if sources:
+                config[CONFIG_SOURCES] = sources
             summary.config = config
         try:
             if self._direct:

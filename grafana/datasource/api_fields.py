@@ -1,7 +1,8 @@
 """What the live dashboard reads about one run, registered names or not.
 
 - `GET /api/run?run=R`: the run-list row (status from `exporter.lifecycle`), its colour, its config
-  and how many of its logged names the registry recognises (`names`).
+  (as stored, and as the config table shows it: `settings`, `run_settings`) and how many of its
+  logged names the registry recognises (`names`).
 - `GET /api/fields?run=R[&lang=en|zh]`: every field the run logged, grouped and ordered
   (`run_fields`), with the registry's title, unit, framework spellings and tooltip.
 - `GET /api/field_series?run=R&field=F[&points=N][&from=STEP&to=STEP][&format=json|csv]
@@ -30,6 +31,7 @@ from .history import Points, metric_of_field
 from .jsonio import finite
 from .run_fields import ordered_fields
 from .run_meta import read_meta, run_colors
+from .run_settings import run_settings
 from .run_summary import name_counts, run_summary
 from .series import band_edges, early_value
 from .services import Services, services
@@ -67,6 +69,7 @@ def run_info() -> Response:
     out = run_summary(svc.store, svc.lifecycle, run, time.time())
     out["color"] = run_colors(svc.store.runs(), read_meta(svc.config.outbox_path))[run]
     out["config"] = dict(svc.store.run_config(run))
+    out["settings"] = run_settings(svc.registry, svc.store, run)
     out["names"] = name_counts(svc.registry, svc.store.logged_fields(run), out["framework"])
     return jsonify(out)
 

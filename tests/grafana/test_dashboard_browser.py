@@ -178,7 +178,7 @@ def test_run_page_shows_every_logged_field_grouped_by_the_registry(
     page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5, steps=4)
     page.wait_for_function(
         "() => /\\d/.test(document.querySelector('.panel[data-field=\"policy_kl\"] .u-legend')"
-        ".innerText.split('raw')[1])"
+        ".innerText.split(' raw ')[1])"
     )
     tab.shot("dashboard-run.png")
 
@@ -349,6 +349,7 @@ def test_config_table_lists_each_runs_hyperparameters(tab: Page) -> None:
 def test_csv_and_json_downloads_of_a_series(tab: Page, tmp_path: Path) -> None:
     page = tab.open_run("run=ppo-a")
     panel = page.locator(f'.panel[data-field="{UNREGISTERED_KEY}"]')
+    panel.locator(".dl-menu > summary").click()  # the chart's downloads are one menu
     with page.expect_download() as dl:
         panel.locator('a.dl[data-format="csv"]').click()
     path = tmp_path / "series.csv"
@@ -358,6 +359,7 @@ def test_csv_and_json_downloads_of_a_series(tab: Page, tmp_path: Path) -> None:
     assert rows[0] == ["step", "wall_time", "value"]
     assert len(rows) == STEPS + 1
     assert [float(r[2]) for r in rows[1:9]] == [0, 1, 2, 3, 4, 5, 6, 0]
+    page.locator('.panel[data-field="policy_kl"] .dl-menu > summary').click()
     with page.expect_download() as dl:
         page.locator('.panel[data-field="policy_kl"] a.dl[data-format="json"]').click()
     body = json.loads(Path(dl.value.path()).read_text())
