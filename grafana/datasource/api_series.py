@@ -41,5 +41,6 @@ def series() -> Response:
         smoothing=smoothing,
         start=start,
         end=end,
+        card_window=svc.config.card_window,
     )
     return jsonify(payload)

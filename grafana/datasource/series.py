@@ -12,6 +12,7 @@ from registry.diagnosis.bands import basis_scale
 from registry.diagnosis.stats import ema, ema_lag_points
 from registry.model import STAGES
 
+from .cards import stages_of_run
 from .history import HistoryStore, Points
 from .jsonio import finite
 
@@ -68,17 +69,23 @@ def series_payload(
     smoothing: float,
     start: int | None,
     end: int | None,
+    card_window: int,
 ) -> dict[str, Any]:
-    """At most `points` rows `{step, raw, smooth, band_low, band_high}`, ascending by step."""
+    """At most `points` rows `{step, raw, smooth, band_low, band_high}`, ascending by step; the
+    band is the stage's the run's cards judge in (`cards.stages_of_run`, read with the cards'
+    `card_window`)."""
     p: Points = store.series(run, field, start, end, points)
     steps, raw = p.steps[:points], p.values[:points]
     smooth = ema(raw, smoothing) if smoothing > 0 else raw
     config = store.run_config(run)
-    stages = reg.stages_for(config)
-    early = None
-    if metric.bands is not None and metric.bands.basis == "early_value" and steps.size:
-        early = early_value(store, run, field, stages)
-    low, high = band_edges(metric, steps, stages, config, early)
+    low: list[float | None] = [None] * int(steps.size)
+    high = list(low)
+    if metric.bands is not None and steps.size:
+        stages = stages_of_run(reg, store, run, card_window)
+        early = None
+        if metric.bands.basis == "early_value":
+            early = early_value(store, run, field, stages)
+        low, high = band_edges(metric, steps, stages, config, early)
     rows = [
         {
             "step": s,
