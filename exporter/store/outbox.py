@@ -55,7 +55,7 @@ from ..schema import (
     SourcePosition,
     transforms_from_json,
 )
-from . import running_stats
+from . import preview, running_stats
 from .run_colors import fill_colors, least_used
 
 __all__ = [
@@ -1354,6 +1354,26 @@ class Outbox:
                 (run, project, config_json, framework, created, _new_color(db)),
             )
         return before
+
+    def write_preview(self, run: str, rows: Sequence[SampleRow]) -> int:
+        """`run`'s whole-run sketch (`preview`), replacing any before; the rows kept."""
+        try:
+            with self._transaction() as db:
+                return preview.write(db, run, rows)
+        except sqlite3.Error as exc:
+            raise OutboxError(
+                f"cannot store the sketch of run {run!r} in {self.path}: {exc}"
+            ) from exc
+
+    def drop_preview(self, run: str) -> None:
+        """`run`'s sketch gone: its log is stored."""
+        try:
+            with self._transaction() as db:
+                preview.drop(db, run)
+        except sqlite3.Error as exc:
+            raise OutboxError(
+                f"cannot drop the sketch of run {run!r} in {self.path}: {exc}"
+            ) from exc
 
     # -- forwarding ----------------------------------------------------------------------------
 

@@ -189,7 +189,7 @@ def _band(
         return None, None, None
     config = svc.store.run_config(run)
     # the stages the run's cards judge it in: the chart and the card under it agree
-    stages = stages_of_run(svc.registry, svc.store, run, svc.config.card_window)
+    stages = stages_of_run(svc.registry, svc.store, run, svc.config.card_window, svc.stages)
     early = None
     if metric.bands.basis == "early_value":
         early = early_value(svc.store, run, field, stages)

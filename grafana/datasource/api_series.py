@@ -42,5 +42,6 @@ def series() -> Response:
         start=start,
         end=end,
         card_window=svc.config.card_window,
+        memo=svc.stages,
     )
     return jsonify(payload)

@@ -19,6 +19,7 @@ from registry.diagnosis.stats import RunMean, Series, as_series
 
 from .card_words import labelled
 from .history import FieldStats, HistoryStore, Points, metric_of_field
+from .stage_memo import StageMemo
 
 __all__ = ["EARLY_SKETCH_POINTS", "card_inputs", "cards_for", "run_cards", "stages_of_run"]
 
@@ -172,12 +173,19 @@ def run_cards(
 
 
 def stages_of_run(
-    reg: registry.Registry, store: HistoryStore, run: str, window: int
+    reg: registry.Registry,
+    store: HistoryStore,
+    run: str,
+    window: int,
+    memo: StageMemo | None = None,
 ) -> registry.Stages:
     """The stages the run's cards judge it in (`registry.diagnosis.run_stages`), for a chart
     that shades a stage's band: its context measured as the cards measure it, from the same
     reads of the metrics that set it (the registry's update metrics the run logged, whose
-    spacing is its cadence; every metric when it logged none of them)."""
+    spacing is its cadence; every metric when it logged none of them). With `memo`, kept while
+    the run's newest step stays the same."""
+    if memo is not None:
+        return memo.stages(store, run, lambda: stages_of_run(reg, store, run, window))
     logged = _logged_metrics(reg, store, run)
     updates = set(reg.update_metrics())
     fields = [f for f in logged if f in updates] or logged

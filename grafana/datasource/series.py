@@ -15,6 +15,7 @@ from registry.model import STAGES
 from .cards import stages_of_run
 from .history import HistoryStore, Points
 from .jsonio import finite
+from .stage_memo import StageMemo
 
 __all__ = ["band_edges", "early_value", "series_payload"]
 
@@ -70,6 +71,7 @@ def series_payload(
     start: int | None,
     end: int | None,
     card_window: int,
+    memo: StageMemo | None = None,
 ) -> dict[str, Any]:
     """At most `points` rows `{step, raw, smooth, band_low, band_high}`, ascending by step; the
     band is the stage's the run's cards judge in (`cards.stages_of_run`, read with the cards'
@@ -81,7 +83,7 @@ def series_payload(
     low: list[float | None] = [None] * int(steps.size)
     high = list(low)
     if metric.bands is not None and steps.size:
-        stages = stages_of_run(reg, store, run, card_window)
+        stages = stages_of_run(reg, store, run, card_window, memo)
         early = None
         if metric.bands.basis == "early_value":
             early = early_value(store, run, field, stages)

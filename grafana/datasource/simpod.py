@@ -156,6 +156,7 @@ def _series(svc: Services, ref: str, p: Mapping[str, Any], max_points: int | Non
         svc.registry, svc.store, run, field, metric,
         points=points, smoothing=smoothing, start=start, end=end,
         card_window=svc.config.card_window,
+        memo=svc.stages,
     )  # fmt: skip
     rows: list[dict[str, Any]] = data["rows"]
     if fmt == "table":
