@@ -498,8 +498,9 @@
         const cells = RUNS.map((run) => {
           const st = r.cells[run];
           if (!st) return el("td", { text: "–" });
-          const mark = st.source === "inferred" || st.source === "logged" ? el("span", { class: "source hint", text: " (" + T["source_" + st.source] + ")" }) : null;
-          return el("td", { "data-source": st.source, title: T["source_" + st.source + "_hint"] }, [document.createTextNode(st.value), mark]);
+          const marked = st.source === "inferred" || st.source === "logged";
+          const mark = marked ? el("span", { class: "source hint", text: "(" + T["source_" + st.source] + ")" }) : null;
+          return el("td", { "data-source": st.source, title: T["source_" + st.source + "_hint"] }, [document.createTextNode(st.value + (marked ? " " : "")), mark]);
         });
         body.push(el("tr", { "data-key": key, "data-kind": kind }, [el("th", {}, [el("code", { text: key })])].concat(cells)));
       }
