@@ -1,6 +1,7 @@
 """`rlvitals serve LOGDIR` beside `tensorboard --logdir` on the same folder.
 
     python bench/bench_serve_logdir.py [--runs 50] [--steps 50000] [--big 1000000]
+    python bench/bench_serve_logdir.py --long 300000 [--rounds 3]
 
 The folder (made once, kept under bench/results/serve-logdir-cache/): `--runs` SB3-like PPO runs,
 each an event file of SB3's TensorBoard tags (12, as PPO writes them) every 2048 steps up to
@@ -21,6 +22,13 @@ shared), with its default poll / reload interval. Measured:
   restart   a second start on the same folder (and, for rlvitals, the same store) until ready
 
 Prints a table with the ratios (rlvitals / TensorBoard). Needs tensorboard in the venv.
+
+`--long STEPS` measures one thing instead: a single event file of STEPS steps x 10 of SB3's PPO
+tags at every step (a SummaryWriter's long run), each tool alone on its own copy, alternating for
+`--rounds`: from the process start until the run's whole chart is served (rlvitals: its page's
+series of policy KL from step 0 to the last, drawn from the import's sketch while the values are
+stored; TensorBoard: its scalars route answering with the last step), and for rlvitals until every
+value is stored (each field's series counts STEPS points); the load average beside each.
 """
 
 from __future__ import annotations
@@ -291,12 +299,139 @@ def _measure(tool: _Rlvitals | _TensorBoard, args: argparse.Namespace) -> dict[s
     return out
 
 
+LONG = "long"
+LONG_TAGS = SB3_TAGS[:10]
+LONG_FIELD = "policy_kl"  # train/approx_kl, as the registry stores it
+LONG_FIELDS = (  # LONG_TAGS as the registry stores them
+    "episode_length",
+    "episodic_return",
+    "samples_per_second",
+    "policy_kl",
+    "clip_fraction",
+    "clip_epsilon",
+    "policy_entropy",
+    "explained_variance",
+    "learning_rate",
+    "total_loss",
+)
+LONG_TAG = "train/approx_kl"
+
+
+def write_long_run(folder: Path, steps: int) -> Path:
+    """The long run of `--long`: LONG_TAGS (SB3's PPO tags) at every step, as a SummaryWriter
+    writes them (one event per scalar)."""
+    path = _event_file(folder)
+    with open(path, "ab") as fh:
+        chunk: list[bytes] = []
+        for step in range(steps):
+            chunk.extend(
+                _scalar(step, tag, 0.5 + (step % 1000) * 1e-4 + k * 1e-3)
+                for k, tag in enumerate(LONG_TAGS)
+            )
+            if len(chunk) >= 20_000:
+                fh.write(b"".join(chunk))
+                chunk.clear()
+        fh.write(b"".join(chunk))
+    return path
+
+
+def _long_series(base: str, field: str) -> dict[str, object] | None:
+    q = urllib.parse.urlencode({"run": LONG, "field": field, "points": 1000})
+    body = _get(f"{base}/api/field_series?{q}")
+    return body if isinstance(body, dict) and body.get("steps") else None
+
+
+def _measure_long(tool: str, folder: Path, work: Path, steps: int) -> dict[str, float]:
+    """From the process start: the long run's whole chart on screen (`whole`: rlvitals' page
+    answers its series from its first step to its last; TensorBoard's scalars route answers
+    with its last step), and for rlvitals every value stored (`stored`: the series counts
+    `steps` stored points for each of the run's fields)."""
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    out: dict[str, float] = {"load before": os.getloadavg()[0]}
+    started = time.monotonic()
+    if tool == "rlvitals":
+        proc = _Rlvitals(folder, work, 0).start(port)
+
+        def whole() -> bool:
+            # its first point is the first bucket's (a bucket mean sits at its last step)
+            body = _long_series(base, LONG_FIELD)
+            if body is None:
+                return False
+            s: list[int] = body["steps"]  # type: ignore[assignment]
+            return s[0] <= int(body["bucket_steps"]) - 1 and s[-1] == steps - 1  # type: ignore[call-overload]
+
+        def stored() -> bool:
+            bodies = [_long_series(base, n) for n in LONG_FIELDS]
+            return all(b is not None and b["source_points"] == steps for b in bodies)
+
+    else:
+        tb = _TensorBoard(folder, work, 0)
+        proc = tb.start(port)
+
+        def whole() -> bool:
+            return tb._last(base, LONG, LONG_TAG) == steps - 1
+
+        stored = whole  # TensorBoard keeps a sample: nothing more comes
+    try:
+        _until(whole, proc, f"{tool} whole")
+        out["whole"] = time.monotonic() - started
+        _until(stored, proc, f"{tool} stored")
+        out["stored"] = time.monotonic() - started
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(120)
+    out["load after"] = os.getloadavg()[0]
+    return out
+
+
+def long_main(steps: int, rounds: int) -> int:
+    """`--long STEPS`: one event file of STEPS steps x 10 tags, rlvitals serve and TensorBoard
+    each alone on its own copy, alternating, `rounds` times."""
+    root = ROOT / "bench" / "results" / "serve-logdir-long"
+    done = root / "done.json"
+    if not (done.exists() and json.loads(done.read_text()) == {"steps": steps}):
+        shutil.rmtree(root, ignore_errors=True)
+        write_long_run(root / "runs" / LONG, steps)
+        done.write_text(json.dumps({"steps": steps}))
+    size = sum(p.stat().st_size for p in (root / "runs").rglob("*") if p.is_file())
+    print(f"one run: {steps:,} steps x {len(LONG_TAGS)} tags, {size / 1e6:.0f} MB", flush=True)
+    rows: list[tuple[str, dict[str, float]]] = []
+    for _ in range(rounds):
+        for tool in ("rlvitals", "tensorboard"):
+            with tempfile.TemporaryDirectory() as tmp:
+                work = Path(tmp)
+                shutil.copytree(root / "runs", work / "runs")
+                got = _measure_long(tool, work / "runs", work, steps)
+                rows.append((tool, got))
+                print(f"{tool}: {got}", flush=True)
+    print(f"\n{'':12}{'whole chart':>12}{'every value':>13}{'load (1 min)':>14}")
+    for tool, got in rows:
+        load = f"{got['load before']:.1f}-{got['load after']:.1f}"
+        print(f"{tool:12}{got['whole']:>10.1f} s{got['stored']:>11.1f} s{load:>14}")
+    ours = [g["whole"] for t, g in rows if t == "rlvitals"]
+    theirs = [g["whole"] for t, g in rows if t == "tensorboard"]
+    ratio = sorted(ours)[len(ours) // 2] / sorted(theirs)[len(theirs) // 2]
+    print(f"whole chart, medians: rlvitals / TensorBoard = {ratio:.2f}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--steps", type=int, default=50_000)
     ap.add_argument("--big", type=int, default=1_000_000)
+    ap.add_argument(
+        "--long",
+        type=int,
+        default=None,
+        metavar="STEPS",
+        help="measure only one event file of STEPS steps x 10 tags (time to a whole-run chart)",
+    )
+    ap.add_argument("--rounds", type=int, default=3, help="with --long: rounds of both tools")
     args = ap.parse_args()
+    if args.long is not None:
+        return long_main(args.long, args.rounds)
     made = time.monotonic()
     cache = make_folder(
         ROOT / "bench" / "results" / "serve-logdir-cache", args.runs, args.steps, args.big

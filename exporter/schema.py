@@ -48,6 +48,7 @@ import numpy.typing as npt
 
 __all__ = [
     "CONFIG_FIELD",
+    "CONFIG_SOURCES",
     "EVENTS",
     "GPU_TAG",
     "INFLUX_MAX_STEP",
@@ -135,6 +136,11 @@ STATE_FIELD = "state"
 """A `RANK_END` event's field: the rank's end (finished, crashed, ended)."""
 CONFIG_FIELD = "config_json"
 """The `RUN_CONFIG` point's field holding the whole configuration as JSON."""
+CONFIG_SOURCES = "config_sources"
+"""Run-config key: where an import took the other keys from, `{key: "logs" | "inferred"}`: read
+from the logs' own words (a trainer's arguments, a hyperparameter table, a console banner) or
+inferred (from which names the logs hold, or a mapping of what they say). A key it does not name
+was given (`--config`, `--set`, `init(config=...)`)."""
 TRANSFORMS_FIELD = "transforms_json"
 """Field of the `RUN_CONFIG` point (step 0) recording which transform each stored field went
 through (JSON, see `FieldTransform`), so a value can be shown with what was done to it."""

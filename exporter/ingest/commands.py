@@ -51,7 +51,7 @@ from ..lifecycle import RunStatus, Status
 from ..prometheus import live_states
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..prometheus.store_statuses import store_statuses
-from ..schema import SourcePosition
+from ..schema import CONFIG_SOURCES, SourcePosition
 from ..sources import (
     EndMark,
     LogFile,
@@ -898,7 +898,9 @@ def _framework_line(summary: RunSummary) -> str:
             f"{summary.name!r} (--resume goes on with the old one)"
         )
     if summary.config:
-        shown = ", ".join(f"{k}={v}" for k, v in summary.config.items() if k != "framework")
+        shown = ", ".join(
+            f"{k}={v}" for k, v in summary.config.items() if k not in ("framework", CONFIG_SOURCES)
+        )
         line += f"; run context: {shown}" if shown else ""
     if summary.config.get("step_source") == "logging order":
         line += (

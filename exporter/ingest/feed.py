@@ -9,6 +9,8 @@ write straight to InfluxDB (see `direct.py` for when that keeps the durability c
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -19,27 +21,33 @@ from registry import Registry
 
 from ..config import ExporterSettings
 from ..counts import RunStats
-from ..errors import ConfigError, RunHeld
+from ..errors import ConfigError, OutboxError, RunHeld
 from ..influx.direct import DirectRun
 from ..lease import Holder, this_process
 from ..lifecycle import Lifecycle
 from ..processes import writers_of
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..run import Run
-from ..schema import SourcePosition
+from ..schema import CONFIG_SOURCES, SourcePosition
 from ..sources import EndMark, LogFile, Record, ScalarBlock
 from ..sources.console import console_header
 from ..sources.discover import last_modified
 from ..sources.follow import path_key
 from ..sources.text_summaries import read_text_summaries
+from ..store.outbox import Outbox
 from ..translate.derive import StepDeriver
 from ..translate.steps import LoggedValue
 from .followed_end import SCAN_EVERY, EndEvidence, WriterWatch, judge_gone, judge_quiet
-from .log_context import context_from_logs
+from .log_context import INFERRED, context_from_logs
+from .sketch import sketch_rows
 
 __all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary", "import_end"]
 
 DETECT_SAMPLE = 200  # records looked at to detect a run's framework
+SKETCH_BYTES = 16 << 20
+"""An event file with this much left to read gets a whole-run sketch first (`_sketch`): some
+330,000 one-scalar events, 2 s or more to store."""
+_log = logging.getLogger(__name__)
 _CONFIG_FACTS = ("step_source",)  # facts of a log kept in its run's config
 _WANDB_CONSOLE = Path("files", "output.log")
 _ROOM_CHECK_EVERY = 256
@@ -135,6 +143,10 @@ class _RunState:
 
     known: dict[str, Any] = field(default_factory=dict)
     """What they established by the end of the last read (a reader's files may be closed)."""
+    sketched: set[str] = field(default_factory=set)
+    """Its files a whole-run sketch was considered for (`_sketch`), read or not."""
+    sketch: bool = False
+    """It has a sketch in the store (dropped once the run is stored: `finish`)."""
 
     def learned(self) -> dict[str, Any]:
         out = dict(self.known)
@@ -334,12 +346,47 @@ class Ingest:
         if isinstance(run, DirectRun):
             run.log_block(block)
         else:
+            if log.format == "tensorboard" and str(log.path) not in state.sketched:
+                state.sketched.add(str(log.path))
+                self._sketch(log, state, block)
             # in slices of about a worker batch, waiting for room before each as `_log` does
             for lo in range(0, len(block), _BLOCK_SLICE):
                 self._room(run)
                 run.log_block(block.slice(lo, min(len(block), lo + _BLOCK_SLICE)))
         if block.position is not None:
             run.save_position(replace(block.position, path=path_key(log.path)))
+
+    def _sketch(self, log: LogFile, state: _RunState, block: ScalarBlock) -> None:
+        """Before a long event file's steps go to the store, a sample of the steps it holds
+        past this block, spread over the rest of the file and translated as the run's own
+        rows are, kept as the run's sketch (`exporter.store.preview`): a chart of the whole run
+        is drawn from it while every value is being stored. A file with less left to read than
+        `SKETCH_BYTES` gets none (it is stored in about a second); a sketch that cannot be read
+        or kept is skipped (said at debug level): the import goes on the same."""
+        at = block.position.offset if block.position is not None else None
+        try:
+            size = os.stat(log.path).st_size
+        except OSError:
+            return
+        if at is None or size - at < SKETCH_BYTES:
+            return
+        summary = state.summary
+        try:
+            rows = sketch_rows(
+                self._registry,
+                log.path,
+                at,
+                size,
+                run=summary.name,
+                framework=summary.framework,
+                config=summary.config,
+                policy=self._settings.policy,
+            )
+            with Outbox(self._settings.outbox_path) as box:
+                box.write_preview(summary.name, rows)
+            state.sketch = True
+        except (OSError, OutboxError) as exc:
+            _log.debug("rlvitals: no sketch of %s: %s", log.path, exc)
 
     def save_position(self, log: LogFile, position: SourcePosition) -> None:
         """Store how far `log` was read, together with the samples read before it (a run not
@@ -516,8 +563,20 @@ class Ingest:
                     max(0.1, deadline - time.monotonic()), state=end, reason=why, at=at
                 )
                 state.summary.stats = _plus(state.earlier, state.run.stats)
+                if state.sketch:
+                    self._drop_sketch(state)
             elif state.summary.stats is None and state.earlier is not None:
                 state.summary.stats = state.earlier
+
+    def _drop_sketch(self, state: _RunState) -> None:
+        """The run's sketch gone once its rows are in (a reader shows stored rows where both
+        reach, so one left behind only costs room)."""
+        try:
+            with Outbox(self._settings.outbox_path) as box:
+                box.drop_preview(state.summary.name)
+            state.sketch = False
+        except OutboxError as exc:
+            _log.debug("rlvitals: sketch of run %r kept: %s", state.summary.name, exc)
 
     def _end(self, state: _RunState, complete: bool) -> tuple[str | None, str | None]:
         if self._follow:
@@ -554,7 +613,7 @@ class Ingest:
             keys = {name for record in state.pending for name in record.values}
             learned = state.learned()
             tracker = learned.get("tracker_config")
-            config = {
+            from_logs = {
                 **context_from_logs(
                     framework,
                     keys,
@@ -562,8 +621,17 @@ class Ingest:
                     tracker=tracker if isinstance(tracker, Mapping) else None,
                 ),
                 **{k: v for k, v in learned.items() if k in _CONFIG_FACTS},
-                **self._config,
             }
+            config = {**from_logs, **self._config}
+            # where each key came from, for whoever reads the config (the run page marks
+            # inferred ones); a framework given with --framework was not inferred
+            sources = {
+                k: "inferred" if k in INFERRED else "logs"
+                for k in from_logs
+                if k not in self._config and not (k == "framework" and not summary.detected)
+            }
+            if sources:
+                config[CONFIG_SOURCES] = sources
             summary.config = config
         try:
             if self._direct:

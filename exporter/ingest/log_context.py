@@ -18,12 +18,19 @@ from typing import Any
 from ..sources.console_text import strip_ansi
 
 __all__ = [
+    "INFERRED",
     "console_context",
     "console_lines",
     "context_from_logs",
     "parse_assignment",
     "tracker_context",
 ]
+
+
+INFERRED = ("framework", "algorithm", "action_space", "step_source")
+"""Run-config keys an import infers (from which names a log holds, or by mapping what it says:
+verl's advantage estimator to an algorithm, TRL's group size to a token action space) rather than
+reads as the log words them; what the run page marks "inferred" (`CONFIG_SOURCES`)."""
 
 
 def _number(text: str) -> Any:

@@ -8,6 +8,8 @@
   so readers get whole-run means and long series from a bounded number of rows.
   It records each run's life: the recorded end, when rows last arrived, the writer's lease
   (read by `exporter.lifecycle`, the one definition of a run's status).
+- `run_colors`: the colour a run gets when it is created (kept in its `runs` row), and the colours
+  a page showing several runs together draws them in.
 - `runs_list`: `rlvitals runs`. `run_admin`: a run deleted, renamed, given notes or tags, one
   transaction each (the command line is `rlvitals.runs_manage`).
 - `repair`: `rlvitals doctor --repair`, a damaged file salvaged into a new one (tables read whole

@@ -58,8 +58,9 @@ from ..schema import (
     SourcePosition,
     transforms_from_json,
 )
-from . import running_stats
+from . import preview, running_stats
 from .ranks import rank_records, ranks_by_run
+from .run_colors import fill_colors, least_used
 
 __all__ = [
     "DATA_TABLES",
@@ -104,7 +105,8 @@ CREATE TABLE IF NOT EXISTS runs (
     arrived REAL,
     notes TEXT,
     tags TEXT,
-    job TEXT
+    job TEXT,
+    color TEXT
 );
 CREATE TABLE IF NOT EXISTS leases (
     run TEXT NOT NULL,
@@ -429,6 +431,8 @@ class RunRecord:
     """A run several ranks of one job log: each rank's lease or end (`exporter.job`)."""
     job: str | None = None
     """The key of the job whose ranks log it (`exporter.job.Job.key`), None for one process."""
+    color: str | None = None
+    """Its colour on every chart, chosen when it was created (`run_colors`)."""
 
     @property
     def recorded(self) -> Recorded:
@@ -512,7 +516,8 @@ every write (each trip is a GIL hand-off with the training loop)."""
 
 _RUN_COLUMNS = (
     "runs.run, project, config, framework, created, finished, last_activity, state, "
-    f"state_reason, state_at, arrived, {LEASE_COLUMNS}, runs.notes, runs.tags, runs.job"
+    f"state_reason, state_at, arrived, {LEASE_COLUMNS}, runs.notes, runs.tags, runs.job, "
+    "runs.color"
 )
 # the lease of a writer logging without a rank; the ranks' leases are read with their ends
 _RUN_FROM = f"runs LEFT JOIN leases ON leases.run = runs.run AND leases.rank = {NO_RANK}"
@@ -529,6 +534,7 @@ _LIFECYCLE_COLUMNS = (
     ("notes", "TEXT"),
     ("tags", "TEXT"),
     ("job", "TEXT"),
+    ("color", "TEXT"),
 )
 _LEASES = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS leases") :].split(";")[0]
 _RANK_ENDS = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS rank_ends") :].split(";")[0]
@@ -605,7 +611,24 @@ def _run_record(row: Sequence[Any], ranks: tuple[RankRecord, ...] = ()) -> RunRe
         tags_from_json(row[21]),
         ranks,
         row[22],
+        row[23],
     )
+
+
+def _new_color(db: sqlite3.Connection) -> str:
+    """The colour a run created now gets: the palette's least used by the store's runs."""
+    return least_used(r[0] for r in db.execute("SELECT color FROM runs"))
+
+
+def _fill_colors(db: sqlite3.Connection) -> None:
+    """Give the runs of a file from before run colours theirs, as creation would have (in
+    creation order); inside a write transaction."""
+    rows = db.execute("SELECT run, color FROM runs ORDER BY created, run").fetchall()
+    if all(r[1] is not None for r in rows):
+        return
+    for (run, had), color in zip(rows, fill_colors([r[1] for r in rows]), strict=True):
+        if had is None:
+            db.execute("UPDATE runs SET color = ? WHERE run = ?", (color, run))
 
 
 def tags_from_json(text: str | None) -> tuple[str, ...]:
@@ -843,6 +866,10 @@ class Outbox:
             if column not in have:
                 with suppress(sqlite3.OperationalError):  # another process added it first
                     self._db.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+        if self._db.execute("SELECT 1 FROM runs WHERE color IS NULL LIMIT 1").fetchone():
+            # runs from before run colours get theirs once (busy: the next open does it)
+            with suppress(sqlite3.OperationalError), self._transaction() as db:
+                _fill_colors(db)
         with suppress(sqlite3.OperationalError):  # busy: the next open adds it
             self._db.execute(_LEASES)
         have = {row[1] for row in self._db.execute("PRAGMA table_info(leases)")}
@@ -1427,9 +1454,14 @@ class Outbox:
                 if holder is not None:
                     taken = self._take_lease(db, name, holder, kind, now, lease_ttl_s, rank)
                 db.execute(
-                    "INSERT INTO runs (run, created, job) VALUES (?, ?, ?) "
+                    "INSERT INTO runs (run, created, job, color) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT (run) DO NOTHING",
-                    (name, now if created is None else created, ranked and ranked.key),
+                    (
+                        name,
+                        now if created is None else created,
+                        ranked and ranked.key,
+                        _new_color(db),
+                    ),
                 )
                 if holder is not None:
                     # a writer starting on the run: what ended it before no longer holds
@@ -1587,14 +1619,35 @@ class Outbox:
         config_json = json.dumps(dict(config or {}), sort_keys=True, default=str)
         with self._transaction() as db:
             db.execute(
-                """INSERT INTO runs (run, project, config, framework, created) VALUES (?, ?, ?, ?, ?)
+                """INSERT INTO runs (run, project, config, framework, created, color)
+                VALUES (?, ?, ?, ?, ?, ?)
                 ON CONFLICT (run) DO UPDATE SET
                     project = coalesce(excluded.project, runs.project),
                     config = CASE WHEN excluded.config = '{}' THEN runs.config ELSE excluded.config END,
                     framework = coalesce(excluded.framework, runs.framework)""",
-                (run, project, config_json, framework, created),
+                (run, project, config_json, framework, created, _new_color(db)),
             )
         return before
+
+    def write_preview(self, run: str, rows: Sequence[SampleRow]) -> int:
+        """`run`'s whole-run sketch (`preview`), replacing any before; the rows kept."""
+        try:
+            with self._transaction() as db:
+                return preview.write(db, run, rows)
+        except sqlite3.Error as exc:
+            raise OutboxError(
+                f"cannot store the sketch of run {run!r} in {self.path}: {exc}"
+            ) from exc
+
+    def drop_preview(self, run: str) -> None:
+        """`run`'s sketch gone: its log is stored."""
+        try:
+            with self._transaction() as db:
+                preview.drop(db, run)
+        except sqlite3.Error as exc:
+            raise OutboxError(
+                f"cannot drop the sketch of run {run!r} in {self.path}: {exc}"
+            ) from exc
 
     # -- forwarding ----------------------------------------------------------------------------
 

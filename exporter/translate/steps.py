@@ -333,8 +333,10 @@ class Translator:
         transforms: Mapping[str, Sequence[FieldTransform]] | None = None,
         defer_counts: bool = False,
         deriver: StepDeriver | None = None,
+        quiet: bool = False,
     ) -> None:
-        """`deriver`: the derived metrics' state to go on from (a new one for `config`)."""
+        """`deriver`: the derived metrics' state to go on from (a new one for `config`);
+        `quiet`: say no warnings (another translator of the run says them: a sketch's)."""
         self._registry = registry
         # With `defer_counts`, accepted / unregistered / event counts wait for `settle()`, so a
         # run counts only what its store took.
@@ -345,6 +347,7 @@ class Translator:
         self._run = run
         self._rank = NO_RANK if rank is None else rank
         self._policy = policy
+        self._quiet = quiet
         self._framework = framework
         self._last_step = last_step
         self._warned: set[str] = set()
@@ -421,7 +424,7 @@ class Translator:
             self._transforms_changed = True
 
     def _warn(self, key: str, message: str) -> None:
-        if self._policy == "warn" and key not in self._warned:
+        if self._policy == "warn" and not self._quiet and key not in self._warned:
             self._warned.add(key)
             _log.warning("rlvitals run %r: %s", self._run, message)
 

@@ -1,13 +1,15 @@
 """What the live dashboard reads about one run, registered names or not.
 
-- `GET /api/run?run=R`: the run-list row (status from `exporter.lifecycle`), its config and how
-  many of its logged names the registry recognises (`names`).
+- `GET /api/run?run=R`: the run-list row (status from `exporter.lifecycle`), its colour, its config
+  (as stored, and as the config table shows it: `settings`, `run_settings`) and how many of its
+  logged names the registry recognises (`names`).
 - `GET /api/fields?run=R[&lang=en|zh]`: every field the run logged, grouped and ordered
   (`run_fields`), with the registry's title, unit, framework spellings and tooltip.
 - `GET /api/field_series?run=R&field=F[&points=N][&from=STEP&to=STEP][&format=json|csv]
   [&download=1]`: one field's steps, values (bucket means past `points`, from the store's
   rollups), the wall time of each point and the registry's healthy band there (`band_low`,
-  `band_high`; None without one); `download=1` sends it as a file.
+  `band_high`; None without one) with the stage boundaries it follows (`stages`, those the run's
+  cards judge it in); `download=1` sends it as a file.
 - `GET /api/card_html?run=R[&lang=en|zh]`: the report's diagnosis card of each registry metric
   the run logged, as HTML.
 """
@@ -24,11 +26,13 @@ from flask import Blueprint, Response, jsonify, request
 
 from . import params
 from .api_series import MAX_STEP
-from .cards import cards_for
+from .cards import cards_for, stages_of_run
 from .errors import BadRequest, NotFound
 from .history import Points, metric_of_field
 from .jsonio import finite
 from .run_fields import ordered_fields
+from .run_meta import read_meta, run_colors
+from .run_settings import run_settings
 from .run_summary import name_counts, run_summary
 from .series import band_edges, early_value
 from .services import Services, services
@@ -64,7 +68,9 @@ def run_info() -> Response:
     svc = services()
     run = _run(svc)
     out = run_summary(svc.store, svc.lifecycle, run, time.time())
+    out["color"] = run_colors(svc.store.runs(), read_meta(svc.config.outbox_path))[run]
     out["config"] = dict(svc.store.run_config(run))
+    out["settings"] = run_settings(svc.registry, svc.store, run)
     out["names"] = name_counts(svc.registry, svc.store.logged_fields(run), out["framework"])
     return jsonify(out)
 
@@ -142,7 +148,7 @@ def field_series() -> Response:
     p = svc.store.series(run, field, start, end, points)
     steps, values = p.steps.tolist(), p.values.tolist()
     walls = _wall_times(svc, run, field, p)
-    band_low, band_high = _band(svc, run, field, p)
+    band_low, band_high, stages = _band(svc, run, field, p)
     filename = _filename(run, field, fmt)
     if fmt == "csv":
         buf = io.StringIO()
@@ -165,6 +171,7 @@ def field_series() -> Response:
                 "wall_times": walls,
                 "band_low": band_low,
                 "band_high": band_high,
+                "stages": stages,
             }
         )
     if download:
@@ -174,21 +181,23 @@ def field_series() -> Response:
 
 def _band(
     svc: Services, run: str, field: str, p: Points
-) -> tuple[list[float | None] | None, list[float | None] | None]:
-    """The registry's healthy band at each point, scaled to the run (as the report shades it);
-    None for a field without a declared band."""
+) -> tuple[list[float | None] | None, list[float | None] | None, dict[str, Any] | None]:
+    """The registry's healthy band at each point, scaled to the run (as the report shades it),
+    and the stages it follows; None for a field without a declared band."""
     metric = metric_of_field(svc.registry, field)
     if metric is None or metric.bands is None or not len(p):
-        return None, None
+        return None, None, None
     config = svc.store.run_config(run)
-    stages = svc.registry.stages_for(config)
+    # the stages the run's cards judge it in: the chart and the card under it agree
+    stages = stages_of_run(svc.registry, svc.store, run, svc.config.card_window, svc.stages)
     early = None
     if metric.bands.basis == "early_value":
         early = early_value(svc.store, run, field, stages)
     low, high = band_edges(metric, p.steps, stages, config, early)
     if all(v is None for v in low) and all(v is None for v in high):
-        return None, None
-    return low, high
+        return None, None, None
+    said = {"early_end": stages.early_end, "mid_end": stages.mid_end, "reason": stages.reason}
+    return low, high, said
 
 
 def _filename(run: str, field: str, fmt: str) -> str:

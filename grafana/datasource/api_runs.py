@@ -1,8 +1,8 @@
 """`GET /api/health` (status for anyone, detail for a caller with the token), `GET /api/runs`
 (each run's project, framework, status and what set it (`exporter.lifecycle`), last step and wall
-time, start, tags and notes; and, where a forwarder sends the store to InfluxDB, `forwarding`:
-what it said last, its backlog and rate) and `GET /api/run_state?run=R` (one run's vital
-numbers, as of its end once it ended: `run_state.py`)."""
+time, start, tags, notes and colour: `run_meta`; and, where a forwarder sends the store to
+InfluxDB, `forwarding`: what it said last, its backlog and rate) and `GET /api/run_state?run=R`
+(one run's vital numbers, as of its end once it ended: `run_state.py`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from .api_alert_notifications import notification_counts
 from .history import HistoryError
 from .login_guard import bearer_verdict
 from .reading import reading
-from .run_meta import read_forwarding, read_meta, with_meta
+from .run_meta import read_forwarding, read_meta, run_colors, with_meta
 from .run_state import run_state
 from .run_summary import run_summary
 from .services import services
@@ -90,9 +90,11 @@ def runs() -> Response:
     svc = services()
     now = time.time()
     meta = read_meta(svc.config.outbox_path)
+    names = svc.store.runs()
+    colors = run_colors(names, meta)
     out = [
-        with_meta(run_summary(svc.store, svc.lifecycle, name, now), meta)
-        for name in svc.store.runs()
+        with_meta(run_summary(svc.store, svc.lifecycle, name, now), meta, colors[name])
+        for name in names
     ]
     body: dict[str, object] = {"runs": out}
     forwarding = read_forwarding(svc.config.outbox_path, now)

@@ -46,5 +46,7 @@ def series() -> Response:
         start=start,
         end=end,
         rank=rank,
+        card_window=svc.config.card_window,
+        memo=svc.stages,
     )
     return jsonify(payload)

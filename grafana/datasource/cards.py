@@ -13,13 +13,15 @@ import numpy as np
 import registry
 from exporter.schema import nonfinite_field
 from registry.diagnosis import Card
+from registry.diagnosis.card import context_of, run_stages
 from registry.diagnosis.run_cards import carded_metrics, diagnose
 from registry.diagnosis.stats import RunMean, Series, as_series
 
 from .card_words import labelled
-from .history import HistoryStore, Points, metric_of_field
+from .history import FieldStats, HistoryStore, Points, metric_of_field
+from .stage_memo import StageMemo
 
-__all__ = ["EARLY_SKETCH_POINTS", "card_inputs", "cards_for", "run_cards"]
+__all__ = ["EARLY_SKETCH_POINTS", "card_inputs", "cards_for", "run_cards", "stages_of_run"]
 
 EARLY_SKETCH_POINTS = 32
 
@@ -103,6 +105,53 @@ def _with_nonfinite(
         series[metric] = as_series((both[order], values[order]))
 
 
+def _card_series(
+    reg: registry.Registry,
+    store: HistoryStore,
+    run: str,
+    fields: Sequence[str],
+    window: int,
+    stats_ids: Sequence[str],
+) -> tuple[dict[str, Series], dict[str, Any], Mapping[str, FieldStats]]:
+    """The series a card is judged on (each field's last `window` points, a sketch of the early
+    stage before it where the metric is judged against its early value, NaN where a value was
+    non-finite), the run config, and the whole-run statistics of `stats_ids`."""
+    # a store answers an unknown field with no points: every metric's marks are asked for
+    marks = {f: nonfinite_field(f) for f in fields if metric_of_field(reg, f) is not None}
+    config = dict(store.run_config(run))
+    stages = reg.stages_for(config)
+    early = _early_fields(reg, fields) if stages.early_end > 0 else []
+    wanted = [*fields, *marks.values()]
+    if store.kind == "memory":  # nothing to wait on: no threads
+        stats = store.stats(run, stats_ids)
+        whole_early = store.series_many(run, early, 0, stages.early_end - 1, EARLY_SKETCH_POINTS)
+        windows = store.windows(run, wanted, window)
+    else:
+        # The whole-run statistics and the early-stage sketches do not depend on the windows (at
+        # any length a run is long past its early stage): read beside them, each a wait on the
+        # store.
+        with ThreadPoolExecutor(2, thread_name_prefix="rlvitals-cards") as pool:
+            stats_read = pool.submit(store.stats, run, stats_ids)
+            early_read = pool.submit(
+                store.series_many, run, early, 0, stages.early_end - 1, EARLY_SKETCH_POINTS
+            )
+            windows = store.windows(run, wanted, window)
+            stats, whole_early = stats_read.result(), early_read.result()
+    values = {f: windows[f] for f in fields if f in windows}
+    series = _with_early_sketches(reg, store, run, values, stages, whole_early)
+    _with_nonfinite(series, windows, marks)
+    series = {f: s for f, s in series.items() if len(s)}
+    whole_run = {m: s for m, s in stats.items() if len(windows.get(m, ()))}
+    return series, config, whole_run
+
+
+def _logged_metrics(reg: registry.Registry, store: HistoryStore, run: str) -> list[str]:
+    """What the run logged (not its hyperparameters, stored once at step 0): registry metrics
+    and members of their families (`reward_component/<name>`: a run config's task_reward names
+    one)."""
+    return [f for f in store.logged_fields(run) if metric_of_field(reg, f) is not None]
+
+
 def run_cards(
     reg: registry.Registry,
     store: HistoryStore,
@@ -114,40 +163,34 @@ def run_cards(
     """One card per metric (None: `carded_metrics`, the run's own), judged with the last
     `window` points of everything the run logged and the whole-run mean of each metric carded:
     what `registry.diagnosis.diagnose` needs, read from any history store."""
-    # what the run logged (not its hyperparameters, stored once at step 0): registry metrics
-    # and members of their families (`reward_component/<name>`: a run config's task_reward
-    # names one)
-    logged = [f for f in store.logged_fields(run) if metric_of_field(reg, f) is not None]
+    logged = _logged_metrics(reg, store, run)
     ids = list(carded_metrics(reg, logged) if metric_ids is None else metric_ids)
     needed = {f for m in ids for f in card_inputs(reg, m)}
     fields = list(dict.fromkeys([*logged, *(f for f in needed if f not in logged)]))
-    # a store answers an unknown field with no points: every metric's marks are asked for
-    marks = {f: nonfinite_field(f) for f in fields if metric_of_field(reg, f) is not None}
-    config = dict(store.run_config(run))
-    stages = reg.stages_for(config)
-    early = _early_fields(reg, fields) if stages.early_end > 0 else []
-    wanted = [*fields, *marks.values()]
-    if store.kind == "memory":  # nothing to wait on: no threads
-        stats = store.stats(run, ids)
-        whole_early = store.series_many(run, early, 0, stages.early_end - 1, EARLY_SKETCH_POINTS)
-        windows = store.windows(run, wanted, window)
-    else:
-        # The whole-run statistics and the early-stage sketches do not depend on the windows (at
-        # any length a run is long past its early stage): read beside them, each a wait on the
-        # store.
-        with ThreadPoolExecutor(2, thread_name_prefix="rlvitals-cards") as pool:
-            stats_read = pool.submit(store.stats, run, ids)
-            early_read = pool.submit(
-                store.series_many, run, early, 0, stages.early_end - 1, EARLY_SKETCH_POINTS
-            )
-            windows = store.windows(run, wanted, window)
-            stats, whole_early = stats_read.result(), early_read.result()
-    values = {f: windows[f] for f in fields if f in windows}
-    series = _with_early_sketches(reg, store, run, values, stages, whole_early)
-    _with_nonfinite(series, windows, marks)
-    series = {f: s for f, s in series.items() if len(s)}
-    whole_run = {m: RunMean(s.count, s.mean) for m, s in stats.items() if len(windows.get(m, ()))}
+    series, config, stats = _card_series(reg, store, run, fields, window, ids)
+    whole_run = {m: RunMean(s.count, s.mean) for m, s in stats.items()}
     return diagnose(reg, series, config, ids, lang, whole_run)
+
+
+def stages_of_run(
+    reg: registry.Registry,
+    store: HistoryStore,
+    run: str,
+    window: int,
+    memo: StageMemo | None = None,
+) -> registry.Stages:
+    """The stages the run's cards judge it in (`registry.diagnosis.run_stages`), for a chart
+    that shades a stage's band: its context measured as the cards measure it, from the same
+    reads of the metrics that set it (the registry's update metrics the run logged, whose
+    spacing is its cadence; every metric when it logged none of them). With `memo`, kept while
+    the run's newest step stays the same."""
+    if memo is not None:
+        return memo.stages(store, run, lambda: stages_of_run(reg, store, run, window))
+    logged = _logged_metrics(reg, store, run)
+    updates = set(reg.update_metrics())
+    fields = [f for f in logged if f in updates] or logged
+    series, config, _ = _card_series(reg, store, run, fields, window, [])
+    return run_stages(reg, config, context_of(reg, config, series))
 
 
 def cards_for(

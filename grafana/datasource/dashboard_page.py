@@ -21,7 +21,7 @@ from werkzeug.security import safe_join
 from . import params
 from .errors import BadRequest, NotFound
 from .reading import reading
-from .run_meta import read_meta, with_meta
+from .run_meta import page_colors, read_meta, run_colors, with_meta
 from .run_summary import run_summary
 from .services import services
 
@@ -64,8 +64,10 @@ def index_page() -> Response:
     assert refresh is not None
     now = time.time()
     meta = read_meta(svc.config.outbox_path)
+    names = svc.store.runs()
+    colors = run_colors(names, meta)
     rows = [
-        with_meta(run_summary(svc.store, svc.lifecycle, r, now), meta) for r in svc.store.runs()
+        with_meta(run_summary(svc.store, svc.lifecycle, r, now), meta, colors[r]) for r in names
     ]
     query = list(request.args.items(multi=True))
     return _page(
@@ -88,14 +90,16 @@ def run_page() -> Response:
         raise BadRequest("missing parameter 'run': /run?run=NAME (repeat run= to overlay runs)")
     if len(names) > MAX_COMPARED:
         raise BadRequest(f"at most {MAX_COMPARED} runs can be overlaid, got {len(names)}")
-    known = set(svc.store.runs())
+    stored = svc.store.runs()
+    known = set(stored)
     for name in names:
         params.text({"run": name}, "run")
         if name not in known:
             raise NotFound(f"unknown run {name[:200]!r}; GET /api/runs lists the runs")
     assert refresh is not None
+    shown = list(dict.fromkeys(names))
     html = render_run(
-        list(dict.fromkeys(names)),
+        shown,
         lang,
         list(args.items(multi=True)),
         refresh_s=refresh,
@@ -103,6 +107,7 @@ def run_page() -> Response:
         max_points=svc.config.max_points,
         can_edit=_can_edit(),
         max_compared=MAX_COMPARED,
+        colors=page_colors(shown, stored, read_meta(svc.config.outbox_path)),
     )
     return _page(html)
 

@@ -1,22 +1,27 @@
-"""What a person wrote about the runs (their tags and notes), and what the forwarder to InfluxDB
-said it is doing (`read_forwarding`), read from the embedded store.
+"""What the store keeps about each run beside its data: the tags and notes a person wrote and the
+colour the run was given when it was created; and what the forwarder to InfluxDB said it is doing
+(`read_forwarding`). Read from the embedded store.
 
-They live in the outbox's `runs` table (`exporter.store.run_admin` writes them) whichever store
-the datasource reads history from; a server without that file (InfluxDB only) has none to show.
-Read-only, one open per request, like `history.embedded`.
+They live in the outbox's `runs` table (`exporter.store.run_admin` writes tags and notes,
+`exporter.store.run_colors` chooses the colour) whichever store the datasource reads history
+from. A run the outbox does not hold (InfluxDB only) has no tags or notes, and its colour is the
+one creation would have given it in the store's run order (`run_colors`). Read-only, one open
+per request, like `history.embedded`.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from exporter.store.outbox import tags_from_json
+from exporter.store.run_colors import display_colors, fill_colors
 
-__all__ = ["RunMeta", "read_forwarding", "read_meta", "with_meta"]
+__all__ = ["RunMeta", "page_colors", "read_forwarding", "read_meta", "run_colors", "with_meta"]
 
 _RECENT = 3600.0  # seconds a stopped forwarder's last word is still shown
 
@@ -25,29 +30,50 @@ _RECENT = 3600.0  # seconds a stopped forwarder's last word is still shown
 class RunMeta:
     tags: tuple[str, ...] = ()
     notes: str = ""
+    color: str | None = None
 
 
 def read_meta(outbox: Path) -> dict[str, RunMeta]:
-    """Each run's tags and notes (runs with neither are absent); empty when the file is
-    missing, from before notes and tags, or unreadable (the history store says why)."""
+    """Each run's tags, notes and colour; empty when the file is missing or unreadable (the
+    history store says why); a file from before colours gives None for them."""
     if not outbox.exists():
         return {}
     try:
         with closing(
             sqlite3.connect(f"{outbox.resolve().as_uri()}?mode=ro", uri=True, timeout=10.0)
         ) as db:
-            rows = db.execute(
-                "SELECT run, tags, notes FROM runs WHERE tags IS NOT NULL OR notes IS NOT NULL"
-            ).fetchall()
+            have = {str(r[1]) for r in db.execute("PRAGMA table_info(runs)").fetchall()}
+            columns = ", ".join(c if c in have else "NULL" for c in ("tags", "notes", "color"))
+            rows = db.execute(f"SELECT run, {columns} FROM runs").fetchall()
     except sqlite3.Error:
         return {}
-    return {str(r[0]): RunMeta(tags_from_json(r[1]), str(r[2] or "")) for r in rows}
+    return {
+        str(r[0]): RunMeta(
+            tags_from_json(r[1]), str(r[2] or ""), None if r[3] is None else str(r[3])
+        )
+        for r in rows
+    }
 
 
-def with_meta(summary: dict[str, Any], meta: dict[str, RunMeta]) -> dict[str, Any]:
-    """A run list row (`run_summary`) with the run's `tags` and `notes`."""
+def run_colors(runs: Sequence[str], meta: dict[str, RunMeta]) -> dict[str, str]:
+    """Each run's colour: the stored one, else what creation would have given it (`runs` in the
+    store's order, oldest first)."""
+    stored = [meta[r].color if r in meta else None for r in runs]
+    return dict(zip(runs, fill_colors(stored), strict=True))
+
+
+def page_colors(
+    shown: Sequence[str], runs: Sequence[str], meta: dict[str, RunMeta]
+) -> dict[str, str]:
+    """The colours of runs shown together on a page: their own, picked again only where two
+    share one (`display_colors`)."""
+    return display_colors(shown, run_colors(runs, meta), runs)
+
+
+def with_meta(summary: dict[str, Any], meta: dict[str, RunMeta], color: str) -> dict[str, Any]:
+    """A run list row (`run_summary`) with the run's `tags`, `notes` and `color`."""
     found = meta.get(str(summary["run"]), RunMeta())
-    return {**summary, "tags": list(found.tags), "notes": found.notes}
+    return {**summary, "tags": list(found.tags), "notes": found.notes, "color": color}
 
 
 def read_forwarding(outbox: Path, now: float) -> dict[str, Any] | None:

@@ -12,9 +12,11 @@ from registry.diagnosis.bands import basis_scale
 from registry.diagnosis.stats import ema, ema_lag_points
 from registry.model import STAGES
 
+from .cards import stages_of_run
 from .errors import BadRequest
 from .history import HistoryStore, Points
 from .jsonio import finite
+from .stage_memo import StageMemo
 
 __all__ = ["band_edges", "early_value", "series_payload"]
 
@@ -69,9 +71,13 @@ def series_payload(
     smoothing: float,
     start: int | None,
     end: int | None,
+    card_window: int,
+    memo: StageMemo | None = None,
     rank: int | None = None,
 ) -> dict[str, Any]:
-    """At most `points` rows `{step, raw, smooth, band_low, band_high}`, ascending by step.
+    """At most `points` rows `{step, raw, smooth, band_low, band_high}`, ascending by step; the
+    band is the stage's the run's cards judge in (`cards.stages_of_run`, read with the cards'
+    `card_window`).
 
     A series several ranks of a job logged is read from rank 0 (`history.ranks`), and each row
     also carries `rank_low` and `rank_high`: the lowest and highest value any rank logged in
@@ -93,11 +99,14 @@ def series_payload(
     steps, raw = p.steps[:points], p.values[:points]
     smooth = ema(raw, smoothing) if smoothing > 0 else raw
     config = store.run_config(run)
-    stages = reg.stages_for(config)
-    early = None
-    if metric.bands is not None and metric.bands.basis == "early_value" and steps.size:
-        early = early_value(store, run, field, stages)
-    low, high = band_edges(metric, steps, stages, config, early)
+    low: list[float | None] = [None] * int(steps.size)
+    high = list(low)
+    if metric.bands is not None and steps.size:
+        stages = stages_of_run(reg, store, run, card_window, memo)
+        early = None
+        if metric.bands.basis == "early_value":
+            early = early_value(store, run, field, stages)
+        low, high = band_edges(metric, steps, stages, config, early)
     rows = [
         {
             "step": s,

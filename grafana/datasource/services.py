@@ -15,6 +15,7 @@ from exporter.lifecycle import Lifecycle
 from .config import DatasourceConfig
 from .history import HistoryStore
 from .login_guard import LoginGuard
+from .stage_memo import StageMemo
 
 __all__ = ["Services", "attach", "services"]
 
@@ -34,6 +35,8 @@ class Services:
     connection_stats: Callable[[], Mapping[str, int]] | None = None
     """What the server's connection guard has closed and holds open (`grafana.serving`; None
     under a server without it, a test client)."""
+    stages: StageMemo = field(default_factory=StageMemo)
+    """The stages of the runs asked about lately (`stage_memo`)."""
 
 
 def attach(app: Flask, svc: Services) -> None:

@@ -2,9 +2,9 @@
 
 Targets (the "metric" a panel picks): `series` (raw + smoothed + band of one metric, as time
 series with time = step seconds, a table, or a numeric-x frame for trend panels), `cards`,
-`terms`, `events` (annotation frames) and `runs`. Payloads carry `run`, `metric`, `points`,
-`smoothing`, `lang`, `format`; the same checks as the JSON API apply, so a bad payload is a 400
-naming the field.
+`terms`, `events` (annotation frames) and `runs` (with each run's colour). Payloads carry `run`,
+`metric`, `points`, `smoothing`, `lang`, `format`; the same checks as the JSON API apply, so a bad
+payload is a 400 naming the field.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .dashboard_page import index_page, wants_html
 from .errors import BadRequest
 from .glossary import glossary
 from .jsonio import json_body
+from .run_meta import read_meta, run_colors
 from .series import series_payload
 from .services import Services, services
 
@@ -154,6 +155,8 @@ def _series(svc: Services, ref: str, p: Mapping[str, Any], max_points: int | Non
     data = series_payload(
         svc.registry, svc.store, run, field, metric,
         points=points, smoothing=smoothing, start=start, end=end,
+        card_window=svc.config.card_window,
+        memo=svc.stages,
     )  # fmt: skip
     rows: list[dict[str, Any]] = data["rows"]
     if fmt == "table":
@@ -202,8 +205,10 @@ def _terms(svc: Services, ref: str, p: Mapping[str, Any], _: int | None) -> list
 
 
 def _runs(svc: Services, ref: str, p: Mapping[str, Any], _: int | None) -> list[Any]:
-    rows = [{"run": r, "last_step": svc.store.latest(r).step} for r in svc.store.runs()]
-    return [_table(ref, ("run", "last_step"), rows)]
+    names = svc.store.runs()
+    colors = run_colors(names, read_meta(svc.config.outbox_path))
+    rows = [{"run": r, "last_step": svc.store.latest(r).step, "color": colors[r]} for r in names]
+    return [_table(ref, ("run", "last_step", "color"), rows)]
 
 
 _HANDLERS: dict[str, Callable[[Services, str, Mapping[str, Any], int | None], list[Any]]] = {

@@ -3,6 +3,6 @@ overlaid) at `/run`, drawn in the browser with the vendored uPlot from the datas
 Served by `grafana/datasource/dashboard_page.py`; no request leaves rlvitals."""
 
 from .i18n import LANGS, UI, UNITS
-from .pages import CSP, PALETTE, STATIC, render_index, render_run
+from .pages import CSP, STATIC, render_index, render_run
 
-__all__ = ["CSP", "LANGS", "PALETTE", "STATIC", "UI", "UNITS", "render_index", "render_run"]
+__all__ = ["CSP", "LANGS", "STATIC", "UI", "UNITS", "render_index", "render_run"]

@@ -20,7 +20,7 @@ from typing import Any
 
 from .i18n import UI, UNITS
 
-__all__ = ["CSP", "PALETTE", "STATIC", "render_index", "render_run"]
+__all__ = ["CSP", "STATIC", "render_index", "render_run"]
 
 STATIC = Path(__file__).parent / "static"
 
@@ -28,9 +28,6 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
     "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'"
 )
-
-# One colour per compared run (Okabe–Ito, readable by the colour-blind), in this order.
-PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442")
 
 _PAGE = """<!DOCTYPE html>
 <html lang="{lang}">
@@ -231,15 +228,17 @@ def render_run(
     max_points: int,
     can_edit: bool = False,
     max_compared: int = 8,
+    colors: Mapping[str, str] | None = None,
 ) -> str:
-    """The run page for one run, or several overlaid (a colour each). One run's page shows
-    its tags and notes under the header (run_meta.js), editable with `can_edit`."""
+    """The run page for one run, or several overlaid, each in its colour (`colors`: the run's
+    own, `grafana.datasource.run_meta.page_colors`). One run's page shows its tags and notes
+    under the header (run_meta.js), editable with `can_edit`."""
     ui = UI[lang]
     boot = {
         "can_edit": can_edit,
         "lang": lang,
         "runs": list(runs),
-        "colors": [PALETTE[i % len(PALETTE)] for i in range(len(runs))],
+        "colors": [(colors or {}).get(r, "#5b6473") for r in runs],
         "strings": ui,
         "units": UNITS[lang],
         "refresh_ms": refresh_s * 1000,

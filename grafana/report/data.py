@@ -21,7 +21,7 @@ import registry
 from registry.diagnosis import ema
 from registry.model import Metric
 
-from ..datasource.cards import cards_for
+from ..datasource.cards import cards_for, stages_of_run
 from ..datasource.history import HistoryStore
 from ..datasource.history.base import Event
 from ..datasource.series import band_edges, early_value
@@ -137,9 +137,9 @@ def gather(
 ) -> ReportData:
     """Read one run for the report. Raises the store's UnknownRun for a run it does not hold."""
     config = dict(store.run_config(run))
-    planned = config.get("planned_steps")
-    # the band shading follows the run's planned length when the run context knows it
-    stages = reg.stages_for(config, planned if isinstance(planned, int) else None)
+    # the stages the cards under the charts judge the run in (its boundaries, planned length or
+    # measured cadence): a chart's shading and its card say the same stage
+    stages = stages_of_run(reg, store, run, card_window)
     fields = store.fields(run)
     groups = chart_groups(reg, fields)
     charts = tuple(

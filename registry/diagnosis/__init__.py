@@ -16,7 +16,7 @@ from .bands import (
     consecutive_violations,
     early_mean,
 )
-from .card import ZH_WORDS, Card, CardOptions, Evidence, Related, build_card
+from .card import ZH_WORDS, Card, CardOptions, Evidence, Related, build_card, run_stages
 from .coupling import Coupling, couplings, pearson
 from .entropy_shape import Drop, EntropyGradient, EntropyShape, classify_entropy, entropy_gradient
 from .fingerprint import (
@@ -98,6 +98,7 @@ __all__ = [
     "refusal_rising_with_reward",
     "reward_fingerprint",
     "rm_rising_eval_not",
+    "run_stages",
     "run_status",
     "shaped_up_raw_down",
     "slope_per_1k",

@@ -416,7 +416,7 @@ def build_card(
     recent_steps, cv_steps = _summary_windows(registry, opts, ctx)
     summary = summarize(s, recent_steps, cv_steps, whole_run)
     assert summary.step is not None and summary.value is not None
-    stages = registry.stages_for(cfg, ctx.planned_steps, ctx.cadence)
+    stages = run_stages(registry, cfg, ctx)
     early = early_mean(s, stages)
     band = band_state(metric, summary.step, summary.value, stages, cfg, early)
     alerts = alert_states(metric, s, cfg, early)
@@ -544,8 +544,15 @@ def all_rules(
     registry: Registry, series: Mapping[str, Series], cfg: Mapping[str, Any], ctx: RunContext
 ) -> tuple[RuleResult, ...]:
     """Every registry rule on a run's prepared series, as `build_card` evaluates them."""
-    stages = registry.stages_for(cfg, ctx.planned_steps, ctx.cadence)
+    stages = run_stages(registry, cfg, ctx)
     return evaluate_rules(registry, series, cfg, None, stages, _run_points(ctx))
+
+
+def run_stages(registry: Registry, config: Mapping[str, Any] | None, ctx: RunContext) -> Stages:
+    """The stages a run is judged in: its config's `stage_boundaries`, else fractions of its
+    planned length, else counts of logged points at its measured cadence (`Catalog.stages_for`).
+    The one decision: the cards, the rules and every chart that shades a stage's band ask it."""
+    return registry.stages_for(config, ctx.planned_steps, ctx.cadence)
 
 
 def _run_points(ctx: RunContext) -> int | None:

@@ -26,7 +26,8 @@ class Pointers:
 
 
 def format_result(r: DemoResult) -> list[str]:
-    """Three to four lines for one run: title, expected flag, core statuses, rules firing."""
+    """Three to four lines for one run: title, expected flag, core statuses, the rules firing at
+    its last step (and when the expected one fired, if it had cleared by then)."""
     lines = [f"{r.run}  ({r.steps:,} steps, {r.seconds:.1f} s)  {r.scenario.title}"]
     if r.detection is not None:
         lines.append(f"  expected  {r.detection.describe()}")
@@ -43,13 +44,25 @@ def format_result(r: DemoResult) -> list[str]:
             f"{label}: {', '.join(names)}" if status in _SHOW_NAMES else f"{label} {len(names)}"
         )
     lines.append("  core      " + ("; ".join(parts) or "no core metric logged"))
-    firing = ", ".join(f"{x.rule.id} ({x.rule.severity})" for x in r.firing) or "none"
-    lines.append(f"  firing    {firing}")
+    # the rules firing at the last step; a scenario's rule flagged earlier and quiet by then
+    # says when it fired, so the summary never reads as if nothing had been flagged
+    last = f"at step {r.steps - 1:,}"
+    firing = ", ".join(f"{x.rule.id} ({x.rule.severity})" for x in r.firing)
+    line = f"firing {last}: {firing}" if firing else f"quiet {last}"
+    d = r.detection
+    cleared = d is not None and all(x.rule.id != d.expect.id for x in r.firing)
+    if d is not None and d.expect.kind == "rule" and d.step is not None and cleared:
+        again = "" if d.quiet is None else f", quiet again from step {d.quiet:,}"
+        line += f" ({d.expect.id} fired at step {d.step:,}{again})"
+    lines.append(f"  rules     {line}")
     return lines
 
 
 def format_summary(results: Sequence[DemoResult], where: Pointers) -> str:
-    out = ["", "Diagnosis at the last step of each run (status of the core metrics, rules firing):"]
+    out = [
+        "",
+        "Diagnosis of each run (when the expected flag went up; at the last step: status of the core metrics, rules firing):",
+    ]
     for r in results:
         out += format_result(r)
     missed = [r.run for r in results if r.detection is not None and not r.detection.on_time]

@@ -15,7 +15,14 @@ from registry.diagnosis import RuleContext, Series, basis_scale, early_mean, eva
 
 from .scenarios import Expectation
 
-__all__ = ["Detection", "detect", "first_alert_step", "first_event_step", "first_rule_step"]
+__all__ = [
+    "Detection",
+    "detect",
+    "first_alert_step",
+    "first_event_step",
+    "first_quiet_step",
+    "first_rule_step",
+]
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,9 @@ class Detection:
     injection: int | None
     step: int | None
     tolerance: int
+    quiet: int | None = None
+    """For a rule: the first step after `step` at which it no longer fired (None: it still
+    fires at the run's last step, or never fired)."""
 
     @property
     def delay(self) -> int | None:
@@ -40,7 +50,9 @@ class Detection:
 
     def describe(self) -> str:
         where = "never" if self.step is None else f"at step {self.step:,}"
-        head = f"{self.expect.label}: flagged {where}"
+        # an event is recorded, not judged: nothing "flags" it
+        verb = "recorded" if self.expect.kind == "event" else "flagged"
+        head = f"{self.expect.label}: {verb} {where}"
         if self.injection is None:
             return head
         delay = "" if self.delay is None else f", {self.delay:+d} steps"
@@ -67,6 +79,25 @@ def first_rule_step(
     points = np.unique(np.concatenate([s.steps for s in present]))
     for t in points[points >= since].tolist():
         if evaluate_rule(rule, series, ctx, end=int(t)).fired:
+            return int(t)
+    return None
+
+
+def first_quiet_step(
+    reg: Registry,
+    rule_id: str,
+    series: Mapping[str, Series],
+    config: Mapping[str, Any],
+    since: int,
+) -> int | None:
+    """First evaluation step after `since` at which the rule does not fire (None: it fires at
+    every later one)."""
+    rule = reg.rule(rule_id)
+    ctx = RuleContext.of(reg, config)
+    present = [series[m] for m in rule.metrics if m in series and not series[m].empty]
+    points = np.unique(np.concatenate([s.steps for s in present])) if present else np.array([])
+    for t in points[points > since].tolist():
+        if not evaluate_rule(rule, series, ctx, end=int(t)).fired:
             return int(t)
     return None
 
@@ -120,10 +151,13 @@ def detect(
 ) -> Detection:
     """When the expectation was first met over the whole run (a flag raised before the
     injection is a false alarm and counts as not on time)."""
+    quiet = None
     if expect.kind == "rule":
         step = first_rule_step(reg, expect.id, series, config)
+        if step is not None:
+            quiet = first_quiet_step(reg, expect.id, series, config, step)
     elif expect.kind == "alert":
         step = first_alert_step(reg, expect.id, expect.severity or "critical", series, config)
     else:
         step = first_event_step(events, expect.id)
-    return Detection(expect, injection, step, tolerance)
+    return Detection(expect, injection, step, tolerance, quiet)

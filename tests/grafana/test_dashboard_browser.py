@@ -24,9 +24,10 @@ from werkzeug.serving import make_server
 
 import exporter
 import registry
+from exporter.store.run_colors import PALETTE
 from grafana.datasource.app import create_app
 from grafana.datasource.config import DatasourceConfig
-from grafana.live import PALETTE, UI
+from grafana.live import UI
 
 pw = installed("playwright.sync_api", "playwright")
 
@@ -177,7 +178,7 @@ def test_run_page_shows_every_logged_field_grouped_by_the_registry(
     page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5, steps=4)
     page.wait_for_function(
         "() => /\\d/.test(document.querySelector('.panel[data-field=\"policy_kl\"] .u-legend')"
-        ".innerText.split('raw')[1])"
+        ".innerText.split(' raw ')[1])"
     )
     tab.shot("dashboard-run.png")
 
@@ -202,17 +203,23 @@ def test_search_finds_metrics_by_name_and_by_framework_alias(tab: Page) -> None:
 
 
 def test_overlaid_runs_get_one_colour_each(tab: Page) -> None:
-    page = tab.open_run("run=ppo-a&run=ppo-b")
-    chips = page.locator(".run-chip").all()
-    assert [c.get_attribute("data-color") for c in chips] == list(PALETTE[:2])
-    strokes = tab.chart(
-        "episodic_return",
-        "u.series.slice(1).map((s, i) => typeof s.stroke === 'function' ? s.stroke(u, i + 1) : s.stroke)",
-    )
-    # raw (translucent) and smoothed per run, in run order.
-    assert strokes == [PALETTE[0] + "59", PALETTE[0], PALETTE[1] + "59", PALETTE[1]]
+    # each run's colour is the one /api/runs gives it (chosen when the run was created), in any
+    # order of opening: the page does not colour runs by their position on it
+    listed = json.loads(tab.page.request.get(tab.base + "/api/runs").text())["runs"]
+    own = {r["run"]: r["color"] for r in listed}
+    assert own["ppo-a"] != own["ppo-b"] and {own["ppo-a"], own["ppo-b"]} <= set(PALETTE)
+    for order in (("ppo-a", "ppo-b"), ("ppo-b", "ppo-a")):
+        page = tab.open_run("&".join(f"run={r}" for r in order))
+        chips = page.locator(".run-chip").all()
+        assert [c.get_attribute("data-color") for c in chips] == [own[r] for r in order]
+        strokes = tab.chart(
+            "episodic_return",
+            "u.series.slice(1).map((s, i) => typeof s.stroke === 'function' ? s.stroke(u, i + 1) : s.stroke)",
+        )
+        # raw (translucent) and smoothed per run, in the page's run order.
+        assert strokes == [c for r in order for c in (own[r] + "59", own[r])]
     # Both runs' values are drawn: ppo-b was logged 1.0 higher at every step.
-    a, b = tab.chart("episodic_return", "[u.data[1][10], u.data[3][10]]")
+    a, b = tab.chart("episodic_return", "[u.data[3][10], u.data[1][10]]")
     assert b - a == pytest.approx(1.0)
     tab.shot("dashboard-overlay.png")
 
@@ -342,6 +349,7 @@ def test_config_table_lists_each_runs_hyperparameters(tab: Page) -> None:
 def test_csv_and_json_downloads_of_a_series(tab: Page, tmp_path: Path) -> None:
     page = tab.open_run("run=ppo-a")
     panel = page.locator(f'.panel[data-field="{UNREGISTERED_KEY}"]')
+    panel.locator(".dl-menu > summary").click()  # the chart's downloads are one menu
     with page.expect_download() as dl:
         panel.locator('a.dl[data-format="csv"]').click()
     path = tmp_path / "series.csv"
@@ -351,6 +359,7 @@ def test_csv_and_json_downloads_of_a_series(tab: Page, tmp_path: Path) -> None:
     assert rows[0] == ["step", "wall_time", "value"]
     assert len(rows) == STEPS + 1
     assert [float(r[2]) for r in rows[1:9]] == [0, 1, 2, 3, 4, 5, 6, 0]
+    page.locator('.panel[data-field="policy_kl"] .dl-menu > summary').click()
     with page.expect_download() as dl:
         page.locator('.panel[data-field="policy_kl"] a.dl[data-format="json"]').click()
     body = json.loads(Path(dl.value.path()).read_text())

@@ -121,8 +121,18 @@ def test_every_linear_y_tick_reads_back_as_itself(tab: Page) -> None:
 
 
 def _legend(page: Any, field: str) -> dict[str, str]:
-    rows = page.locator(f'.panel[data-field="{field}"] .u-legend tr.u-series').all()
-    return {r.locator(".u-label").inner_text(): r.locator(".u-value").inner_text() for r in rows}
+    """The legend's visible rows by label: the x row, and one row per run reading "S · raw R"
+    (its smoothed and its raw value), also split under the toolbar's words for the two lines."""
+    rows = page.locator(f'.panel[data-field="{field}"] .u-legend tr.u-series:not([hidden])').all()
+    out = {}
+    sep = " · " + UI["en"]["raw"] + " "
+    for r in rows:
+        label, value = r.locator(".u-label").inner_text(), r.locator(".u-value").inner_text()
+        out[label] = value
+        if "run-row" in (r.get_attribute("class") or ""):
+            smoothed, _, raw = value.partition(sep)
+            out[UI["en"]["smoothed"]], out[UI["en"]["raw"]] = smoothed, raw
+    return out
 
 
 def _hover(tab: Page, field: str, step: int) -> dict[str, str]:

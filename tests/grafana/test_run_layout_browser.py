@@ -203,15 +203,18 @@ def test_the_folded_card_shows_the_status_the_api_gives_and_opens_on_click(tab: 
     assert fold.locator("article.card .reading").is_hidden()
 
 
-def test_compared_runs_cards_sit_side_by_side(tab: Page) -> None:
+def test_compared_runs_status_lines_sit_one_under_another_whole(tab: Page) -> None:
     page = tab.open_run(f"run={RUNS[0]}&run={RUNS[1]}")
     page.wait_for_selector(".card-fold")
     for metric in ("policy_kl", "policy_entropy"):
         folds = page.locator(f'.panel[data-field="{metric}"] .card-fold').all()
         assert [f.get_attribute("data-run") for f in folds] == list(RUNS)
         a, b = (f.bounding_box() for f in folds)
-        assert a["y"] == pytest.approx(b["y"], abs=1)  # same top: one row, not stacked
-        assert a["x"] + a["width"] <= b["x"]
+        # one line per run, in run order, each as wide as the chart: the headline is never cut
+        assert a["y"] + a["height"] <= b["y"] + 0.5
+        for fold in folds:
+            line = fold.locator(".headline")
+            assert line.evaluate("e => e.scrollWidth <= e.clientWidth"), line.inner_text()
         for run, fold in zip(RUNS, folds, strict=True):
             card = _api(page, f"/api/cards?run={run}&metric={metric}")["cards"][0]
             assert fold.get_attribute("data-status") == card["status"]
@@ -297,6 +300,7 @@ def test_the_png_button_downloads_the_chart_at_its_drawn_size(tab: Page, tmp_pat
     page = tab.open_run(f"run={RUNS[0]}&run={RUNS[1]}")
     panel = page.locator('.panel[data-field="policy_kl"]')
     with page.expect_download() as dl:
+        panel.locator(".dl-menu > summary").click()  # the chart's downloads are one menu
         panel.locator(".png").click()
     path = tmp_path / "chart.png"
     dl.value.save_as(path)
@@ -319,9 +323,9 @@ def _hover_raw(tab: Page, field: str, step: int) -> str:
     page.wait_for_function(
         f"() => rlvitalsDash.charts.get({field!r}).cursor.idx === {step}", timeout=5_000
     )
-    rows = page.locator(f'.panel[data-field="{field}"] .u-legend tr.u-series').all()
-    legend = {r.locator(".u-label").inner_text(): r.locator(".u-value").inner_text() for r in rows}
-    return legend[UI["en"]["raw"]]
+    # one legend row per run: "smoothed · raw R"
+    row = page.locator(f'.panel[data-field="{field}"] .u-legend tr.u-series.run-row').first
+    return row.locator(".u-value").inner_text().partition(" · " + UI["en"]["raw"] + " ")[2]
 
 
 def _shown_and_logged(text: str) -> tuple[float, float]:

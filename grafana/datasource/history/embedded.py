@@ -29,6 +29,7 @@ import numpy as np
 from exporter.lease import LEASE_COLUMNS, Lease, lease_from_row
 from exporter.lifecycle import Recorded
 from exporter.schema import NO_RANK, ROLLUP_LEVELS, RUN_CONFIG, SPREAD, UNREGISTERED
+from exporter.store.preview import PREVIEW_TABLE
 from exporter.store.ranks import rank_records
 
 from .base import (
@@ -40,6 +41,7 @@ from .base import (
     Points,
     RankSpread,
     RunInfo,
+    bucket_means,
     bucket_plan,
     empty_points,
     points_from,
@@ -135,6 +137,12 @@ _MEASUREMENT = f"SELECT measurement FROM samples WHERE {_SERIES_WHERE} LIMIT 1"
 _CLOCK = (
     f"SELECT step, wall_time FROM samples WHERE {_SERIES_WHERE} AND step >= ? ORDER BY step LIMIT 1"
 )
+_HAS_SKETCH = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{PREVIEW_TABLE}'"
+_SKETCH = (
+    f"SELECT step, value FROM {PREVIEW_TABLE} WHERE run = ? AND field = ? "
+    "AND step BETWEEN ? AND ? ORDER BY step"
+)
+_SKETCH_FIELDS = f"SELECT DISTINCT field, measurement FROM {PREVIEW_TABLE} WHERE run = ?"
 _RUN_INFO = (
     "project",
     "framework",
@@ -146,6 +154,17 @@ _RUN_INFO = (
     "state_at",
     "arrived",
 )
+
+
+def _sketch(db: sqlite3.Connection, run: str, field: str, lo: int, hi: int) -> Points | None:
+    """The whole-run sketch of an import still storing the run (`exporter.store.preview`) in
+    [lo, hi]: None when there is none (the table is made by the first sketch)."""
+    if lo > hi or db.execute(_HAS_SKETCH).fetchone() is None:
+        return None
+    rows = db.execute(_SKETCH, (run, field, lo, hi)).fetchall()
+    if not rows:
+        return None
+    return points_from([r[0] for r in rows], [r[1] for r in rows])
 
 
 class _Damage:
@@ -337,6 +356,69 @@ class EmbeddedHistory:
                 return empty_points()
             ranks = _reading(db, run, field) if rank is None else (rank, rank)
             first_row = db.execute(_FIRST, (run, field, *ranks, lo, hi)).fetchone()
+            last_row = (
+                None if first_row is None else db.execute(_LAST, (run, field, *ranks, lo, hi))
+            )
+            stored_last = None if last_row is None else int(last_row.fetchone()[0])
+            # an import still storing the run has sketched the rest; an import has no ranks
+            sketch = (
+                None
+                if rank is not None
+                else _sketch(db, run, field, lo if stored_last is None else stored_last + 1, hi)
+            )
+        if sketch is not None:
+            stored = (
+                None
+                if first_row is None or stored_last is None
+                else (int(first_row[0]), stored_last)
+            )
+            return self._with_sketch(run, field, ranks, start, stored, sketch, max_points)
+        return self._stored(run, field, ranks, start, end, max_points)
+
+    def _with_sketch(
+        self,
+        run: str,
+        field: str,
+        ranks: tuple[int, int],
+        start: int | None,
+        stored: tuple[int, int] | None,
+        sketch: Points,
+        max_points: int,
+    ) -> Points:
+        """The stored points (steps `stored`, first and last, in the range), then the sketch of
+        an import still storing the rest (`exporter.store.preview`), each given its share of
+        `max_points` by its steps."""
+        whole_last = int(sketch.steps[-1])
+        head = empty_points()
+        if stored is not None:
+            first, last = stored
+            share = (last - first + 1) / max(1, whole_last - first + 1)
+            head = self._stored(run, field, ranks, start, last, max(2, round(max_points * share)))
+        room = max(1, max_points - len(head))
+        plan = bucket_plan(int(sketch.steps[0]), whole_last, room)
+        tail = bucket_means(sketch.steps, sketch.values, plan)
+        return Points(
+            np.concatenate([head.steps, tail.steps]),
+            np.concatenate([head.values, tail.values]),
+            max(head.bucket, tail.bucket),
+            (head.total or 0) + int(sketch.steps.size),
+        )
+
+    def _stored(
+        self,
+        run: str,
+        field: str,
+        ranks: tuple[int, int],
+        start: int | None,
+        end: int | None,
+        max_points: int,
+    ) -> Points:
+        lo = 0 if start is None else start
+        hi = _MAX_STEP if end is None else end
+        with self._db() as db:
+            if db is None:
+                return empty_points()
+            first_row = db.execute(_FIRST, (run, field, *ranks, lo, hi)).fetchone()
             if first_row is None:
                 return empty_points()
             first, last = (
@@ -372,6 +454,10 @@ class EmbeddedHistory:
                 # counts), not names the run logged
                 if row is not None and row[0] != SPREAD:
                     out[str(name)] = str(row[0])
+            # a name an import still storing the run has sketched, not stored yet
+            if db.execute(_HAS_SKETCH).fetchone() is not None:
+                for name, measurement in db.execute(_SKETCH_FIELDS, (run,)).fetchall():
+                    out.setdefault(str(name), str(measurement))
         return out
 
     def clock(self, run: str, field: str, samples: int) -> Points:

@@ -470,32 +470,42 @@
     loadAllSeries().then(redrawAll);
   }
 
+  // The config table (/api/run `settings`): hyperparameters first (what --config, the logs' own
+  // words or the logged values say), then the context the diagnosis reads; a value the import
+  // inferred is marked so. One column per run, a row per key any of them has.
   function renderConfig() {
-    const keys = new Set();
-    for (const run of RUNS) for (const k of Object.keys((info[run] && info[run].config) || {})) keys.add(k);
+    const rows = new Map(); // key -> {kind, cells: {run: setting}}
+    for (const run of RUNS) {
+      for (const st of (info[run] && info[run].settings) || []) {
+        if (!rows.has(st.key)) rows.set(st.key, { kind: st.kind, order: rows.size, cells: {} });
+        rows.get(st.key).cells[run] = st;
+      }
+    }
     const box = $("#config");
     box.textContent = "";
-    if (!keys.size) {
+    if (!rows.size) {
       box.appendChild(el("p", { class: "hint", text: T.no_config }));
       return;
     }
     const head = el("tr", {}, [el("th", { text: T.key })].concat(RUNS.map((r) => el("th", { text: r, style: "color:" + colorOf(r) }))));
-    const rows = Array.from(keys)
-      .sort()
-      .map((k) =>
-        el(
-          "tr",
-          { "data-key": k },
-          [el("th", {}, [el("code", { text: k })])].concat(
-            RUNS.map((r) => {
-              const cfg = (info[r] && info[r].config) || {};
-              const v = cfg[k];
-              return el("td", { text: v === undefined ? "–" : typeof v === "object" ? JSON.stringify(v) : String(v) });
-            })
-          )
-        )
-      );
-    box.appendChild(el("table", { class: "config", id: "config-table" }, [el("thead", {}, [head]), el("tbody", {}, rows)]));
+    const body = [];
+    for (const kind of ["hyperparameter", "context"]) {
+      const keys = Array.from(rows.entries()).filter(([, r]) => r.kind === kind);
+      if (!keys.length) continue;
+      body.push(el("tr", { class: "config-kind", "data-kind": kind }, [el("th", { colspan: String(RUNS.length + 1), text: T["settings_" + kind] })]));
+      keys.sort((a, b) => a[1].order - b[1].order);
+      for (const [key, r] of keys) {
+        const cells = RUNS.map((run) => {
+          const st = r.cells[run];
+          if (!st) return el("td", { text: "–" });
+          const marked = st.source === "inferred" || st.source === "logged";
+          const mark = marked ? el("span", { class: "source hint", text: "(" + T["source_" + st.source] + ")" }) : null;
+          return el("td", { "data-source": st.source, title: T["source_" + st.source + "_hint"] }, [document.createTextNode(st.value + (marked ? " " : "")), mark]);
+        });
+        body.push(el("tr", { "data-key": key, "data-kind": kind }, [el("th", {}, [el("code", { text: key })])].concat(cells)));
+      }
+    }
+    box.appendChild(el("table", { class: "config", id: "config-table" }, [el("thead", {}, [head]), el("tbody", {}, body)]));
   }
 
   // ---- panels ----------------------------------------------------------------------------
@@ -589,8 +599,12 @@
       el("label", { class: "log-y" }, [el("input", { type: "checkbox", class: "log-y-box", checked: state.logY.has(meta.field) }), document.createTextNode(" " + T.log_y)]),
       el("span", { class: "log-note", hidden: true }),
       el("button", { type: "button", class: "pin", "aria-pressed": "false" }),
-      el("button", { type: "button", class: "png", title: T.png_hint, text: "PNG" }),
-      el("span", { class: "downloads" }),
+      // every download of the chart in one menu: the PNG, then each run's CSV and JSON
+      el("details", { class: "dl-menu" }, [
+        el("summary", { text: T.download }),
+        el("div", { class: "dl-list" }, [el("button", { type: "button", class: "png", title: T.png_hint, text: "PNG" }), el("div", { class: "downloads" })]),
+      ]),
+      el("span", { class: "lines-key hint" }),
       el("span", { class: "event-key" }),
     ]);
     const haystack = [meta.field, meta.title, meta.metric || ""].concat(meta.aliases || []).join(" ").toLowerCase();
@@ -608,20 +622,23 @@
       toAddress();
     });
     $(".pin", node).addEventListener("click", () => togglePin(panel));
-    $(".png", node).addEventListener("click", () => downloadPNG(panel));
+    $(".png", node).addEventListener("click", () => {
+      downloadPNG(panel);
+      $(".dl-menu", node).open = false;
+    });
     return panel;
   }
 
+  // The menu's rows: a run (in its colour), its CSV and JSON of the step range shown.
   function downloadLinks(panel) {
     const box = $(".downloads", panel.el);
-    box.textContent = T.download + ": ";
-    for (const run of fields.get(panel.meta.field).runs) {
-      for (const format of ["csv", "json"]) {
+    box.textContent = "";
+    for (const run of RUNS.filter((r) => fields.get(panel.meta.field).runs.has(r))) {
+      const links = ["csv", "json"].map((format) => {
         const href = "/api/field_series?" + q({ run: run, field: panel.meta.field, format: format, download: "1", from: state.from, to: state.to, points: boot.max_points });
-        box.appendChild(
-          el("a", { class: "dl", href: href, download: "", "data-run": run, "data-format": format, style: "color:" + colorOf(run), text: (RUNS.length > 1 ? run + " " : "") + format.toUpperCase() })
-        );
-      }
+        return el("a", { class: "dl", href: href, download: "", "data-run": run, "data-format": format, text: format.toUpperCase() });
+      });
+      box.appendChild(el("div", { class: "dl-run", "data-run": run }, [el("b", { class: "run-name", text: run, style: "color:" + colorOf(run) })].concat(links)));
     }
   }
 
@@ -1051,6 +1068,9 @@
     }
     panel.el.dataset.points = String(points);
     panel.el.dataset.lastStep = lastStep === null ? "" : String(lastStep);
+    // the two lines of each run, named once for the chart (the legend has one row per run)
+    const key = [state.showSmooth ? fmt(T.line_smoothed, { s: state.smoothing.toFixed(3) }) : null, state.showRaw ? T.line_raw : null].filter(Boolean).join(" · ");
+    $(".lines-key", panel.el).textContent = key;
     const log = logPlan(panel, tables);
     if (!tables.length) {
       box.appendChild(el("div", { class: "empty", text: T.no_data }));
@@ -1072,13 +1092,26 @@
       return shown + " (" + said.join("; ") + ")";
     };
     const metas = fields.get(field).metas;
-    for (const run of runs) {
+    // The legend has one row per run, named after it: its smoothed value, then the raw one
+    // ("0.31 · raw 0.308 (sb3 logged 0.616)"). Each run's raw series keeps a legend row of its
+    // own, hidden while the smoothed lines are shown (legendRows).
+    const rawRead = (u, sidx, idx, ts) => readout(ts)(u, u.data[sidx][idx], sidx, idx);
+    runs.forEach((run, k) => {
       const c = colorOf(run);
-      const name = RUNS.length > 1 ? run + " " : "";
       const ts = (metas[run] && metas[run].transforms) || [];
-      series.push({ label: name + T.raw, stroke: c + "59", width: 1, show: state.showRaw, spanGaps: true, points: { show: false }, value: readout(ts) });
-      series.push({ label: name + T.smoothed, stroke: c, width: 2, show: state.showSmooth, spanGaps: true, points: { show: false }, value: readout(ts.filter((t) => t.kind !== "reciprocal")) });
-    }
+      const smooth = readout(ts.filter((t) => t.kind !== "reciprocal"));
+      const rawIdx = 1 + 2 * k;
+      series.push({ label: run + " " + T.raw, stroke: c + "59", width: 1, show: state.showRaw, spanGaps: true, points: { show: false }, value: readout(ts) });
+      series.push({
+        label: run,
+        stroke: c,
+        width: 2,
+        show: state.showSmooth,
+        spanGaps: true,
+        points: { show: false },
+        value: (u, v, sidx, idx) => (idx === null ? "--" : smooth(u, v, sidx, idx) + " · " + T.raw + " " + rawRead(u, rawIdx, idx, ts)),
+      });
+    });
     const colors = themeColors();
     const axisLook = { stroke: colors.muted, grid: { stroke: colors.grid, width: 1 }, ticks: { stroke: colors.grid, width: 1 } };
     const stepMode = state.xmode === "step";
@@ -1103,6 +1136,7 @@
       cursor: { drag: { x: true, y: false, setScale: !stepMode } },
       legend: { live: true },
       hooks: {
+        setSeries: [mirrorRaw],
         drawClear: [bandHook(panel, runs[0])],
         draw: [eventHook(panel, runs)],
         setSelect: [
@@ -1118,7 +1152,27 @@
     };
     const chart = new uPlot(opts, data, box);
     chart.root.dataset.runs = runs.join("\n");
+    legendRows(chart);
     charts.set(field, chart);
+  }
+
+  // One legend row per run: the smoothed series' row (named after the run, reading both
+  // values) while smoothed lines are shown, else the raw series' row; a click on a run's row
+  // shows or hides both its lines (uPlot's setSeries hook, after it toggled the smoothed one).
+  function legendRows(u) {
+    const rows = u.root.querySelectorAll(".u-legend tr.u-series");
+    rows.forEach((tr, i) => {
+      if (i === 0) return;
+      const raw = i % 2 === 1;
+      tr.classList.add(raw ? "raw-row" : "run-row");
+      tr.hidden = raw === state.showSmooth;
+    });
+  }
+
+  function mirrorRaw(u, sidx) {
+    if (sidx === null || sidx < 2 || sidx % 2 !== 0) return;
+    const shown = u.series[sidx].show;
+    if (u.series[sidx - 1].show !== (shown && state.showRaw)) u.setSeries(sidx - 1, { show: shown && state.showRaw }, false);
   }
 
   function redrawAll() {
@@ -1140,10 +1194,11 @@
     const pad = Math.round(8 * r);
     const titleH = Math.round(26 * r);
     const rowH = Math.round(18 * r);
-    const shown = u.series.map((s, i) => ({ s: s, i: i })).filter((x) => x.i > 0 && x.s.show);
+    // the legend's rows: one per run (the smoothed series, named after the run)
+    const shown = u.series.map((s, i) => ({ s: s, i: i })).filter((x) => x.i > 0 && x.i % 2 === 0 && x.s.show);
     const measure = document.createElement("canvas").getContext("2d");
     measure.font = 12 * r + "px " + family;
-    const items = shown.map((x) => ({ label: x.s.label, color: typeof x.s.stroke === "function" ? x.s.stroke(u, x.i) : x.s.stroke, w: Math.ceil(measure.measureText(x.s.label).width) + Math.round(30 * r) }));
+    const items = shown.map((x) => ({ label: x.s.label, color: colorOf(x.s.label), w: Math.ceil(measure.measureText(x.s.label).width) + Math.round(30 * r) }));
     // the legend's items in rows as wide as the chart
     const rows = [[]];
     let used = pad;
