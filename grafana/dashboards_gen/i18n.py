@@ -33,6 +33,8 @@ class Words:
     smoothing: str
     step_from: str
     bucket: str
+    runs_logged: str
+    runs_dense: str
     card: str
     cards: str
     metric: str
@@ -82,6 +84,8 @@ _EN = Words(
     smoothing="smoothing (EMA buckets)",
     step_from="from step",
     bucket="steps per point",
+    runs_logged="runs with data",
+    runs_dense="runs read from rollups",
     card="Diagnosis",
     cards="Diagnosis of the focused run",
     metric="Metric",
@@ -135,6 +139,8 @@ _ZH = Words(
     smoothing="平滑（EMA 桶数）",
     step_from="起始步",
     bucket="每点步数",
+    runs_logged="有数据的运行数",
+    runs_dense="读取汇总块的运行数",
     card="诊断",
     cards="聚焦运行的诊断",
     metric="指标",

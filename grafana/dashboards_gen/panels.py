@@ -241,7 +241,10 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         )
     for i, s in enumerate(chart.series):
         ref = chr(ord("A") + i)
-        panel = panel.with_target(Target(queries.influx_target(ref, queries.metric_query(s))))
+        # one target per source (raw points, each rollup level), one of them open at a time
+        for source, query in queries.metric_targets(s):
+            suffix = "" if source == queries.RAW else source
+            panel = panel.with_target(Target(queries.influx_target(ref + suffix, query)))
         right = i > 0 and s.metric.display.axis == "right"
         for pattern, props in _series_style(s, i, right):
             panel = panel.override_by_regexp(pattern, props)

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from bundle_data import log_runs
 from grafana_data_path import run_panels
-from grafana_interp import Selection, interpolate
+from grafana_interp import Selection, interpolate, resolve_hidden
 from influx_server import InfluxDatabase
 from influxql_frames import table_frames
 
@@ -51,22 +51,28 @@ def loaded(
     return db
 
 
-def _selection() -> Selection:
-    return Selection(
-        runs=RUNS,
-        single={
-            "smoothing": ("5", "5"),
-            "step_from": ("0", "0"),
-            "bucket": ("1", "1"),
-        },
-    )
+_CHOSEN = {"smoothing": ("5", "5"), "step_from": ("0", "0")}
+_SHORT = Selection(
+    runs=RUNS, single={**_CHOSEN, "bucket": ("1", "1"), "logged": ("3", "3"), "dense": ("", "")}
+)
+"""The hidden variables as InfluxDB computes them for short runs (no 64-step rollups): for a
+query that needs no database."""
 
 
-def _chart_panels(builtin: registry.Registry) -> Iterator[tuple[str, dict[str, Any]]]:
+def _selection(dashboard: dict[str, Any], db: InfluxDatabase) -> Selection:
+    """The user's choices, and the hidden variables (`logged`, `dense`, `bucket`) computed by
+    InfluxDB from them as Grafana computes them."""
+    return resolve_hidden(dashboard, RUNS, _CHOSEN, db.raw_query)
+
+
+def _chart_panels(
+    builtin: registry.Registry,
+) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
     for path, text in sorted(dashboard_files(builtin, ("en", "zh")).items()):
-        for panel in json.loads(text)["panels"]:
+        dashboard = json.loads(text)
+        for panel in dashboard["panels"]:
             if panel.get("type") in ("trend", "xychart", "timeseries"):
-                yield path, panel
+                yield path, panel, dashboard
 
 
 def _kind(column: str) -> tuple[str, str]:
@@ -87,11 +93,14 @@ def processed(
     inputs = []
     promised_all = []
     panels = list(_chart_panels(builtin))
-    for path, panel in panels:
+    selections: dict[str, Selection] = {}
+    for path, panel, dashboard in panels:
+        if path not in selections:
+            selections[path] = _selection(dashboard, loaded)
         frames: list[dict[str, Any]] = []
         promised: dict[tuple[str, str], int] = {}
         for target in panel["targets"]:
-            query = interpolate(target["query"], _selection())
+            query = interpolate(target["query"], selections[path])
             body = loaded.raw_query(query)
             for series in body["results"][0].get("series", []):
                 run = series.get("tags", {}).get("run")
@@ -114,7 +123,7 @@ def processed(
     results = run_panels(inputs)
     return [
         (path, panel, promised, result)
-        for (path, panel), promised, result in zip(panels, promised_all, results, strict=True)
+        for (path, panel, _), promised, result in zip(panels, promised_all, results, strict=True)
     ]
 
 
@@ -276,7 +285,7 @@ def test_the_events_table_shows_steps_as_steps_and_no_1970_time(
         for panel in json.loads(text)["panels"]:
             if panel.get("type") != "table" or "events" not in panel["targets"][0].get("query", ""):
                 continue
-            query = interpolate(panel["targets"][0]["query"], _selection())
+            query = interpolate(panel["targets"][0]["query"], _SHORT)
             inputs.append(
                 {
                     "key": f"{path} / {panel['title']}",
@@ -357,8 +366,9 @@ def test_the_demo_runs_each_get_a_colour_of_their_own_in_grafana(
         p for p in overview["panels"] if p.get("type") == "trend" and len(p["targets"]) > 2
     )
     frames = []
-    for target in panel["targets"][:2]:
-        query = interpolate(target["query"], _selection())
+    raw_targets = [t for t in panel["targets"] if len(t["refId"]) == 1]  # A, B: the raw points
+    for target in raw_targets[:2]:
+        query = interpolate(target["query"], _SHORT)
         columns = re.findall(r'AS "([^"]+)"', query)  # step first, then the series
         assert columns[0] == "step", columns
         body = {
