@@ -35,6 +35,8 @@ from grafana.dashboards_gen.panels import RAW_COLOUR
 from grafana.dashboards_gen.queries import EVENT_MARKS
 
 RUNS = ("ppo-a", "ppo.b", "sac-c")
+UNSELECTED = "other-d"
+"""Logged too but never selected: nothing of it may reach a chart."""
 STEPS = 120
 
 
@@ -47,7 +49,13 @@ def loaded(
     store = tmp_path_factory.mktemp("datapath-store")
     # sac-c logs every third step only: the runs' step sets differ, so an inner join (or a
     # join that drops a run's rows) loses points and the series checks below fail
-    log_runs(builtin, lambda: db.settings(store, policy="warn"), RUNS, STEPS, stride={"sac-c": 3})
+    log_runs(
+        builtin,
+        lambda: db.settings(store, policy="warn"),
+        (*RUNS, UNSELECTED),
+        STEPS,
+        stride={"sac-c": 3},
+    )
     return db
 
 
@@ -65,11 +73,15 @@ def _selection(dashboard: dict[str, Any], db: InfluxDatabase) -> Selection:
     return resolve_hidden(dashboard, RUNS, _CHOSEN, db.raw_query)
 
 
+def built(builtin: registry.Registry) -> dict[str, dict[str, Any]]:
+    """Every generated dashboard (both languages), by path."""
+    return {p: json.loads(t) for p, t in sorted(dashboard_files(builtin, ("en", "zh")).items())}
+
+
 def _chart_panels(
-    builtin: registry.Registry,
+    dashboards: dict[str, dict[str, Any]],
 ) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
-    for path, text in sorted(dashboard_files(builtin, ("en", "zh")).items()):
-        dashboard = json.loads(text)
+    for path, dashboard in sorted(dashboards.items()):
         for panel in dashboard["panels"]:
             if panel.get("type") in ("trend", "xychart", "timeseries"):
                 yield path, panel, dashboard
@@ -85,14 +97,21 @@ def _kind(column: str) -> tuple[str, str]:
     return series, kind
 
 
+Processed = list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]]
+
+
 @pytest.fixture(scope="module")
-def processed(
-    loaded: InfluxDatabase, builtin: registry.Registry
-) -> list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]]:
+def processed(loaded: InfluxDatabase, builtin: registry.Registry) -> Processed:
     """(dashboard, panel, points per (series, run) the queries returned, Grafana's result)."""
+    return process(built(builtin), loaded)
+
+
+def process(dashboards: dict[str, dict[str, Any]], loaded: InfluxDatabase) -> Processed:
+    """Every chart of `dashboards` through InfluxDB and Grafana's data path (also what
+    test_dashboard_mutations.py runs on mutated copies)."""
     inputs = []
     promised_all = []
-    panels = list(_chart_panels(builtin))
+    panels = list(_chart_panels(dashboards))
     selections: dict[str, Selection] = {}
     for path, panel, dashboard in panels:
         if path not in selections:
@@ -118,6 +137,7 @@ def processed(
                 "frames": frames,
                 "transformations": panel.get("transformations", []),
                 "fieldConfig": panel.get("fieldConfig", {"defaults": {}, "overrides": []}),
+                "options": panel.get("options", {}),
             }
         )
     results = run_panels(inputs)
@@ -128,7 +148,7 @@ def processed(
 
 
 def test_every_chart_gets_one_frame_with_an_ascending_numeric_step(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     assert len(processed) > 100
     for _path, panel, _promised, result in processed:
@@ -142,7 +162,7 @@ def test_every_chart_gets_one_frame_with_an_ascending_numeric_step(
 
 
 def test_every_series_a_query_returns_reaches_the_chart_for_every_run(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     lost: list[str] = []
     for _path, _panel, promised, result in processed:
@@ -174,7 +194,7 @@ def _family(field: dict[str, Any]) -> bool:
 
 
 def test_every_run_has_one_colour_in_every_series_of_every_panel(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     """The README's promise: a run's colour is the same in every series, chart and dashboard;
     raw lines are grey, a colour no run can have; the runs differ."""
@@ -201,7 +221,7 @@ def test_every_run_has_one_colour_in_every_series_of_every_panel(
 
 
 def test_raw_lines_are_thinner_than_their_runs_smoothed_lines(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     for _path, _panel, _promised, result in processed:
         fields = {(f["name"], f["labels"]["run"]): f for f in _run_fields(result)}
@@ -216,7 +236,7 @@ def test_raw_lines_are_thinner_than_their_runs_smoothed_lines(
 
 
 def test_the_step_axis_is_labelled_step(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     for _path, _panel, _promised, result in processed:
         x = [f for fr in result["frames"] for f in fr["fields"] if f["name"] == "step"]
@@ -224,7 +244,7 @@ def test_the_step_axis_is_labelled_step(
 
 
 def test_every_legend_has_one_row_per_run(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     for _path, _panel, _promised, result in processed:
         fields = _run_fields(result)
@@ -237,7 +257,7 @@ def test_every_legend_has_one_row_per_run(
 
 
 def test_the_overviews_charts_mark_each_runs_events_at_their_steps(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     """bundle_data logs a checkpoint at step 100 for every run."""
     overview = [r for path, _p, _pr, r in processed if path.endswith("overview.json")]
@@ -251,7 +271,7 @@ def test_the_overviews_charts_mark_each_runs_events_at_their_steps(
 
 
 def test_no_chart_paints_a_threshold_area_on_the_event_marks_scale(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     """Grafana draws one threshold area per scale, from the first field on it that asks for one
     (preparePlotConfigBuilder and UPlotConfigBuilder.addThresholds, computed in data_path.cjs on
@@ -321,7 +341,7 @@ def _drawn(results: list[dict[str, Any]]) -> dict[str, set[str]]:
 
 
 def test_the_overview_draws_exactly_the_registrys_overview_metrics_once(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
     builtin: registry.Registry,
 ) -> None:
     """Expected from the registry's promise (`display.overview`), not from the panels' own
@@ -339,7 +359,7 @@ def test_the_overview_draws_exactly_the_registrys_overview_metrics_once(
 
 
 def test_each_detail_page_draws_every_metric_of_its_groups_for_every_run(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
     builtin: registry.Registry,
 ) -> None:
     from grafana.dashboards_gen.details import DETAIL_GROUPS
@@ -404,3 +424,40 @@ def test_the_demo_runs_each_get_a_colour_of_their_own_in_grafana(
     assert set(colours) == set(runs)
     assert all(len(c) == 1 for c in colours.values()), colours
     assert len({next(iter(c)) for c in colours.values()}) == len(runs), colours
+
+
+def test_the_compare_page_draws_every_core_metric_for_every_run(
+    processed: Processed, builtin: registry.Registry
+) -> None:
+    """The compare page's promise: the registry's core metrics, smoothed, for every selected
+    run (a chart reduced to its first query loses the others)."""
+    for lang in ("en", "zh"):
+        results = [r for path, _p, _pr, r in processed if path.endswith(f"{lang}/compare.json")]
+        promised = {m.id for m in builtin.core_metrics() if m.kind != "counter"}
+        drawn = _drawn(results)
+        missing = sorted(m for m in promised if "smoothed" not in drawn.get(m, set()))
+        assert not missing, f"{lang} compare: not drawn for every run: {missing}"
+
+
+def test_event_marks_sit_at_the_top_of_a_hidden_axis(processed: Processed) -> None:
+    """A mark is drawn at 1 on a hidden axis pinned to [0, 1]: at the top of the chart, never
+    on the metric's axis (where 1 would be a value) nor at the bottom."""
+    checked = 0
+    for _path, _panel, _promised, result in processed:
+        for f in _run_fields(result):
+            if f["name"] != EVENT_MARKS:
+                continue
+            assert f["axisPlacement"] == "hidden", (result["key"], f["axisPlacement"])
+            assert (f["min"], f["max"]) == (0, 1), (result["key"], f["min"], f["max"])
+            assert f["valueMax"] == 1, (result["key"], f["valueMax"])
+            checked += 1
+    assert checked
+
+
+def test_every_line_joins_across_the_steps_its_run_did_not_log(processed: Processed) -> None:
+    """After the outer join on step a run logging every third step has a gap at every other
+    run's steps: drawn with `spanNulls` off, its line would be isolated dots."""
+    for _path, _panel, _promised, result in processed:
+        for f in _run_fields(result):
+            if f["name"] != EVENT_MARKS:
+                assert f["spanNulls"] is True, (result["key"], f["name"], f["spanNulls"])
