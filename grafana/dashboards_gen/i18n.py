@@ -53,6 +53,12 @@ class Words:
     raw_vs_smoothed: str
     line_styles: tuple[str, str, str]
     slope: str
+    lines_drawn: str
+    line_raw: str
+    line_smoothed: str
+    line_max: str
+    line_slope: str
+    line_events: str
     spikes: str
     status: str
     value: str
@@ -108,6 +114,16 @@ _EN = Words(
         "{styles}."
     ),
     slope="slope per 1k steps",
+    lines_drawn="Lines drawn, per run",
+    line_raw="{metric}: thin grey line, the bucket mean (hidden from legend and tooltip)",
+    line_smoothed="{metric}: line in the run's colour ({style}), its moving average",
+    line_max="{metric}: points, the highest value in each bucket",
+    line_slope=(
+        "{metric}: thin dashed line, its slope per 1,000 steps (its own scale, no axis drawn; "
+        "read it in the tooltip)"
+    ),
+    line_events="dots at the top: the run's events (checkpoints, resumes, alerts), in the "
+    "events table",
     spikes="bucket max",
     status="status",
     value="value",
@@ -162,6 +178,12 @@ _ZH = Words(
         "同一图中的指标：{styles}。"
     ),
     slope="每千步斜率",
+    lines_drawn="每个运行绘制的线",
+    line_raw="{metric}：细灰线，分桶均值（不在图例与提示中）",
+    line_smoothed="{metric}：运行颜色的线（{style}），其移动平均",
+    line_max="{metric}：散点，每个分桶的最大值",
+    line_slope="{metric}：细虚线，每千步斜率（单独刻度，不画坐标轴；在提示中读数）",
+    line_events="顶部圆点：运行的事件（检查点、恢复、告警），详见事件表",
     spikes="桶内最大值",
     status="状态",
     value="数值",
