@@ -137,26 +137,37 @@ class _UnsyncedQueryVariable(db.QueryVariable):
         return model
 
 
-def _bucket_variable(label: str, measurement: str) -> db.QueryVariable:
-    """Steps per drawn point, computed by InfluxDB from the selected runs' last step: one value,
-    derived, so hidden (`hide: 2`) and never in the address (`skipUrlSync`). Scenes applies a
-    URL value before the query runs and keeps a current value that is still an option
-    (@grafana/scenes MultiValueVariable.ts, `MultiValueUrlSyncHandler`), and links carry
-    `$__all_variables`, which leaves out variables with skipUrlSync (AllVariablesMacro.ts): so a
-    bucket chosen for a short run can no longer follow the user to a long one. It is queried
-    again when the runs or `step_from` change (it reads them) and on dashboard load."""
+def _hidden_variable(name: str, label: str, query: str) -> db.QueryVariable:
+    """A value InfluxDB computes from the selected runs, one value, derived, so hidden
+    (`hide: 2`) and never in the address (`skipUrlSync`). Scenes applies a URL value before the
+    query runs and keeps a current value that is still an option (@grafana/scenes
+    MultiValueVariable.ts, `MultiValueUrlSyncHandler`), and links carry `$__all_variables`, which
+    leaves out variables with skipUrlSync (AllVariablesMacro.ts): so a bucket chosen for a short
+    run can no longer follow the user to a long one. Queried again when the runs or `step_from`
+    change (it reads them) and on dashboard load."""
     return (
-        _UnsyncedQueryVariable("bucket")
+        _UnsyncedQueryVariable(name)
         .label(label)
         .datasource(_influx_ref())
-        .query(queries.bucket_query(measurement))
-        .definition(queries.bucket_query(measurement))
+        .query(query)
+        .definition(query)
         .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED)
         .sort(dm.VariableSort.NUMERICAL_DESC)
         .multi(False)
         .include_all(False)
         .hide(dm.VariableHide.HIDE_VARIABLE)
     )
+
+
+def _step_variables(lang: str, measurement: str) -> list[builder.Builder[dm.VariableModel]]:
+    """What the charts' gates read (`queries` module docstring): runs with data, runs with
+    64-step rollups, and the steps per drawn point."""
+    w = words(lang)
+    return [
+        _hidden_variable("logged", w.runs_logged, queries.logged_query(measurement)),
+        _hidden_variable("dense", w.runs_dense, queries.dense_query()),
+        _hidden_variable("bucket", w.bucket, queries.bucket_query(measurement)),
+    ]
 
 
 def _variables(
@@ -180,7 +191,7 @@ def _variables(
         .current(_option("0", "0", True)),
     ]
     if steps is not None:
-        out.append(_bucket_variable(w.bucket, steps))
+        out += _step_variables(lang, steps)
     return out
 
 

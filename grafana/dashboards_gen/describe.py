@@ -96,12 +96,37 @@ def _metric_block(metric: Metric, lang: str) -> list[str]:
     return out
 
 
-def description(metrics: Sequence[Metric], lang: str) -> str:
-    """The panel tooltip (Markdown): one block per metric drawn, then how to read the lines."""
+def description(
+    metrics: Sequence[Metric],
+    lang: str,
+    kinds: Sequence[Sequence[str]] | None = None,
+    events: bool = False,
+) -> str:
+    """The panel tooltip (Markdown): one block per metric drawn, how to read the lines, and every
+    line the chart draws named (`kinds[i]`: the series kinds of metric i, `Series.kinds()`;
+    `events`: the chart marks the runs' events)."""
     w = words(lang)
     blocks = ["\n\n".join(_metric_block(m, lang)) for m in metrics]
     styles = ", ".join(
         f"{w.line_styles[i % len(w.line_styles)]} {m.title.get(lang)}"
         for i, m in enumerate(metrics)
     )
-    return "\n\n---\n\n".join(blocks) + "\n\n" + w.raw_vs_smoothed.format(styles=styles)
+    text = "\n\n---\n\n".join(blocks) + "\n\n" + w.raw_vs_smoothed.format(styles=styles)
+    if kinds is None:
+        return text
+    templates = {
+        "raw": w.line_raw,
+        "smoothed": w.line_smoothed,
+        "max": w.line_max,
+        "slope": w.line_slope,
+    }
+    lines = [
+        templates[kind].format(
+            metric=m.title.get(lang), style=w.line_styles[i % len(w.line_styles)]
+        )
+        for i, (m, ks) in enumerate(zip(metrics, kinds, strict=True))
+        for kind in ks
+    ]
+    if events:
+        lines.append(w.line_events)
+    return text + f"\n\n**{w.lines_drawn}**\n\n" + "\n".join(f"- {line}" for line in lines)

@@ -33,6 +33,8 @@ class Words:
     smoothing: str
     step_from: str
     bucket: str
+    runs_logged: str
+    runs_dense: str
     card: str
     cards: str
     metric: str
@@ -51,6 +53,12 @@ class Words:
     raw_vs_smoothed: str
     line_styles: tuple[str, str, str]
     slope: str
+    lines_drawn: str
+    line_raw: str
+    line_smoothed: str
+    line_max: str
+    line_slope: str
+    line_events: str
     spikes: str
     status: str
     value: str
@@ -82,6 +90,8 @@ _EN = Words(
     smoothing="smoothing (EMA buckets)",
     step_from="from step",
     bucket="steps per point",
+    runs_logged="runs with data",
+    runs_dense="runs read from rollups",
     card="Diagnosis",
     cards="Diagnosis of the focused run",
     metric="Metric",
@@ -104,6 +114,16 @@ _EN = Words(
         "{styles}."
     ),
     slope="slope per 1k steps",
+    lines_drawn="Lines drawn, per run",
+    line_raw="{metric}: thin grey line, the bucket mean (hidden from legend and tooltip)",
+    line_smoothed="{metric}: line in the run's colour ({style}), its moving average",
+    line_max="{metric}: points, the highest value in each bucket",
+    line_slope=(
+        "{metric}: thin dashed line, its slope per 1,000 steps (its own scale, no axis drawn; "
+        "read it in the tooltip)"
+    ),
+    line_events="dots at the top: the run's events (checkpoints, resumes, alerts), in the "
+    "events table",
     spikes="bucket max",
     status="status",
     value="value",
@@ -135,6 +155,8 @@ _ZH = Words(
     smoothing="平滑（EMA 桶数）",
     step_from="起始步",
     bucket="每点步数",
+    runs_logged="有数据的运行数",
+    runs_dense="读取汇总块的运行数",
     card="诊断",
     cards="聚焦运行的诊断",
     metric="指标",
@@ -156,6 +178,12 @@ _ZH = Words(
         "同一图中的指标：{styles}。"
     ),
     slope="每千步斜率",
+    lines_drawn="每个运行绘制的线",
+    line_raw="{metric}：细灰线，分桶均值（不在图例与提示中）",
+    line_smoothed="{metric}：运行颜色的线（{style}），其移动平均",
+    line_max="{metric}：散点，每个分桶的最大值",
+    line_slope="{metric}：细虚线，每千步斜率（单独刻度，不画坐标轴；在提示中读数）",
+    line_events="顶部圆点：运行的事件（检查点、恢复、告警），详见事件表",
     spikes="桶内最大值",
     status="状态",
     value="数值",

@@ -13,6 +13,7 @@ from grafana_foundation_sdk.builders import stat, table, trend
 from grafana_foundation_sdk.models import common as cm
 from grafana_foundation_sdk.models import dashboard as dm
 
+from registry import Metric
 from registry.diagnosis.card import STATUSES
 
 from . import queries
@@ -29,6 +30,7 @@ __all__ = [
     "RAW_COLOUR",
     "RUN_NAME",
     "Chart",
+    "axis_label",
     "card_panel",
     "cards_panel",
     "chart_panel",
@@ -104,8 +106,13 @@ def _fixed(color: str) -> dict[str, str]:
     return {"mode": "fixed", "fixedColor": color}
 
 
+def axis_label(m: Metric, lang: str) -> str:
+    """A y axis' label: the metric it belongs to and its unit (the registry's)."""
+    return f"{m.title.get(lang)} ({m.unit})"
+
+
 def _series_style(
-    s: Series, position: int, right: bool
+    s: Series, position: int, right: bool, lang: str
 ) -> list[tuple[str, list[dm.DynamicConfigValue]]]:
     """Overrides for one metric's columns, by kind: raw thin and grey, smoothed in its run's
     colour (line style by the metric's position in the chart), bucket max as points, slope
@@ -131,6 +138,7 @@ def _series_style(
     if right:
         common += [
             _prop("custom.axisPlacement", "right"),
+            _prop("custom.axisLabel", axis_label(m, lang)),
             _prop("unit", grafana_unit(m)),
             _prop("custom.thresholdsStyle", {"mode": "off"}),
         ]
@@ -157,7 +165,9 @@ def _series_style(
         "slope": [
             _prop("custom.lineWidth", 1),
             _prop("custom.lineStyle", {"fill": "dash", "dash": [4, 6]}),
-            _prop("custom.axisPlacement", "right"),
+            # a scale of its own with no axis drawn: a chart draws at most two y axes (its
+            # metric's, and a right-axis partner's), each labelled with its unit
+            _prop("custom.axisPlacement", "hidden"),
             _prop("unit", "none"),
             _prop("custom.thresholdsStyle", {"mode": "off"}),
             _prop("custom.hideFrom", hidden),
@@ -215,10 +225,18 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
     panel = (
         trend.Panel()
         .title(title)
-        .description(description([s.metric for s in chart.series], lang))
+        .description(
+            description(
+                [s.metric for s in chart.series],
+                lang,
+                [s.kinds() for s in chart.series],
+                chart.events,
+            )
+        )
         .datasource(_ref(INFLUX.variable_ref()))
         .x_field("step")
         .unit(grafana_unit(first))
+        .axis_label(axis_label(first, lang))
         .legend(_legend())
         .tooltip(_tooltip())
         .line_width(1)
@@ -241,9 +259,12 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         )
     for i, s in enumerate(chart.series):
         ref = chr(ord("A") + i)
-        panel = panel.with_target(Target(queries.influx_target(ref, queries.metric_query(s))))
+        # one target per source (raw points, each rollup level), one of them open at a time
+        for source, query in queries.metric_targets(s):
+            suffix = "" if source == queries.RAW else source
+            panel = panel.with_target(Target(queries.influx_target(ref + suffix, query)))
         right = i > 0 and s.metric.display.axis == "right"
-        for pattern, props in _series_style(s, i, right):
+        for pattern, props in _series_style(s, i, right, lang):
             panel = panel.override_by_regexp(pattern, props)
     if chart.events:
         ref = chr(ord("A") + len(chart.series))

@@ -2,21 +2,46 @@
 requests to the rlvitals API.
 
 Step space: a point's timestamp is its training step in seconds, so a step range is a time range
-(`time >= ${step_from}s AND time <= ${step_range:text}s`) and a bucket of N steps is
-`GROUP BY time(Ns)`. The `step_range` variable's text is the last step shown and its value the
-bucket that gives about `POINTS_PER_SERIES` points over that range, so a 1,000,000-step run draws
-about a thousand points per series whatever the panel width. `max("step")` of each bucket is the
-x value the trend panels plot.
+(`time >= ${step_from}s`) and a bucket of N steps is `GROUP BY time(Ns)`. The hidden `bucket`
+variable (`bucket_query`) is the steps per drawn point that give about `POINTS_PER_SERIES` points
+per run and series from `step_from` to the selected runs' last step, rounded up to a multiple of
+the rollup level it is read at (64 or 4096 steps: `exporter.schema.ROLLUP_LEVELS`).
+
+What a chart reads (`metric_targets`): one target per source, each gated by the variables so that
+exactly one of them reads anything (a gate is a comparison of two literals once Grafana has
+substituted the variables, which InfluxDB 1.x folds before it reads a point: a closed target
+answers an empty result in about a millisecond):
+- below 64 steps per point, or when some selected run has no 64-step rollups (`logged`: runs
+  with data, `dense`: runs the exporter keeps them for, see `dense_query`), the raw points,
+  bucketed by InfluxDB: at most 64 raw points per drawn point for a run logging every step, and
+  bucket / stride for one logging every `stride` steps;
+- from 64 steps per point, the exporter's step rollups (`exporter.influx.rollups`: count, sum,
+  highest value and last step of every block of 64 or 4096 steps) of the coarsest level the
+  bucket is a multiple of: a bucket's mean is its blocks' sum over their count, its step their
+  last step, so a drawn point reads at most a bucket's blocks (a few dozen rows) whatever the
+  run's length, the way the datasource's own `/api/series` reads them
+  (`grafana.datasource.history.influx_rollups`).
+A chart of a metric no selected run logs reads nothing in the rollups (no such field), so it
+costs what a closed gate costs. The x value the trend panels plot is the bucket's last step
+(`max("step")` of the raw points, `max("last:<id>")` of the blocks).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.schema import EVENTS
+from exporter.schema import (
+    EVENTS,
+    MIN_BLOCK_POINTS,
+    ROLLUP_LEVELS,
+    STEP_FIELD,
+    rollup_key,
+    rollup_measurement,
+)
 from exporter.translate.derive import NONFINITE_FIELD
 from registry import Metric, Registry
 
@@ -25,14 +50,19 @@ from .sources import INFINITY, INFLUX
 __all__ = [
     "EVENT_MARKS",
     "POINTS_PER_SERIES",
+    "RAW",
     "Series",
     "all_cards_target",
     "bucket_query",
     "cards_target",
+    "dense_query",
     "event_marks_query",
     "events_query",
     "influx_target",
+    "logged_query",
     "metric_query",
+    "metric_targets",
+    "rollup_query",
     "run_matcher",
     "series_alias",
     "step_measurement",
@@ -44,6 +74,11 @@ POINTS_PER_SERIES = 1000
 _RUN = '"run" =~ /^${run:regex}$/'
 _STEPS = "time >= ${step_from}s"
 _BUCKET = "${bucket}s"
+_ALL_DENSE = "'${dense}' = '${logged}'"
+"""Every selected run with data has 64-step rollups (the two counts, compared as text: a count
+over no run at all is no value, an empty string)."""
+RAW = "raw"
+"""The source name of a chart's raw-point target (the others are named by their rollup level)."""
 _KINDS = ("raw", "smoothed", "max", "slope")
 
 
@@ -78,12 +113,13 @@ def _field(metric: Metric) -> str:
     return _ident(metric.id)
 
 
-def metric_query(series: Series) -> str:
-    """One InfluxQL statement returning step, and the requested series, per run and bucket."""
+def metric_query(series: Series, gate: str = "") -> str:
+    """One InfluxQL statement returning step, and the requested series, per run and bucket, from
+    the raw points (`gate`: an extra condition, `AND ...`)."""
     m = series.metric
     field = _field(m)
     family = m.pattern is not None
-    parts = ['max("step") AS "step"']
+    parts = [f'max("{STEP_FIELD}") AS "{STEP_FIELD}"']
     exprs = {
         "raw": f"mean({field})",
         "smoothed": f"exponential_moving_average(mean({field}), $smoothing)",
@@ -96,9 +132,59 @@ def metric_query(series: Series) -> str:
             exprs[kind] if family else f"{exprs[kind]} AS {_ident(series_alias(m.id, kind))}"
         )
     return (
-        f"SELECT {', '.join(parts)} FROM {_ident(m.group)} WHERE {_RUN} AND {_STEPS} "
+        f"SELECT {', '.join(parts)} FROM {_ident(m.group)} WHERE {_RUN} AND {_STEPS}{gate} "
         f'GROUP BY time({_BUCKET}), "run" fill(none)'
     )
+
+
+def rollup_query(series: Series, level: int, gate: str = "") -> str:
+    """The same columns as `metric_query`, from the exporter's blocks of `level` steps: each
+    bucket's mean is the sum of its blocks' sums over the sum of their counts, its step their
+    last step, its max their highest value. The outer statement applies InfluxQL's
+    transformations (moving average, derivative) to the buckets, which they can only take as
+    an aggregate of a field: the inner one names the bucket's mean `v`."""
+    m = series.metric
+    n, total, high, last = (_ident(rollup_key(k, m.id)) for k in ("n", "sum", "max", "last"))
+    highest = f', max({high}) AS "hi"' if "max" in series.kinds() else ""
+    inner = (
+        f'SELECT sum({total}) / sum({n}) AS "v"{highest}, max({last}) AS "s" '
+        f"FROM {_ident(rollup_measurement(level))} WHERE {_RUN} AND {_STEPS}{gate} "
+        f'GROUP BY time({_BUCKET}), "run" fill(none)'
+    )
+    exprs = {
+        "raw": 'mean("v")',
+        "smoothed": 'exponential_moving_average(mean("v"), $smoothing)',
+        "max": 'max("hi")',
+        "slope": 'derivative(mean("v"), 1000s)',
+    }
+    parts = [f'max("s") AS "{STEP_FIELD}"'] + [
+        f"{exprs[kind]} AS {_ident(series_alias(m.id, kind))}" for kind in series.kinds()
+    ]
+    return (
+        f"SELECT {', '.join(parts)} FROM ({inner}) WHERE {_STEPS} "
+        f'GROUP BY time({_BUCKET}), "run" fill(none)'
+    )
+
+
+def _level_gate(i: int) -> str:
+    """Open only when the bucket is read at `ROLLUP_LEVELS[i]` and every run is rolled up."""
+    level = ROLLUP_LEVELS[i]
+    upper = f" AND ${{bucket}} < {ROLLUP_LEVELS[i + 1]}" if i + 1 < len(ROLLUP_LEVELS) else ""
+    return f" AND ${{bucket}} >= {level}{upper} AND {_ALL_DENSE}"
+
+
+def metric_targets(series: Series) -> list[tuple[str, str]]:
+    """(source, statement) of every target a chart asks for one metric: the raw points and
+    each rollup level, gated so that one of them reads (see the module's docstring). A name
+    family (reward components, `reward_component/<name>`) has per-member fields a rollup
+    statement cannot divide by a pattern: it reads its raw points, bucketed, alone."""
+    if series.metric.pattern is not None:
+        return [(RAW, metric_query(series))]
+    raw_gate = f" AND (${{bucket}} < {ROLLUP_LEVELS[0]} OR '${{dense}}' != '${{logged}}')"
+    return [(RAW, metric_query(series, raw_gate))] + [
+        (str(level), rollup_query(series, level, _level_gate(i)))
+        for i, level in enumerate(ROLLUP_LEVELS)
+    ]
 
 
 def events_query() -> str:
@@ -131,17 +217,64 @@ def step_measurement(reg: Registry) -> str:
     return reg.metric(NONFINITE_FIELD).group
 
 
+def _last_steps(measurement: str, alias: str, since: bool) -> str:
+    """Each selected run's last step in `measurement` (`last()`, which InfluxDB answers from the
+    newest point of each series rather than by reading them all)."""
+    where = f"{_RUN} AND {_STEPS}" if since else _RUN
+    return (
+        f'SELECT last("{STEP_FIELD}") AS "{alias}" FROM {_ident(measurement)} '
+        f'WHERE {where} GROUP BY "run"'
+    )
+
+
+_LN_LEVEL = f"{math.log(ROLLUP_LEVELS[0])!r}"
+
+
 def bucket_query(measurement: str) -> str:
     """The `bucket` variable: steps per drawn point for the selected runs from `step_from` on,
     one value. It reads one measurement, the one every logged step writes (`step_measurement`):
     over `/.*/` InfluxQL answers one row per measurement (a subquery keeps them apart too,
     checked on InfluxDB 1.6), and `run_config`, logged at step 0, always offered `1`, a value a
     short run left selected kept for a long one.
+
+    b = ceil(steps / POINTS_PER_SERIES); the level it is read at is 64^k, k = floor(log64 b)
+    (1 below 64; the rollups' levels are powers of 64); the bucket is b rounded up to a multiple
+    of that level, so whole blocks fall in each bucket. InfluxQL's `pow` and `log` take only a
+    literal second argument, hence `exp(k * ln 64)`, rounded.
     """
-    return (
-        f'SELECT ceil((max("step") - ${{step_from}} + 1) / {POINTS_PER_SERIES}) '
-        f"FROM {_ident(measurement)} WHERE {_RUN} AND {_STEPS}"
+    assert all(b == ROLLUP_LEVELS[0] ** (i + 1) for i, b in enumerate(ROLLUP_LEVELS)), (
+        "bucket_query assumes the rollup levels are 64, 64^2, ..."
     )
+    b = f'ceil((max("l") - ${{step_from}} + 1) / {POINTS_PER_SERIES})'
+    level = f"round(exp(floor(log({b}, {ROLLUP_LEVELS[0]}) + 0.000001) * {_LN_LEVEL}))"
+    return f"SELECT ceil({b} / {level}) * {level} FROM ({_last_steps(measurement, 'l', True)})"
+
+
+def logged_query(measurement: str) -> str:
+    """The `logged` variable: how many of the selected runs have logged a step."""
+    return f'SELECT count("l") FROM ({_last_steps(measurement, "l", False)})'
+
+
+def dense_query() -> str:
+    """The `dense` variable: how many of the selected runs the exporter keeps 64-step rollups of
+    (no value when none): those whose step field (`step_measurement`'s `nonfinite_count`, written
+    at every logged step) holds at least `MIN_BLOCK_POINTS` values per 64 steps in their
+    4096-step blocks. The exporter keeps a level only for a field that dense
+    (`exporter.influx.rollups`), so a run logging every 2,048 steps (SB3's default rollout) is
+    read from its raw points, a few hundred; and a run whose blocks are missing or behind (written
+    before rollups, through InfluxDB 2.x, or still being rolled up) counts as sparse too."""
+    field = NONFINITE_FIELD
+    n, last = (_ident(rollup_key(k, field)) for k in ("n", "last"))
+    coarse = ROLLUP_LEVELS[-1]
+    # `::float`: a run whose density divides exactly (every step logged) would otherwise be an
+    # integer, and InfluxDB 1.6's outer `WHERE "d" >= ...` then counts only one of the two types
+    density = f"sum({n}::float) / (max({last}) - min({last}) + {coarse})"
+    inner = (
+        f'SELECT {density} AS "d" FROM {_ident(rollup_measurement(coarse))} '
+        f'WHERE {_RUN} GROUP BY "run"'
+    )
+    threshold = MIN_BLOCK_POINTS / ROLLUP_LEVELS[0]
+    return f'SELECT count("d") FROM ({inner}) WHERE "d" >= {threshold!r}'
 
 
 def run_matcher() -> str:

@@ -8,10 +8,10 @@ InfluxDB backend replaces `$timeFilter` with `time >= <from>ms and time <= <to>m
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Selection", "interpolate"]
+__all__ = ["Selection", "interpolate", "resolve_hidden", "variable_value"]
 
 
 @dataclass(frozen=True)
@@ -44,3 +44,41 @@ def interpolate(query: str, sel: Selection) -> str:
     out = re.sub(r"\$\{(\w+)(?::(\w+))?\}|\$(\w+)", sub, out)
     assert not re.search(r"\$[\w{]", out), f"unsubstituted variable in {out!r}"
     return out
+
+
+def variable_value(body: dict[str, object]) -> str:
+    """A query variable's value from InfluxDB's answer, as Grafana takes it: the first row's value
+    after its time column (public/app/plugins/datasource/influxdb/response_parser.ts `parse`:
+    `value[1]`, else `value[0]`); no row: no option, an empty value."""
+    results = body.get("results") or [{}]
+    assert isinstance(results, list)
+    first = results[0]
+    assert isinstance(first, dict) and "error" not in first, first
+    for series in first.get("series") or []:
+        for row in series["values"]:
+            value = row[1] if len(row) > 1 else row[0]
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            return "" if value is None else str(value)
+    return ""
+
+
+def resolve_hidden(
+    dashboard: Mapping[str, object],
+    runs: Sequence[str],
+    single: Mapping[str, tuple[str, str]],
+    raw_query: Callable[[str], dict[str, object]],
+) -> Selection:
+    """The selection with the dashboard's hidden query variables (`hide: 2`) computed by running
+    their queries in the dashboard's order, each with the ones before it substituted, as Grafana
+    resolves dependent variables."""
+    values = dict(single)
+    templating = dashboard["templating"]
+    assert isinstance(templating, Mapping)
+    for var in templating["list"]:
+        if var.get("type") != "query" or var.get("hide") != 2:
+            continue
+        query = interpolate(var["query"], Selection(runs=runs, single=values))
+        value = variable_value(raw_query(query))
+        values[var["name"]] = (value, value)
+    return Selection(runs=runs, single=values)

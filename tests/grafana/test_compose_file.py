@@ -59,8 +59,17 @@ def test_services_images_and_volumes(compose: dict[str, Any]) -> None:
     assert any(str(v).startswith("./runs:/runs") for v in services["exporter"]["volumes"])
 
 
-# The settings with a default: none is a secret, and each default is a service of the bundle.
-OPTIONAL = {"RLVITALS_ALERT_WEBHOOK_URL": ":-http://datasource:8686/api/alert-notifications"}
+# The settings with a default: none is a secret; each default is a service of the bundle, or
+# the usual host port of a published one (a laptop running its own Grafana moves ours:
+# docs/compose.md).
+OPTIONAL = {
+    "RLVITALS_ALERT_WEBHOOK_URL": ":-http://datasource:8686/api/alert-notifications",
+    "GRAFANA_HOST_PORT": ":-3000",
+    "INFLUXDB_HOST_PORT": ":-8086",
+    "PROMETHEUS_HOST_PORT": ":-9090",
+    "DATASOURCE_HOST_PORT": ":-8686",
+    "EXPORTER_METRICS_HOST_PORT": ":-9464",
+}
 
 
 def test_no_default_secrets_and_env_example_lists_every_variable(compose: dict[str, Any]) -> None:

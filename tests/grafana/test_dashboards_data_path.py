@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from bundle_data import log_runs
 from grafana_data_path import run_panels
-from grafana_interp import Selection, interpolate
+from grafana_interp import Selection, interpolate, resolve_hidden
 from influx_server import InfluxDatabase
 from influxql_frames import table_frames
 
@@ -35,6 +35,8 @@ from grafana.dashboards_gen.panels import RAW_COLOUR
 from grafana.dashboards_gen.queries import EVENT_MARKS
 
 RUNS = ("ppo-a", "ppo.b", "sac-c")
+UNSELECTED = "other-d"
+"""Logged too but never selected: nothing of it may reach a chart."""
 STEPS = 120
 
 
@@ -47,26 +49,42 @@ def loaded(
     store = tmp_path_factory.mktemp("datapath-store")
     # sac-c logs every third step only: the runs' step sets differ, so an inner join (or a
     # join that drops a run's rows) loses points and the series checks below fail
-    log_runs(builtin, lambda: db.settings(store, policy="warn"), RUNS, STEPS, stride={"sac-c": 3})
+    log_runs(
+        builtin,
+        lambda: db.settings(store, policy="warn"),
+        (*RUNS, UNSELECTED),
+        STEPS,
+        stride={"sac-c": 3},
+    )
     return db
 
 
-def _selection() -> Selection:
-    return Selection(
-        runs=RUNS,
-        single={
-            "smoothing": ("5", "5"),
-            "step_from": ("0", "0"),
-            "bucket": ("1", "1"),
-        },
-    )
+_CHOSEN = {"smoothing": ("5", "5"), "step_from": ("0", "0")}
+_SHORT = Selection(
+    runs=RUNS, single={**_CHOSEN, "bucket": ("1", "1"), "logged": ("3", "3"), "dense": ("", "")}
+)
+"""The hidden variables as InfluxDB computes them for short runs (no 64-step rollups): for a
+query that needs no database."""
 
 
-def _chart_panels(builtin: registry.Registry) -> Iterator[tuple[str, dict[str, Any]]]:
-    for path, text in sorted(dashboard_files(builtin, ("en", "zh")).items()):
-        for panel in json.loads(text)["panels"]:
+def _selection(dashboard: dict[str, Any], db: InfluxDatabase) -> Selection:
+    """The user's choices, and the hidden variables (`logged`, `dense`, `bucket`) computed by
+    InfluxDB from them as Grafana computes them."""
+    return resolve_hidden(dashboard, RUNS, _CHOSEN, db.raw_query)
+
+
+def built(builtin: registry.Registry) -> dict[str, dict[str, Any]]:
+    """Every generated dashboard (both languages), by path."""
+    return {p: json.loads(t) for p, t in sorted(dashboard_files(builtin, ("en", "zh")).items())}
+
+
+def _chart_panels(
+    dashboards: dict[str, dict[str, Any]],
+) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    for path, dashboard in sorted(dashboards.items()):
+        for panel in dashboard["panels"]:
             if panel.get("type") in ("trend", "xychart", "timeseries"):
-                yield path, panel
+                yield path, panel, dashboard
 
 
 def _kind(column: str) -> tuple[str, str]:
@@ -79,19 +97,29 @@ def _kind(column: str) -> tuple[str, str]:
     return series, kind
 
 
+Processed = list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]]
+
+
 @pytest.fixture(scope="module")
-def processed(
-    loaded: InfluxDatabase, builtin: registry.Registry
-) -> list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]]:
+def processed(loaded: InfluxDatabase, builtin: registry.Registry) -> Processed:
     """(dashboard, panel, points per (series, run) the queries returned, Grafana's result)."""
+    return process(built(builtin), loaded)
+
+
+def process(dashboards: dict[str, dict[str, Any]], loaded: InfluxDatabase) -> Processed:
+    """Every chart of `dashboards` through InfluxDB and Grafana's data path (also what
+    test_dashboard_mutations.py runs on mutated copies)."""
     inputs = []
     promised_all = []
-    panels = list(_chart_panels(builtin))
-    for path, panel in panels:
+    panels = list(_chart_panels(dashboards))
+    selections: dict[str, Selection] = {}
+    for path, panel, dashboard in panels:
+        if path not in selections:
+            selections[path] = _selection(dashboard, loaded)
         frames: list[dict[str, Any]] = []
         promised: dict[tuple[str, str], int] = {}
         for target in panel["targets"]:
-            query = interpolate(target["query"], _selection())
+            query = interpolate(target["query"], selections[path])
             body = loaded.raw_query(query)
             for series in body["results"][0].get("series", []):
                 run = series.get("tags", {}).get("run")
@@ -109,17 +137,18 @@ def processed(
                 "frames": frames,
                 "transformations": panel.get("transformations", []),
                 "fieldConfig": panel.get("fieldConfig", {"defaults": {}, "overrides": []}),
+                "options": panel.get("options", {}),
             }
         )
     results = run_panels(inputs)
     return [
         (path, panel, promised, result)
-        for (path, panel), promised, result in zip(panels, promised_all, results, strict=True)
+        for (path, panel, _), promised, result in zip(panels, promised_all, results, strict=True)
     ]
 
 
 def test_every_chart_gets_one_frame_with_an_ascending_numeric_step(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     assert len(processed) > 100
     for _path, panel, _promised, result in processed:
@@ -133,7 +162,7 @@ def test_every_chart_gets_one_frame_with_an_ascending_numeric_step(
 
 
 def test_every_series_a_query_returns_reaches_the_chart_for_every_run(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     lost: list[str] = []
     for _path, _panel, promised, result in processed:
@@ -165,7 +194,7 @@ def _family(field: dict[str, Any]) -> bool:
 
 
 def test_every_run_has_one_colour_in_every_series_of_every_panel(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     """docs/compose.md's promise: a run's colour is the same in every series, chart and dashboard;
     raw lines are grey, a colour no run can have; the runs differ."""
@@ -192,7 +221,7 @@ def test_every_run_has_one_colour_in_every_series_of_every_panel(
 
 
 def test_raw_lines_are_thinner_than_their_runs_smoothed_lines(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     for _path, _panel, _promised, result in processed:
         fields = {(f["name"], f["labels"]["run"]): f for f in _run_fields(result)}
@@ -207,7 +236,7 @@ def test_raw_lines_are_thinner_than_their_runs_smoothed_lines(
 
 
 def test_the_step_axis_is_labelled_step(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     for _path, _panel, _promised, result in processed:
         x = [f for fr in result["frames"] for f in fr["fields"] if f["name"] == "step"]
@@ -215,7 +244,7 @@ def test_the_step_axis_is_labelled_step(
 
 
 def test_every_legend_has_one_row_per_run(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     for _path, _panel, _promised, result in processed:
         fields = _run_fields(result)
@@ -228,7 +257,7 @@ def test_every_legend_has_one_row_per_run(
 
 
 def test_the_overviews_charts_mark_each_runs_events_at_their_steps(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     """bundle_data logs a checkpoint at step 100 for every run."""
     overview = [r for path, _p, _pr, r in processed if path.endswith("overview.json")]
@@ -242,7 +271,7 @@ def test_the_overviews_charts_mark_each_runs_events_at_their_steps(
 
 
 def test_no_chart_paints_a_threshold_area_on_the_event_marks_scale(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
 ) -> None:
     """Grafana draws one threshold area per scale, from the first field on it that asks for one
     (preparePlotConfigBuilder and UPlotConfigBuilder.addThresholds, computed in data_path.cjs on
@@ -276,7 +305,7 @@ def test_the_events_table_shows_steps_as_steps_and_no_1970_time(
         for panel in json.loads(text)["panels"]:
             if panel.get("type") != "table" or "events" not in panel["targets"][0].get("query", ""):
                 continue
-            query = interpolate(panel["targets"][0]["query"], _selection())
+            query = interpolate(panel["targets"][0]["query"], _SHORT)
             inputs.append(
                 {
                     "key": f"{path} / {panel['title']}",
@@ -312,7 +341,7 @@ def _drawn(results: list[dict[str, Any]]) -> dict[str, set[str]]:
 
 
 def test_the_overview_draws_exactly_the_registrys_overview_metrics_once(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
     builtin: registry.Registry,
 ) -> None:
     """Expected from the registry's promise (`display.overview`), not from the panels' own
@@ -330,7 +359,7 @@ def test_the_overview_draws_exactly_the_registrys_overview_metrics_once(
 
 
 def test_each_detail_page_draws_every_metric_of_its_groups_for_every_run(
-    processed: list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str, Any]]],
+    processed: Processed,
     builtin: registry.Registry,
 ) -> None:
     from grafana.dashboards_gen.details import DETAIL_GROUPS
@@ -357,8 +386,9 @@ def test_the_demo_runs_each_get_a_colour_of_their_own_in_grafana(
         p for p in overview["panels"] if p.get("type") == "trend" and len(p["targets"]) > 2
     )
     frames = []
-    for target in panel["targets"][:2]:
-        query = interpolate(target["query"], _selection())
+    raw_targets = [t for t in panel["targets"] if len(t["refId"]) == 1]  # A, B: the raw points
+    for target in raw_targets[:2]:
+        query = interpolate(target["query"], _SHORT)
         columns = re.findall(r'AS "([^"]+)"', query)  # step first, then the series
         assert columns[0] == "step", columns
         body = {
@@ -394,3 +424,40 @@ def test_the_demo_runs_each_get_a_colour_of_their_own_in_grafana(
     assert set(colours) == set(runs)
     assert all(len(c) == 1 for c in colours.values()), colours
     assert len({next(iter(c)) for c in colours.values()}) == len(runs), colours
+
+
+def test_the_compare_page_draws_every_core_metric_for_every_run(
+    processed: Processed, builtin: registry.Registry
+) -> None:
+    """The compare page's promise: the registry's core metrics, smoothed, for every selected
+    run (a chart reduced to its first query loses the others)."""
+    for lang in ("en", "zh"):
+        results = [r for path, _p, _pr, r in processed if path.endswith(f"{lang}/compare.json")]
+        promised = {m.id for m in builtin.core_metrics() if m.kind != "counter"}
+        drawn = _drawn(results)
+        missing = sorted(m for m in promised if "smoothed" not in drawn.get(m, set()))
+        assert not missing, f"{lang} compare: not drawn for every run: {missing}"
+
+
+def test_event_marks_sit_at_the_top_of_a_hidden_axis(processed: Processed) -> None:
+    """A mark is drawn at 1 on a hidden axis pinned to [0, 1]: at the top of the chart, never
+    on the metric's axis (where 1 would be a value) nor at the bottom."""
+    checked = 0
+    for _path, _panel, _promised, result in processed:
+        for f in _run_fields(result):
+            if f["name"] != EVENT_MARKS:
+                continue
+            assert f["axisPlacement"] == "hidden", (result["key"], f["axisPlacement"])
+            assert (f["min"], f["max"]) == (0, 1), (result["key"], f["min"], f["max"])
+            assert f["valueMax"] == 1, (result["key"], f["valueMax"])
+            checked += 1
+    assert checked
+
+
+def test_every_line_joins_across_the_steps_its_run_did_not_log(processed: Processed) -> None:
+    """After the outer join on step a run logging every third step has a gap at every other
+    run's steps: drawn with `spanNulls` off, its line would be isolated dots."""
+    for _path, _panel, _promised, result in processed:
+        for f in _run_fields(result):
+            if f["name"] != EVENT_MARKS:
+                assert f["spanNulls"] is True, (result["key"], f["name"], f["spanNulls"])

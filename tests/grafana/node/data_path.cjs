@@ -293,6 +293,13 @@ async function runPanel(p, theme) {
         hidden: (field.config.custom || {}).hideFrom || null,
         lineStyle: (field.config.custom || {}).lineStyle || null,
         drawStyle: (field.config.custom || {}).drawStyle || null,
+        axisPlacement: (field.config.custom || {}).axisPlacement ?? null,
+        spanNulls: (field.config.custom || {}).spanNulls ?? null,
+        min: field.config.min ?? null,
+        max: field.config.max ?? null,
+        valueMax: field.type === g.FieldType.number
+          ? field.values.reduce((m, v) => (v !== null && v !== undefined && (m === null || v > m) ? v : m), null)
+          : null,
         nonNull: field.values.filter((v) => v !== null && v !== undefined).length,
         ascending: field.type === g.FieldType.number ? g.isLikelyAscendingVector(field.values) : null,
         values: p.withValues ? field.values : undefined,
