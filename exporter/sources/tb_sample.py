@@ -9,7 +9,7 @@ checked (both checksums) and decoded as one-scalar events (`scalar_events`). Of 
 inside the window (not the first or the last seen in it, which may be cut), the first is kept. A
 window with none (another kind of record, a step wider than the window) gives nothing: this is a
 sketch, the import reads everything. TensorBoard keeps a reservoir sample of 1,000 points per tag
-for its charts (`--samples_per_plugin`, tensorboard/plugins/core/core_plugin.py); a step a
+for its charts (its `samples_per_plugin` setting, tensorboard/plugins/core/core_plugin.py); a step a
 thousandth of the way apart serves the same purpose. The range's last step is added, so the
 sketch reaches as far as the file does.
 """

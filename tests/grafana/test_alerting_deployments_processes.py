@@ -305,6 +305,17 @@ def test_each_end_has_its_own_status_and_alert_in_every_deployment(
         if line != "READY\n":
             problems.append(f"{trainer.name}: {line!r}")
             return
+        if trainer.deployment == "self" and trainer.case in ("kill", "zombie"):
+            # a trainer killed before Prometheus ever scraped it was never seen, and can page
+            # nothing (docs/status.md): on a loaded machine the first scrapes of a starting
+            # process can time out, so kill it only once a scrape of it is stored
+            seen = f'rlvitals_writer_heartbeat_timestamp_seconds{{run="{trainer.name}"}} > 0'
+            deadline = time.monotonic() + 60
+            while not prom.query(seen):
+                if time.monotonic() > deadline:
+                    problems.append(f"{trainer.name}: never scraped")
+                    return
+                time.sleep(0.1)
         if trainer.case == "kill":
             trainer.proc.send_signal(signal.SIGKILL)
             trainer.proc.wait(10)
