@@ -262,6 +262,9 @@ class Forwarder:
         self._retry_at = 0.0  # when owed rollups are next tried while nothing is sent
         # what it is doing, noted in the store (`_note`), and how long InfluxDB has refused
         self._state, self._detail = "sending", ""
+        # what drain() concluded, once it has: the sending thread may still be refused (and
+        # note "failing") after the drain gave up; the record it leaves must be the drain's
+        self._concluded: tuple[str, str] | None = None
         self._started = time.time()
         self._failing_since: float | None = None
         self._warned_at = 0.0
@@ -347,7 +350,8 @@ class Forwarder:
                 if self._failing:
                     self._failing = False
                     self._failing_since = None
-                    self._state, self._detail = "sending", ""
+                    if self._concluded is None:
+                        self._state, self._detail = "sending", ""
                     _log.warning(
                         "rlvitals: %s reachable again; forwarding", self._writer.describe()
                     )
@@ -370,7 +374,9 @@ class Forwarder:
                     self._wake.wait(self._idle_wait)
                     self._wake.clear()
         finally:
-            if self._state == "sending":
+            if self._concluded is not None:
+                self._state, self._detail = self._concluded
+            elif self._state == "sending":
                 self._state = "stopped"
             self._note(outbox, force=True)
             outbox.close()
@@ -382,14 +388,15 @@ class Forwarder:
         self._state, self._detail = "draining", f"for up to {timeout:.0f} s"
         ok = self.flush(timeout)
         if ok:
-            self._state, self._detail = "drained", "everything the store held is sent"
+            self._concluded = ("drained", "everything the store held is sent")
         else:
-            self._state = "stopped"
-            self._detail = (
+            self._concluded = (
+                "stopped",
                 f"the drain time ({timeout:.0f} s, RLVITALS_DRAIN_TIMEOUT) ran out; what is left "
-                "waits in the store for the next run with InfluxDB configured"
+                "waits in the store for the next run with InfluxDB configured",
             )
-            _log.warning("rlvitals forwarder: %s", self._detail)
+            _log.warning("rlvitals forwarder: %s", self._concluded[1])
+        self._state, self._detail = self._concluded
         return ok
 
     def _refused(self, outbox: Outbox, exc: WriteError) -> None:
@@ -397,7 +404,8 @@ class Forwarder:
         seconds while it goes on, with what waits (a full disk on InfluxDB's side refuses for
         as long as nobody acts)."""
         now = time.monotonic()
-        self._state, self._detail = "failing", str(exc)
+        if self._concluded is None:
+            self._state, self._detail = "failing", str(exc)
         if not self._failing:
             self._failing = True
             self._failing_since = now
