@@ -288,6 +288,7 @@ def _metric(raw: Mapping[str, Any]) -> Metric:
             note=_text(formula["note"]) if formula.get("note") else None,
         ),
         unit=raw["unit"],
+        quantity=raw["quantity"],
         group=raw["group"],
         layer=raw["layer"],
         sampling=raw["sampling"],

@@ -243,6 +243,9 @@ class Metric:
     aliases: tuple[Alias, ...] = ()
     derived: Derivation | None = None
     pattern: NamePattern | None = None
+    quantity: str = "unstated"
+    """What sort of quantity it is (`quantity.QUANTITIES`): a loss, a coefficient, an entropy...
+    A suggestion never offers it for a name that states another (`quantity.stated_quantity`)."""
     # bands for runs whose action space is known (entropy: ln n, the early level, or none)
     bands_by_space: Mapping[str, Bands] = field(default_factory=dict)
 

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .catalog import Registry
 from .errors import AmbiguousName, UnknownName
 from .model import Metric
+from .quantity import statements, words
 
 __all__ = ["Recognition", "Suggestion", "recognise", "suggest"]
 
@@ -141,18 +141,6 @@ def suggest(
     return _Index.of(registry).best(name, value_range)
 
 
-_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])")
-
-
-def _words(text: str) -> list[str]:
-    out = []
-    for part in _SPLIT.split(text):
-        word = part.lower().rstrip("0123456789")
-        if word:
-            out.append(word)
-    return out
-
-
 def _match(word: str, vocab: frozenset[str]) -> float:
     if word in vocab:
         return 1.0
@@ -183,7 +171,7 @@ class _Index:
             if m.kind == "derived" or m.pattern is not None:
                 continue
             texts = [m.id, m.title.en, *(a.key for a in m.aliases if not a.is_pattern)]
-            vocab = frozenset(w for t in texts for w in _words(t))
+            vocab = frozenset(w for t in texts for w in words(t))
             segments = (m.id, *(a.key.rsplit("/", 1)[-1] for a in m.aliases if not a.is_pattern))
             entries.append(_Entry(m, vocab, segments))
         n = max(1, len(entries))
@@ -201,13 +189,21 @@ class _Index:
         value_range: tuple[float, float] | None,
         logged: frozenset[str] = frozenset(),
     ) -> Suggestion | None:
-        words = _words(name)
-        if not words:
+        said = words(name)
+        if not said:
             return None
-        total = sum(self.weight.get(w, self.default_weight) for w in words)
+        total = sum(self.weight.get(w, self.default_weight) for w in said)
         last = name.rsplit("/", 1)[-1].lower()
+        found = statements(said)
+        stated = found[-1][1] if found else None
+        # what the stated quantity is of: `ent`, `coef` in `ent_coef_loss` (a loss)
+        of = tuple(w for ws, q in found if q != stated for w in ws)
         ranked = []
         for e in self.entries:
+            if e.metric.quantity != (stated or e.metric.quantity):
+                continue  # never across quantities: a coefficient's loss is not an entropy
+            if any(_match(w, e.vocab) == 0.0 for w in of):
+                continue  # a policy's loss is not an entropy coefficient's loss
             fit = False
             if value_range is not None:
                 lo, hi = value_range
@@ -218,7 +214,7 @@ class _Index:
                     continue
                 fit = limits.min is not None and limits.max is not None
             matched = sum(
-                self.weight.get(w, self.default_weight) * _match(w, e.vocab) for w in words
+                self.weight.get(w, self.default_weight) * _match(w, e.vocab) for w in said
             )
             score = matched / total
             if score < _MIN_SCORE:

@@ -2,7 +2,8 @@
 
 The shipped registry declares every field of a metric; a user adding one of their own needs only
 `id`, `title`, `unit` and usually `aliases`. What they leave out gets a default that claims
-nothing: no healthy range, no alert, no physical limits, group `user`, the title as definition.
+nothing: no healthy range, no alert, no physical limits, group `user`, the title as definition,
+the quantity its id states (`quantity.stated_quantity`: `my_loss` is a loss) or `unstated`.
 Texts may be a plain string or `{en: ...}` without `zh` (the English is shown in Chinese too),
 and `aliases` may be a list of keys (any framework) or a mapping framework -> key or keys.
 The completed entry is then held to the same schema as the shipped ones.
@@ -14,6 +15,8 @@ import copy
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
+
+from .quantity import UNSTATED, stated_quantity, words
 
 __all__ = ["USER_DEFAULTS", "USER_GROUP", "complete_user_bookkeeping", "complete_user_metric"]
 
@@ -61,6 +64,8 @@ def complete_user_metric(raw: Any) -> Any:
         out["formula"] = {"expr": out["id"], "over": "per_step"}
     elif isinstance(out.get("formula"), Mapping) and "note" in out["formula"]:
         out["formula"] = {**out["formula"], "note": _text(out["formula"]["note"])}
+    if "quantity" not in out and isinstance(out.get("id"), str):
+        out["quantity"] = stated_quantity(words(out["id"])) or UNSTATED
     for key, value in USER_DEFAULTS.items():
         if key not in out:
             out[key] = copy.deepcopy(value)  # each metric its own, the defaults untouched

@@ -143,8 +143,12 @@ def _tracker_run(log: LogFile) -> Path:
 
 def _holds_logs(folder: Path, logs: Callable[[Path], list[LogFile]]) -> bool:
     """Logs in the folder itself (or it is a Hugging Face output folder or a tracker's run
-    folder), not only below it."""
-    return any(log.path.parent == folder or log.path == folder for log in logs(folder))
+    folder), not only below it. A log that is a folder (a Hugging Face output folder, an MLflow
+    run) is the run itself: the folder above it is a folder of runs, not one."""
+    return any(
+        log.path == folder or (log.path.parent == folder and not log.path.is_dir())
+        for log in logs(folder)
+    )
 
 
 def _as_json(v: RunVerdict) -> dict[str, Any]:

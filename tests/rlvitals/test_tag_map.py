@@ -239,3 +239,27 @@ def test_a_second_reading_of_a_logged_metric_is_named_as_such_and_never_offered_
     (offer,) = beside.suggestions
     assert offer.already_logged and offer.metric == alone.suggestions[0].metric
     assert "--map" not in offer.phrase() and "already logs" in offer.phrase()
+
+
+def test_a_real_run_of_its_own_names_is_offered_no_metric_of_another_quantity(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The corpus' own actor-critic (issue 35: its `policy/loss` was offered ref_kl): each name
+    that states its quantity (`loss`, `lr`, `grad_norm`, `entropy`...) is offered metrics of
+    that quantity only, and its policy loss the policy loss."""
+    from registry.quantity import stated_quantity, words
+
+    run = ROOT / "tests" / "fixtures" / "runs" / "custom_ac_cartpole_lr_high"
+    assert main(["evaluate", str(run), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    reg = registry.load()
+    offers = {s["name"]: (s["metric"], *s["also"]) for s in row["tags"]["suggestions"]}
+    assert offers["policy/loss"] == ("policy_loss",)
+    crossing = [
+        (name, metric)
+        for name, metrics in offers.items()
+        if (said := stated_quantity(words(name))) is not None
+        for metric in metrics
+        if reg.metric(metric).quantity != said
+    ]
+    assert not crossing
