@@ -106,8 +106,8 @@ this, the per-call path costs less than building the block's arrays."""
 
 # Queue items: ("log", step, values, wall_time, framework), ("block", ScalarBlock, time of the
 # call), ("event", step, kind, text, fields, wall_time; step None: the step last logged when the
-# worker gets to it), ("position", SourcePosition) or a threading.Event flush marker the worker
-# sets once everything before it is stored.
+# worker gets to it), ("position", SourcePosition), ("config", the run config learned since) or
+# a threading.Event flush marker the worker sets once everything before it is stored.
 _Item = tuple[Any, ...] | threading.Event
 
 
@@ -370,6 +370,16 @@ class Run:
             self._count_dropped(1)
             return
         self._queue.append(("event", step, kind, text, fields, time.time()))
+
+    def learn_config(self, config: Mapping[str, Any]) -> None:
+        """For log sources: the run config as the logs now establish it (a follower decides the
+        run's context from the names logged so far, and again when new ones appear: SB3 logs
+        its `train/` names from the second update on). It replaces the stored config in the
+        order of the calls around it, as an import reading the whole file would have stored it
+        at the start; no `config_change` event (the run's setting did not change, what is
+        known of it did)."""
+        if not self._closed:
+            self._queue.append(("config", dict(config)))
 
     def follow_sources(self) -> None:
         """For log sources, before the first `log`: this run is fed from log files, so the step it
@@ -1066,6 +1076,15 @@ class Run:
             if item[0] == "writer":
                 try:
                     outbox.set_writer(self.name, self._holder, item[1], item[2])
+                except (OutboxError, sqlite3.Error) as exc:
+                    self._report("store_error", exc)
+                continue
+            if item[0] == "config":
+                self._config = item[1]
+                rows = config_rows(self.name, self.rank, self._config, time.time())
+                parts.append(_Part(rows, [], self._translator.take_held()))
+                try:
+                    outbox.upsert_run(self.name, None, self._config, None, self._created)
                 except (OutboxError, sqlite3.Error) as exc:
                     self._report("store_error", exc)
                 continue

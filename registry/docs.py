@@ -172,7 +172,7 @@ def render_metrics_markdown(reg: Registry, lang: str) -> str:
     if reg.rules:
         lines += [f"## {h['rules']}", ""]
         for r in reg.rules:
-            conds = " AND ".join(f"{c.metric}.{c.stat} {c.op} {c.value:g}" for c in r.conditions)
+            conds = " AND ".join(f"{c.metric}.{c.label} {c.op} {c.value:g}" for c in r.conditions)
             lines.append(f"### `{r.id}` — {r.title.get(lang)} ({r.severity})")
             lines += ["", f"`{conds}` over {r.window} steps, for {r.for_steps} step(s).", ""]
             lines += [r.reading.get(lang), ""]

@@ -400,7 +400,13 @@ def _rule(raw: Mapping[str, Any]) -> Rule:
         min_points=raw.get("min_points", max(4, raw["window"] // 4)),
         for_steps=raw.get("for_steps", 1),
         conditions=tuple(
-            Condition(metric=c["metric"], stat=c["stat"], op=c["op"], value=float(c["value"]))
+            Condition(
+                metric=c["metric"],
+                stat=c["stat"],
+                op=c["op"],
+                value=float(c["value"]),
+                level=None if c.get("level") is None else float(c["level"]),
+            )
             for c in raw["all"]
         ),
         reading=_text(raw["reading"]),

@@ -277,6 +277,13 @@ class Condition:
     stat: str
     op: str
     value: float
+    level: float | None = None
+    """`share_above`'s level: the share of the window's points above it is the statistic."""
+
+    @property
+    def label(self) -> str:
+        """The statistic as the docs and alert texts name it: `share_above(0.1)`."""
+        return self.stat if self.level is None else f"{self.stat}({self.level:g})"
 
     def holds(self, observed: float) -> bool:
         if self.op == ">":

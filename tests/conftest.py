@@ -49,6 +49,7 @@ SLOW_MODULES: dict[str, str] = {
     "test_repair.py": "writers killed",
     "test_corpus_verdicts.py": "the calibration corpus replayed card by card at every step",
     "test_replay_matches_live.py": "the corpus replayed, and each run logged and served again",
+    "test_followed_matches_imported.py": "the corpus followed as it grew and imported whole",
     "test_readme_commands.py": "the README's commands: the demo, serve, an SB3 training",
     "test_docs_guides.py": "the docs guides' commands: demos, serve, Chromium, a corpus training",
     "test_serve_logdir.py": "rlvitals serve processes following log folders",

@@ -174,6 +174,15 @@ class DirectRun:
 
     # -- reader side ---------------------------------------------------------------------------
 
+    def learn_config(self, config: Mapping[str, Any]) -> None:
+        """The run config as the logs now establish it (`Run.learn_config`): kept with the run
+        in the local store and as its `run_config` point at step 0."""
+        self._outbox.upsert_run(self.name, None, dict(config), None, time.time())
+        with self._cond:
+            rows = config_rows(self.name, None, config, time.time())
+            self._batches.append(_Batch([rows], len(rows), [], None, (0, 0, 0)))
+            self._cond.notify_all()
+
     @property
     def failure(self) -> str | None:
         """Why the import stopped (InfluxDB stayed unreachable), or None."""

@@ -87,6 +87,8 @@ class _Sink(Protocol):
 
     def save_position(self, position: SourcePosition) -> None: ...
 
+    def learn_config(self, config: Mapping[str, Any]) -> None: ...
+
     @property
     def queue_depth(self) -> int: ...
 
@@ -147,6 +149,8 @@ class _RunState:
     """Its files a whole-run sketch was considered for (`_sketch`), read or not."""
     sketch: bool = False
     """It has a sketch in the store (dropped once the run is stored: `finish`)."""
+    decided: tuple[int, int] = (0, 0)
+    """How many names and texts its run config was last decided from (`_learn`)."""
 
     def learned(self) -> dict[str, Any]:
         out = dict(self.known)
@@ -306,6 +310,7 @@ class Ingest:
             self._log(state.run, record)
         if facts is not None:
             state.known.update(facts())
+        self._learn(state)
         if count and self._follow and not self._direct:  # a catch-up's runs are handed over
             self._last_fed = name
         return count
@@ -610,29 +615,7 @@ class Ingest:
             # A run this ingest ended (quiet past the lifecycle's limit) that logs again is the
             # same run going on, never a new one under a new name.
             resume = resume or state.ended
-            keys = {name for record in state.pending for name in record.values}
-            learned = state.learned()
-            tracker = learned.get("tracker_config")
-            from_logs = {
-                **context_from_logs(
-                    framework,
-                    keys,
-                    state.texts,
-                    tracker=tracker if isinstance(tracker, Mapping) else None,
-                ),
-                **{k: v for k, v in learned.items() if k in _CONFIG_FACTS},
-            }
-            config = {**from_logs, **self._config}
-            # where each key came from, for whoever reads the config (the run page marks
-            # inferred ones); a framework given with --framework was not inferred
-            sources = {
-                k: "inferred" if k in INFERRED else "logs"
-                for k in from_logs
-                if k not in self._config and not (k == "framework" and not summary.detected)
-            }
-            if sources:
-                config[CONFIG_SOURCES] = sources
-            summary.config = config
+            config = summary.config = self._decide_config(state)
         try:
             if self._direct:
                 state.run = DirectRun(
@@ -678,6 +661,51 @@ class Ingest:
         positions, state.positions = state.positions, []
         for position in positions:
             state.run.save_position(position)
+
+    def _decide_config(self, state: _RunState) -> dict[str, Any]:
+        """The run config: what the logs read so far establish about the run's setting
+        (`context_from_logs`, from every name read and every text summary of its files), under
+        what the user gave (`--config`/`--set`), with where each key came from. One decision
+        for every reader: an import decides it from the file read whole, a follower from what
+        the file held when it started, and again as it grows (`_learn`), so both end at the
+        same config."""
+        summary = state.summary
+        learned = state.learned()
+        tracker = learned.get("tracker_config")
+        from_logs = {
+            **context_from_logs(
+                summary.framework,
+                summary.names,
+                state.texts,
+                tracker=tracker if isinstance(tracker, Mapping) else None,
+            ),
+            **{k: v for k, v in learned.items() if k in _CONFIG_FACTS},
+        }
+        config = {**from_logs, **self._config}
+        # where each key came from, for whoever reads the config (the run page marks
+        # inferred ones); a framework given with --framework was not inferred
+        sources = {
+            k: "inferred" if k in INFERRED else "logs"
+            for k in from_logs
+            if k not in self._config and not (k == "framework" and not summary.detected)
+        }
+        if sources:
+            config[CONFIG_SOURCES] = sources
+        state.decided = (len(summary.names), len(state.texts))
+        return config
+
+    def _learn(self, state: _RunState) -> None:
+        """Decide a started run's config again when its logs hold names or texts it was not
+        decided from (SB3 logs `train/` names from its second update on; a file added to the
+        run brings its own text summaries), and store it when it changed: a run followed from
+        its first lines ends with the config an import of its finished logs gives it."""
+        summary = state.summary
+        if state.run is None or state.decided == (len(summary.names), len(state.texts)):
+            return
+        config = self._decide_config(state)
+        if config != summary.config:
+            summary.config = config
+            state.run.learn_config(config)
 
     def _log(self, run: _Sink, record: Record) -> None:
         self._since_check += 1

@@ -297,7 +297,7 @@ def _metric_rule(
 
 def _rule_rule(reg: Registry, rule: Rule, timing: Timing) -> dict[str, Any]:
     lead = reg.metric(rule.metrics[0])
-    conds = "; ".join(f"{c.metric} {c.stat} {c.op} {c.value:g}" for c in rule.conditions)
+    conds = "; ".join(f"{c.metric} {c.label} {c.op} {c.value:g}" for c in rule.conditions)
     return _rule(
         _uid("rlv-rule", rule.id),
         rule.title.en,

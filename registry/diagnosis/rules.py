@@ -9,7 +9,8 @@ points in a row. Statistics (see `rules.schema.json`): last, mean, min, max, std
 cv = std / |mean|, slope_per_1k, change_pct (last quarter of the points vs the first quarter, in
 percent of the first), abs_change_pct, outside_band (1 when the latest value is outside its stage
 band, 0 inside), relative_to_early (latest / mean of the run's early-stage values), abs_max,
-fraction_of_scale (latest / the metric's scale: ln n for a discrete policy's entropy, else the
+share_above (the share of the window's points above the condition's `level`: how often, not
+how long in a row), fraction_of_scale (latest / the metric's scale: ln n for a discrete policy's entropy, else the
 early value), drop_from_best (see `drop_from_best`: the share of the run's gain lost since its
 running best, over the whole history, not the window).
 """
@@ -57,6 +58,7 @@ STATS = (
     "fraction_of_scale",
     "drop_from_best",
     "acceleration",
+    "share_above",
 )
 
 
@@ -88,8 +90,12 @@ class RuleContext:
         )
 
     def window(self, rule: Rule) -> tuple[int, int]:
-        """The rule's window and minimum points, in points, within the cap."""
-        if self.max_window is None or rule.window <= self.max_window:
+        """The rule's window and minimum points, in points, within the cap. A rule of shares
+        only (`share_above`) is not capped: it counts how often, not how far a value moved, so
+        the cap's reason (a change over the whole run is its convergence) does not hold, and a
+        capped window of a short run would make a short burst a share."""
+        shares = all(c.stat == "share_above" for c in rule.conditions)
+        if self.max_window is None or rule.window <= self.max_window or shares:
             return rule.window, rule.min_points
         return self.max_window, min(rule.min_points, self.max_window)
 
@@ -101,9 +107,11 @@ def window_stat(
     metric_id: str,
     early_value: float | None,
     history: Series | None = None,
+    level: float | None = None,
 ) -> float | None:
     """One condition statistic over a window of finite points; None when it is undefined there.
-    `history` (the whole series up to the window's end) is what `drop_from_best` reads."""
+    `history` (the whole series up to the window's end) is what `drop_from_best` reads, `level`
+    what `share_above` counts the points above."""
     if stat == "drop_from_best":
         return drop_from_best(history if history is not None else window)
     if stat == "acceleration":
@@ -114,6 +122,8 @@ def window_stat(
         return None
     if stat == "abs_max":
         return float(np.abs(v).max())
+    if stat == "share_above":
+        return None if level is None else float(np.mean(v > level))
     if stat == "fraction_of_scale":
         scale = _scale(ctx, metric_id, early_value)
         return None if scale is None else float(v[-1]) / scale
@@ -308,7 +318,9 @@ def evaluate_point(
         n = 0 if w is None else int(np.isfinite(w.values).sum())
         hist = (histories or {}).get(c.metric)
         value = (
-            None if w is None else window_stat(c.stat, w, ctx, c.metric, early.get(c.metric), hist)
+            None
+            if w is None
+            else window_stat(c.stat, w, ctx, c.metric, early.get(c.metric), hist, c.level)
         )
         holds = (
             value is not None and math.isfinite(value) and c.holds(value) and c.metric not in short

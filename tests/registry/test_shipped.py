@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -61,19 +62,26 @@ def test_entropy_coefficient_is_a_hyperparameter_never_an_entropy(
     assert builtin.resolve("train/ent_coef", "sb3").metric == "entropy_coef"
 
 
-def test_seed_numbers_are_the_defaults(builtin: registry.Registry) -> None:
+def test_seed_numbers_are_the_defaults_an_unknown_action_space_widens_them(
+    builtin: registry.Registry,
+) -> None:
     entropy = builtin.metric("policy_entropy")
-    assert entropy.bands is not None and entropy.bands.early is not None
-    assert (entropy.bands.early.low, entropy.bands.early.high) == (0.8, 2.5)
-    # the seeds' absolute nats hold where the scale is unknown (not for tokens: published
-    # healthy LLM runs sit below them, calibration/llm_corpus); a discrete policy is judged
-    # against ln n, a token policy against its own early level
+    # no absolute entropy band holds for every action space (the seeds' early 0.8-2.5 nats is
+    # out of reach of a two-action policy, issue 35): where the space is unknown the band is
+    # relative to ln n, and not judged while n is unknown
+    assert entropy.bands is not None and entropy.bands.basis == "max_entropy"
+    assert entropy.bands_for(None) == entropy.bands
+    # the unknown space's alerts are the discrete ones at its smallest space, two actions: any
+    # larger space's fire sooner, so not knowing the space never narrows the reading (not for
+    # tokens: published healthy LLM runs sit below them, calibration/llm_corpus)
     unscoped = {
         a.severity: (a.threshold, a.for_steps)
         for a in entropy.alerts
         if a.action_space is not None and "unknown" in a.action_space
     }
-    assert unscoped == {"warning": (0.1, 10), "critical": (0.05, 10)}
+    assert unscoped["warning"][0] == pytest.approx(0.1 * math.log(2), abs=1e-4)
+    assert unscoped["critical"][0] == pytest.approx(0.02 * math.log(2), abs=1e-4)
+    assert all(steps >= 2 for _, steps in unscoped.values())
     assert not any(
         a.basis == "absolute" and a.action_space is not None and "token" in a.action_space
         for a in entropy.alerts

@@ -146,12 +146,21 @@ def _explicit_stages(r: registry.Registry) -> dict[str, Any]:
     return {
         "stage_boundaries": {"early_end": r.stages.early_end, "mid_end": r.stages.mid_end},
         "action_space": "unknown",  # as the rule context: no action space inferred from values
+        **_BANDS,
     }
+
+
+# An entropy band a rule's `outside_band` can be built against: with no action space the
+# registry's is relative to ln n and not judged (issue 35), so the cases give the seeds' absolute
+# nats as the run's own bands
+_BANDS: dict[str, Any] = {
+    "bands": {"policy_entropy": {"early": [0.8, 2.5], "mid": [0.3, 1.2], "late": [0.05, 0.4]}}
+}
 
 
 def test_every_rule_fires_on_a_case_built_from_its_conditions(any_reg: registry.Registry) -> None:
     steps = _steps(any_reg)
-    ctx = RuleContext.of(any_reg)
+    ctx = RuleContext.of(any_reg, _BANDS)
     for rule in any_reg.rules:
         series = {}
         for m in rule.metrics:
@@ -174,7 +183,7 @@ def test_no_rule_fires_on_a_healthy_flat_run(
 ) -> None:
     steps = _steps(any_reg)
     series = {m.id: _healthy(m, steps, any_reg, rng) for m in any_reg.metrics}
-    ctx = RuleContext.of(any_reg)
+    ctx = RuleContext.of(any_reg, _BANDS)
     fired = [r.id for r in any_reg.rules if evaluate_rule(r, series, ctx).fired]
     assert fired == []
 
@@ -186,7 +195,7 @@ def test_streaming_agrees_with_batch_on_the_registry_rules(
     metrics = sorted({m for r in any_reg.rules for m in r.metrics})
     walks = {m: np.cumsum(rng.normal(0, 0.05, steps.size)) + 1.0 for m in metrics}
     engine = StreamingDiagnosis(any_reg)
-    ctx = RuleContext.of(any_reg)
+    ctx = RuleContext.of(any_reg, _BANDS)
     for i, step in enumerate(steps.tolist()):
         live = engine.update(step, {m: float(w[i]) for m, w in walks.items()})
         if i % 50 == 49:

@@ -114,7 +114,11 @@ def test_a_collapsed_discrete_entropy_is_judged_against_ln_n(shipped: registry.R
 
 
 def test_advice_follows_the_side_of_the_band(shipped: registry.Registry) -> None:
-    cfg = {"stage_boundaries": {"early_end": 2000, "mid_end": 20000}}
+    # a band the run gives (with no action space the registry's entropy band is not judged)
+    cfg = {
+        "stage_boundaries": {"early_end": 2000, "mid_end": 20000},
+        "bands": {"policy_entropy": {"mid": [0.3, 1.2]}},
+    }
     steps = np.arange(0, 5000, 10)
     high = build_card(
         shipped, "policy_entropy", {"policy_entropy": (steps, np.full(steps.size, 2.0))}, cfg
