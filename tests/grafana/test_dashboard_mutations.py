@@ -72,7 +72,8 @@ def marks_at_the_bottom(dashboards: Dashboards) -> None:
     """Event marks drawn at 0, the bottom of their [0, 1] axis."""
     for panel in _charts(dashboards):
         for t in panel["targets"]:
-            t["query"] = t["query"].replace('"step" * 0 + 1', '"step" * 0')
+            if "query" in t:  # not the runs' colours (the rlvitals API)
+                t["query"] = t["query"].replace('"step" * 0 + 1', '"step" * 0')
 
 
 def marks_on_a_visible_axis(dashboards: Dashboards) -> None:
@@ -88,7 +89,7 @@ def marks_for_unselected_runs(dashboards: Dashboards) -> None:
     """The event-marks query ignores the run selection."""
     for panel in _charts(dashboards):
         for t in panel["targets"]:
-            if EVENT_MARKS in t["query"]:
+            if EVENT_MARKS in t.get("query", ""):
                 t["query"] = t["query"].replace('"run" =~ /^${run:regex}$/', '"run" =~ /.+/')
 
 
