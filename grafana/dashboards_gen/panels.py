@@ -13,6 +13,7 @@ from grafana_foundation_sdk.builders import stat, table, trend
 from grafana_foundation_sdk.models import common as cm
 from grafana_foundation_sdk.models import dashboard as dm
 
+from exporter.store.run_colors import PALETTE
 from registry import Metric
 from registry.diagnosis.card import STATUSES
 
@@ -27,6 +28,7 @@ from .units import grafana_unit
 __all__ = [
     "CHART_TRANSFORMATIONS",
     "LEGEND_CALCS",
+    "MIXED",
     "RAW_COLOUR",
     "RUN_NAME",
     "Chart",
@@ -47,9 +49,10 @@ colour is picked from: `getClassicPalette`, packages/grafana-data/src/themes/
 createVisualizationColors.ts) does not hold, so no run's smoothed line can be drawn in it; it
 keeps a contrast of 3 or more on both themes' panel backgrounds."""
 RUN_NAME = "${__field.labels.run}"
-"""Every run series' display name: the run alone. Grafana's `palette-classic-by-name` hashes the
-display name (`field.state.displayName`, fieldColor.ts `getColorByStringHash`), so every series
-of a run, in every panel and dashboard, gets that run's one colour."""
+"""Every run series' display name: the run alone (the legend's and tooltip's row)."""
+MIXED = {"type": "datasource", "uid": "-- Mixed --"}
+"""A chart's datasource: Grafana's Mixed, each query naming its own (InfluxDB for the series,
+the rlvitals API for the runs' colours)."""
 _LINE_STYLES: tuple[dict[str, Any], ...] = (
     {"fill": "solid"},
     {"fill": "dash", "dash": [10, 10]},
@@ -207,15 +210,44 @@ def _thresholds(steps: Sequence[tuple[float | None, str]]) -> db.ThresholdsConfi
     )
 
 
-CHART_TRANSFORMATIONS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("merge", {}),
-    ("partitionByValues", {"fields": ["run"], "keepFields": False, "naming": {"asLabels": True}}),
-    ("joinByField", {"byField": "step", "mode": "outer"}),
+_SERIES_FRAMES = {"id": "byRefId", "options": "/^[A-Z]/"}
+"""The InfluxDB queries' frames (refIds A, B64, ...), not the run colours' (`RUN_COLOURS_REF`)."""
+
+CHART_TRANSFORMATIONS: tuple[dict[str, Any], ...] = (
+    {"id": "merge", "options": {}, "filter": _SERIES_FRAMES},
+    {"id": "joinByField", "options": {"byField": "run", "mode": "outerTabular"}},
+    {
+        "id": "partitionByValues",
+        "options": {"fields": ["run", "color"], "keepFields": False, "naming": {"asLabels": True}},
+    },
+    {"id": "joinByField", "options": {"byField": "step", "mode": "outer"}},
 )
-"""The chain every chart runs (see docs/grafana.md): `merge` makes one table of the per-query
-frames (rows of one run and step become one row); `partitionByValues`, which reads only the first
-frame, splits it into one frame per run, the run as a label; `joinByField` outer-joins those on
-`step` into the single frame, ascending in step, that the trend panel needs."""
+"""The chain every chart runs (see docs/grafana.md): `merge` makes one table of the InfluxDB
+frames only (its `filter`; rows of one run and step become one row; the run-colour frame passes
+by, `transformDataFrame` in packages/grafana-data/src/transformations/transformDataFrame.ts);
+`joinByField` on `run`, `outerTabular` (`joinTabular` in joinDataFrames.ts: every row of a run,
+and a run the colour list lacks keeps its rows), gives each row its run's `color`;
+`partitionByValues`, which reads only the first frame, splits it into one frame per run, run and
+colour as labels; `joinByField` outer-joins those on `step` into the single frame, ascending in
+step, that the trend panel needs."""
+
+
+def _run_colour_pattern(colour: str) -> str:
+    """A run series drawn in `colour`: after the partition its display name is
+    `<column> {color="<colour>", run="<run>"}` (labels sorted by key: `formatLabels`,
+    packages/grafana-data/src/utils/labels.ts; a chart whose one query answered also carries
+    the frame's `name`, which the join on step adds: joinDataFrames.ts). A name family's
+    columns (`mean_<id>/<member>`) are left out: each (run, member) keeps a colour of its own,
+    by name."""
+    return f'/^[^/{{]+ \\{{color="{colour}"[,}}]/'
+
+
+def _run_colour_overrides() -> list[tuple[str, list[dm.DynamicConfigValue]]]:
+    """One override per palette colour (exporter.store.run_colors.PALETTE), before any override
+    that renames a series (a matcher tests the display name as it is when it runs:
+    applyFieldOverrides in packages/grafana-data/src/field/fieldOverrides.ts); a fixed colour
+    does not depend on the theme."""
+    return [(_run_colour_pattern(c), [_prop("color", _fixed(c))]) for c in PALETTE]
 
 
 def chart_panel(chart: Chart, lang: str) -> trend.Panel:
@@ -233,7 +265,7 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
                 chart.events,
             )
         )
-        .datasource(_ref(INFLUX.variable_ref()))
+        .datasource(_ref(MIXED))
         .x_field("step")
         .unit(grafana_unit(first))
         .axis_label(axis_label(first, lang))
@@ -257,6 +289,8 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         panel = panel.thresholds(_thresholds([(None, "transparent")])).thresholds_style(
             cb.GraphThresholdsStyleConfig().mode(cm.GraphThresholdsStyleMode.OFF)
         )
+    for pattern, props in _run_colour_overrides():
+        panel = panel.override_by_regexp(pattern, props)
     for i, s in enumerate(chart.series):
         ref = chr(ord("A") + i)
         # one target per source (raw points, each rollup level), one of them open at a time
@@ -270,9 +304,21 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         ref = chr(ord("A") + len(chart.series))
         panel = panel.with_target(Target(queries.influx_target(ref, queries.event_marks_query())))
         panel = panel.override_by_regexp(f"/^{queries.EVENT_MARKS}( |$)/", _EVENT_MARK_STYLE)
-    for tid, options in CHART_TRANSFORMATIONS:
-        panel = panel.with_transformation(dm.DataTransformerConfig(id_val=tid, options=options))
+    panel = panel.with_target(Target(queries.run_colours_target()))
+    for t in CHART_TRANSFORMATIONS:
+        frames = t.get("filter")
+        panel = panel.with_transformation(
+            dm.DataTransformerConfig(
+                id_val=t["id"],
+                options=t["options"],
+                filter_val=None if frames is None else dm.MatcherConfig(**_matcher(frames)),
+            )
+        )
     return panel
+
+
+def _matcher(m: dict[str, Any]) -> dict[str, Any]:
+    return {"id_val": m["id"], "options": m["options"]}
 
 
 _EVENT_MARK_STYLE = [

@@ -51,6 +51,7 @@ __all__ = [
     "EVENT_MARKS",
     "POINTS_PER_SERIES",
     "RAW",
+    "RUN_COLOURS_REF",
     "Series",
     "all_cards_target",
     "bucket_query",
@@ -63,6 +64,7 @@ __all__ = [
     "metric_query",
     "metric_targets",
     "rollup_query",
+    "run_colours_target",
     "run_matcher",
     "series_alias",
     "step_measurement",
@@ -333,6 +335,21 @@ def all_cards_target(lang: str, columns: Sequence[dict[str, str]]) -> dict[str, 
     """Infinity request for every core metric's card of the focused run (one row each)."""
     params = (("run", "${focus}"), ("lang", lang))
     return _infinity("A", "/api/cards", params, "cards", columns)
+
+
+RUN_COLOURS_REF = "runs"
+"""The refId of a chart's run-colour query; every other query's refId starts with a capital."""
+
+
+def run_colours_target() -> dict[str, Any]:
+    """Infinity request for the selected runs' colours (`/api/runs?shown=[...]`: each run's
+    stored colour, picked again only where two shown runs share one), one row per run: `run`,
+    `color`, which a chart joins to its series (`panels.CHART_TRANSFORMATIONS`)."""
+    columns = [
+        {"selector": "run", "text": "run", "type": "string"},
+        {"selector": "color", "text": "color", "type": "string"},
+    ]
+    return _infinity(RUN_COLOURS_REF, "/api/runs", (("shown", "${run:json}"),), "runs", columns)
 
 
 def terms_target(lang: str, columns: Sequence[dict[str, str]]) -> dict[str, Any]:

@@ -1,13 +1,18 @@
 """`GET /api/health` (status for anyone, detail for a caller with the token), `GET /api/runs`
 (each run's project, framework, status and what set it (`exporter.lifecycle`), last step and wall
-time, start, tags, notes and colour: `run_meta`; and, where a forwarder sends the store to
+time, start, tags, notes and colour: `run_meta`; with `shown`, a JSON list of run names, only
+those runs, in the colours they are drawn in together, `page_colors`: what the Grafana charts
+join to colour each run; and, where a forwarder sends the store to
 InfluxDB, `forwarding`: what it said last, its backlog and rate) and `GET /api/run_state?run=R`
 (one run's vital numbers, as of its end once it ended: `run_state.py`)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
@@ -15,10 +20,11 @@ from rlvitals import __version__
 
 from . import params
 from .api_alert_notifications import notification_counts
+from .errors import BadRequest
 from .history import HistoryError
 from .login_guard import bearer_verdict
 from .reading import reading
-from .run_meta import read_forwarding, read_meta, run_colors, with_meta
+from .run_meta import page_colors, read_forwarding, read_meta, run_colors, with_meta
 from .run_state import run_state
 from .run_summary import run_summary
 from .services import services
@@ -91,7 +97,13 @@ def runs() -> Response:
     now = time.time()
     meta = read_meta(svc.config.outbox_path)
     names = svc.store.runs()
-    colors = run_colors(names, meta)
+    shown = _shown(request.args)
+    if shown is None:
+        colors = run_colors(names, meta)
+    else:
+        known = set(names)
+        colors = page_colors([r for r in shown if r in known], names, meta)
+        names = tuple(colors)
     out = [
         with_meta(run_summary(svc.store, svc.lifecycle, name, now), meta, colors[name])
         for name in names
@@ -101,6 +113,29 @@ def runs() -> Response:
     if forwarding is not None:  # only where a forwarder sends the store
         body["forwarding"] = forwarding
     return jsonify(body)
+
+
+MAX_SHOWN = 1000
+"""Runs one `shown` may name: more than any page draws."""
+
+
+def _shown(args: Mapping[str, Any]) -> list[str] | None:
+    """`shown`: a JSON list of run names (Grafana's `${run:json}`), distinct, in order; runs the
+    store lacks are left out of the answer (InfluxDB can hold runs this store does not)."""
+    raw = args.get("shown")
+    if raw is None or raw == "":
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadRequest(
+            'parameter \'shown\' must be a JSON list of run names, e.g. shown=["run-a","run-b"]'
+        )
+    if len(value) > MAX_SHOWN:
+        raise BadRequest(f"parameter 'shown' names {len(value)} runs; at most {MAX_SHOWN}")
+    return list(dict.fromkeys(value))
 
 
 @blueprint.get("/api/run_state")

@@ -1,12 +1,13 @@
 """Substitute dashboard variables and InfluxQL macros the way Grafana does before a query runs.
 
 Grafana formats a multi-value variable for `${var:regex}` as `(a|b)` with each value
-regex-escaped, `${var:text}` as the selected option's text, `${var}`/`$var` as its value; the
+regex-escaped, `${var:text}` as the selected option's text, `${var:json}` as a JSON list of its values, `${var}`/`$var` as its value; the
 InfluxDB backend replaces `$timeFilter` with `time >= <from>ms and time <= <to>ms`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ def interpolate(query: str, sel: Selection) -> str:
         "$timeFilter", f"time >= {sel.time_from_ms}ms and time <= {sel.time_to_ms}ms"
     )
     out = out.replace("${run:regex}", _regex(sel.runs))
+    out = out.replace("${run:json}", json.dumps(list(sel.runs)))
     out = out.replace("${focus}", sel.runs[0])
 
     def sub(m: re.Match[str]) -> str:

@@ -17,9 +17,17 @@ from typing import Any
 import pytest
 import test_dashboards_data_path as data_path
 from influx_server import InfluxDatabase
-from test_dashboards_data_path import Processed, built, loaded, process  # noqa: F401 (fixture)
+from test_dashboards_data_path import (  # noqa: F401 (fixtures)
+    Processed,
+    built,
+    datapath_store,
+    loaded,
+    process,
+    runs_api,
+)
 
 import registry
+from exporter.store.run_colors import PALETTE
 from grafana.dashboards_gen.queries import EVENT_MARKS
 
 Dashboards = dict[str, dict[str, Any]]
@@ -64,7 +72,8 @@ def marks_at_the_bottom(dashboards: Dashboards) -> None:
     """Event marks drawn at 0, the bottom of their [0, 1] axis."""
     for panel in _charts(dashboards):
         for t in panel["targets"]:
-            t["query"] = t["query"].replace('"step" * 0 + 1', '"step" * 0')
+            if "query" in t:  # not the runs' colours (the rlvitals API)
+                t["query"] = t["query"].replace('"step" * 0 + 1', '"step" * 0')
 
 
 def marks_on_a_visible_axis(dashboards: Dashboards) -> None:
@@ -80,7 +89,7 @@ def marks_for_unselected_runs(dashboards: Dashboards) -> None:
     """The event-marks query ignores the run selection."""
     for panel in _charts(dashboards):
         for t in panel["targets"]:
-            if EVENT_MARKS in t["query"]:
+            if EVENT_MARKS in t.get("query", ""):
                 t["query"] = t["query"].replace('"run" =~ /^${run:regex}$/', '"run" =~ /.+/')
 
 
@@ -98,6 +107,30 @@ def marks_inherit_the_healthy_band(dashboards: Dashboards) -> None:
             o["properties"] = [p for p in o["properties"] if p["id"] != "custom.thresholdsStyle"]
 
 
+def _is_run_colour(override: dict[str, Any]) -> bool:
+    return 'color="' in str(override["matcher"].get("options", ""))
+
+
+def colours_back_to_palette_classic_by_name(dashboards: Dashboards) -> None:
+    """Run colours by Grafana's hash of the run's name again (issue 37, item 1): no run-colour
+    overrides, the charts' colour mode `palette-classic-by-name`."""
+    for panel in _charts(dashboards):
+        config = panel["fieldConfig"]
+        config["defaults"]["color"] = {"mode": "palette-classic-by-name"}
+        config["overrides"] = [o for o in config["overrides"] if not _is_run_colour(o)]
+
+
+def colour_override_removed(dashboards: Dashboards) -> None:
+    """The override of the palette's first colour (the first run a store creates) dropped."""
+    for panel in _charts(dashboards):
+        config = panel["fieldConfig"]
+        config["overrides"] = [
+            o
+            for o in config["overrides"]
+            if not (_is_run_colour(o) and PALETTE[0] in str(o["matcher"]["options"]))
+        ]
+
+
 MUTATIONS: tuple[Callable[[Dashboards], None], ...] = (
     compare_first_query_only,
     overview_without_a_chart,
@@ -106,6 +139,8 @@ MUTATIONS: tuple[Callable[[Dashboards], None], ...] = (
     marks_for_unselected_runs,
     span_nulls_off,
     marks_inherit_the_healthy_band,
+    colours_back_to_palette_classic_by_name,
+    colour_override_removed,
 )
 
 
@@ -134,22 +169,24 @@ def _failing(result: Processed, builtin: registry.Registry) -> list[str]:
 
 def test_the_generated_dashboards_pass_every_check(
     loaded: InfluxDatabase,  # noqa: F811 (the data-path module's fixture)
+    runs_api: Any,  # noqa: F811 (the data-path module's fixture)
     builtin: registry.Registry,
 ) -> None:
     """The baseline: without a mutation nothing fails, so a failure below is the mutation's."""
-    assert _failing(process(built(builtin), loaded), builtin) == []
+    assert _failing(process(built(builtin), loaded, runs_api), builtin) == []
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.__name__ for m in MUTATIONS])
 def test_each_listed_mutation_fails_a_data_path_check(
     mutation: Callable[[Dashboards], None],
     loaded: InfluxDatabase,  # noqa: F811 (the data-path module's fixture)
+    runs_api: Any,  # noqa: F811 (the data-path module's fixture)
     builtin: registry.Registry,
 ) -> None:
     dashboards = copy.deepcopy(built(builtin))
     before = copy.deepcopy(dashboards)
     mutation(dashboards)
     assert dashboards != before, f"{mutation.__name__} changed nothing: the mutation is stale"
-    assert _failing(process(dashboards, loaded), builtin), (
+    assert _failing(process(dashboards, loaded, runs_api), builtin), (
         f"{mutation.__name__}: every data-path check still passes"
     )

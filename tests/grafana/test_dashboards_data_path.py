@@ -18,14 +18,15 @@ each run of one series has its own colour, and raw is thinner and lighter than s
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from bundle_data import log_runs
 from grafana_data_path import run_panels
 from grafana_interp import Selection, interpolate, resolve_hidden
+from infinity_answer import infinity_frames, is_infinity
 from influx_server import InfluxDatabase
 from influxql_frames import table_frames
 
@@ -33,6 +34,7 @@ import registry
 from grafana.dashboards_gen import dashboard_files
 from grafana.dashboards_gen.panels import RAW_COLOUR
 from grafana.dashboards_gen.queries import EVENT_MARKS
+from grafana.datasource import DatasourceConfig, create_app
 
 RUNS = ("ppo-a", "ppo.b", "sac-c")
 UNSELECTED = "other-d"
@@ -41,12 +43,15 @@ STEPS = 120
 
 
 @pytest.fixture(scope="module")
-def loaded(
-    builtin: registry.Registry, influxd: Any, tmp_path_factory: pytest.TempPathFactory
-) -> InfluxDatabase:
+def datapath_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("datapath-store")
+
+
+@pytest.fixture(scope="module")
+def loaded(builtin: registry.Registry, influxd: Any, datapath_store: Path) -> InfluxDatabase:
     db = InfluxDatabase(influxd, "datapath")
     influxd.post_query('CREATE DATABASE "datapath"')
-    store = tmp_path_factory.mktemp("datapath-store")
+    store = datapath_store
     # sac-c logs every third step only: the runs' step sets differ, so an inner join (or a
     # join that drops a run's rows) loses points and the series checks below fail
     log_runs(
@@ -57,6 +62,13 @@ def loaded(
         stride={"sac-c": 3},
     )
     return db
+
+
+@pytest.fixture(scope="module")
+def runs_api(loaded: InfluxDatabase, datapath_store: Path, builtin: registry.Registry) -> Any:
+    """The rlvitals datasource on the store the runs were logged to: what a chart's Infinity
+    query of the runs' colours reads (the store gave each run its colour when it was created)."""
+    return create_app(DatasourceConfig(store=datapath_store), builtin).test_client()
 
 
 _CHOSEN = {"smoothing": ("5", "5"), "step_from": ("0", "0")}
@@ -101,14 +113,17 @@ Processed = list[tuple[str, dict[str, Any], dict[tuple[str, str], int], dict[str
 
 
 @pytest.fixture(scope="module")
-def processed(loaded: InfluxDatabase, builtin: registry.Registry) -> Processed:
+def processed(loaded: InfluxDatabase, runs_api: Any, builtin: registry.Registry) -> Processed:
     """(dashboard, panel, points per (series, run) the queries returned, Grafana's result)."""
-    return process(built(builtin), loaded)
+    return process(built(builtin), loaded, runs_api)
 
 
-def process(dashboards: dict[str, dict[str, Any]], loaded: InfluxDatabase) -> Processed:
-    """Every chart of `dashboards` through InfluxDB and Grafana's data path (also what
-    test_dashboard_mutations.py runs on mutated copies)."""
+def process(dashboards: dict[str, dict[str, Any]], loaded: InfluxDatabase, api: Any) -> Processed:
+    """Every chart of `dashboards` through InfluxDB, the rlvitals API (the runs' colours) and
+    Grafana's data path (also what test_dashboard_mutations.py runs on mutated copies). Each
+    result also holds, as `storeColours`, the colour `/api/runs` gives each selected run."""
+    answer = api.get("/api/runs", query_string={"shown": json.dumps(list(RUNS))}).get_json()
+    store_colours = {r["run"]: r["color"] for r in answer["runs"]}
     inputs = []
     promised_all = []
     panels = list(_chart_panels(dashboards))
@@ -119,6 +134,9 @@ def process(dashboards: dict[str, dict[str, Any]], loaded: InfluxDatabase) -> Pr
         frames: list[dict[str, Any]] = []
         promised: dict[tuple[str, str], int] = {}
         for target in panel["targets"]:
+            if is_infinity(target):
+                frames += infinity_frames(api, target, selections[path])
+                continue
             query = interpolate(target["query"], selections[path])
             body = loaded.raw_query(query)
             for series in body["results"][0].get("series", []):
@@ -141,6 +159,8 @@ def process(dashboards: dict[str, dict[str, Any]], loaded: InfluxDatabase) -> Pr
             }
         )
     results = run_panels(inputs)
+    for result in results:
+        result["storeColours"] = store_colours
     return [
         (path, panel, promised, result)
         for (path, panel, _), promised, result in zip(panels, promised_all, results, strict=True)
@@ -218,6 +238,26 @@ def test_every_run_has_one_colour_in_every_series_of_every_panel(
     per_run = [next(iter(seen)) for seen in colours.values()]
     assert len(set(per_run)) == len(RUNS), f"two runs share a colour: {colours}"
     assert RAW_COLOUR not in per_run
+
+
+def test_every_run_is_drawn_in_the_colour_the_store_gave_it(processed: Processed) -> None:
+    """Issue 37: a run's colour is the one it was given when created (exporter.store.run_colors,
+    served by `/api/runs`), in every series but the grey raw ones (its smoothed line, max points,
+    slope, event marks), in every chart of every dashboard."""
+    checked = 0
+    for _path, _panel, _promised, result in processed:
+        stored = result["storeColours"]
+        assert set(stored) == set(RUNS), stored
+        for f in _run_fields(result):
+            if _family(f) or _kind(f["name"])[1] == "raw":
+                continue
+            run = f["labels"]["run"]
+            assert f["color"] == stored.get(run), (
+                f"{result['key']}: {f['name']} of {run} is {f['color']}, "
+                f"its colour {stored.get(run)}"
+            )
+            checked += 1
+    assert checked
 
 
 def test_raw_lines_are_thinner_than_their_runs_smoothed_lines(
@@ -370,60 +410,6 @@ def test_each_detail_page_draws_every_metric_of_its_groups_for_every_run(
         drawn = _drawn(results)
         missing = sorted(m for m in promised if "smoothed" not in drawn.get(m, set()))
         assert not missing, f"{page}: not drawn for every run: {missing}"
-
-
-def test_the_demo_runs_each_get_a_colour_of_their_own_in_grafana(
-    builtin: registry.Registry,
-) -> None:
-    """The demo's eight run names through an overview chart in Grafana's own code: a run's
-    colour is a hash of its name, so two runs can collide; these eight do not, and each keeps
-    its one colour across its raw, smoothed and second-metric series."""
-    from rlvitals.demo import SCENARIOS
-
-    runs = [f"demo-{s.name}" for s in SCENARIOS]
-    overview = json.loads(dashboard_files(builtin, ("en",))["grafana/dashboards/en/overview.json"])
-    panel = next(
-        p for p in overview["panels"] if p.get("type") == "trend" and len(p["targets"]) > 2
-    )
-    frames = []
-    raw_targets = [t for t in panel["targets"] if len(t["refId"]) == 1]  # A, B: the raw points
-    for target in raw_targets[:2]:
-        query = interpolate(target["query"], _SHORT)
-        columns = re.findall(r'AS "([^"]+)"', query)  # step first, then the series
-        assert columns[0] == "step", columns
-        body = {
-            "results": [
-                {
-                    "series": [
-                        {
-                            "name": "m",
-                            "tags": {"run": run},
-                            "columns": ["time", *columns],
-                            "values": [[1000 * s, s, *[0.5] * (len(columns) - 1)] for s in (0, 1)],
-                        }
-                        for run in runs
-                    ]
-                }
-            ]
-        }
-        frames += table_frames(body, target["refId"], query)
-    (result,) = run_panels(
-        [
-            {
-                "key": "demo",
-                "frames": frames,
-                "transformations": panel["transformations"],
-                "fieldConfig": panel["fieldConfig"],
-            }
-        ]
-    )
-    colours: dict[str, set[str]] = {}
-    for f in _run_fields(result):
-        if _kind(f["name"])[1] != "raw":
-            colours.setdefault(f["labels"]["run"], set()).add(f["color"])
-    assert set(colours) == set(runs)
-    assert all(len(c) == 1 for c in colours.values()), colours
-    assert len({next(iter(c)) for c in colours.values()}) == len(runs), colours
 
 
 def test_the_compare_page_draws_every_core_metric_for_every_run(

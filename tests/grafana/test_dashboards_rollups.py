@@ -69,7 +69,7 @@ def _dashboards(builtin: registry.Registry) -> Iterator[tuple[str, dict[str, Any
 def _logged_charts(dashboard: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for panel in dashboard["panels"]:
         if panel.get("type") == "trend" and any(
-            f'"{m}' in t["query"] for t in panel["targets"] for m in METRICS
+            f'"{m}' in t.get("query", "") for t in panel["targets"] for m in METRICS
         ):
             yield panel
 
@@ -84,6 +84,8 @@ def _answering(db: InfluxDatabase, panel: dict[str, Any], sel: Selection) -> dic
     """refId -> series by run, for the targets that answered anything."""
     out = {}
     for target in panel["targets"]:
+        if "query" not in target:
+            continue  # the runs' colours, from the rlvitals API
         got = _series(db.raw_query(interpolate(target["query"], sel)))
         if got:
             out[target["refId"]] = got

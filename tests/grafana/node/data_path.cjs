@@ -1,7 +1,8 @@
 // Grafana's panel data path, run with Grafana's own @grafana/data (pinned in package.json to the
 // compose image's 13.2.0) on the frames the InfluxQL backend builds from a real InfluxDB response.
 //
-// stdin:  {"panels": [{"key", "frames": [DataFrame DTO], "transformations": [...], "fieldConfig": {...}}]}
+// stdin:  {"panels": [{"key", "frames": [DataFrame DTO], "transformations": [...], "fieldConfig": {...},
+//          "theme"?: "dark" | "light" (Grafana's default: dark)}]}
 // stdout: {"panels": [{"key", "error"?, "frames": [{"name", "fields": [{name, displayName, type,
 //          labels, color, lineWidth, hidden, nonNull, ascending, scaleKey}],
 //          "thresholdAreas": [{scaleKey, field, mode, steps}]}]}]}
@@ -314,9 +315,10 @@ async function main() {
   const chunks = [];
   for await (const c of process.stdin) chunks.push(c);
   const input = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  const theme = g.createTheme();
+  const themes = { dark: g.createTheme(), light: g.createTheme({ colors: { mode: 'light' } }) };
   const panels = [];
   for (const p of input.panels) {
+    const theme = themes[p.theme || 'dark'];
     try {
       panels.push({ key: p.key, frames: await runPanel(p, theme) });
     } catch (e) {

@@ -1,0 +1,224 @@
+"""Issue 37, item 1: every chart of every generated dashboard draws each run in the colour the
+store gave it when it was created, on the dark and the light theme alike.
+
+The runs are created through the real exporter (so `exporter.store.run_colors` picks their
+colours), the charts' run-colour query is answered by the real datasource app on that store
+(`infinity_answer`), the InfluxDB queries by a small table of two steps per run in the columns
+each query names (`influxql_frames`, as Grafana's InfluxQL backend builds frames), and every
+chart's transformations and field overrides run in Grafana's own @grafana/data 13.2.0 in Node
+(`data_path.cjs`). No InfluxDB: quick.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from grafana_data_path import run_panels
+from grafana_interp import Selection, interpolate
+from infinity_answer import infinity_frames, is_infinity
+from influxql_frames import table_frames
+
+import exporter
+import registry
+from exporter.store.run_colors import PALETTE
+from grafana.dashboards_gen import dashboard_files
+from grafana.dashboards_gen.panels import RAW_COLOUR
+from grafana.datasource import DatasourceConfig, create_app
+
+SWEEP = tuple(
+    f"grpo-qwen-lr{lr}-s{seed}" for lr in ("1e-6", "3e-6", "1e-5", "3e-5") for seed in range(5)
+)
+"""The issue's 20-run sweep: names that permute the same characters, which Grafana's by-name
+hash gives 15 colours on the dark theme and 8 on the light one."""
+THEMES = ("dark", "light")
+
+
+def _store(root: Path, reg: registry.Registry, runs: tuple[str, ...]) -> Path:
+    settings = exporter.ExporterSettings(store=root, policy="warn", prometheus_port=None)
+    for name in runs:
+        run = exporter.init(name, registry=reg, settings=settings, config={})
+        run.log(0, {"policy_kl": 0.01})
+        run.finish(1)
+    return root
+
+
+@pytest.fixture(scope="module")
+def sweep_api(tmp_path_factory: pytest.TempPathFactory, builtin: registry.Registry) -> Any:
+    root = _store(tmp_path_factory.mktemp("sweep-store"), builtin, SWEEP)
+    return create_app(DatasourceConfig(store=root), builtin).test_client()
+
+
+@pytest.fixture(scope="module")
+def sweep_drawn(sweep_api: Any, builtin: registry.Registry) -> dict[str, Any]:
+    """theme -> what every chart draws with the whole sweep selected (`_drawn`)."""
+    return {theme: _drawn(builtin, sweep_api, SWEEP, theme) for theme in THEMES}
+
+
+def _selection(runs: tuple[str, ...]) -> Selection:
+    single = {
+        "smoothing": ("5", "5"),
+        "step_from": ("0", "0"),
+        "bucket": ("1", "1"),
+        "logged": (str(len(runs)), str(len(runs))),
+        "dense": ("", ""),
+    }
+    return Selection(runs=runs, single=single)
+
+
+def _influx_frames(target: dict[str, Any], sel: Selection) -> list[dict[str, Any]]:
+    """Two steps of every column the query names (`AS "<column>"`, and a bare `"step"`), for
+    every run."""
+    query = interpolate(target["query"], sel)
+    columns = re.findall(r'AS "([^"]+)"', query)
+    if "step" not in columns:
+        assert query.startswith('SELECT "step", '), query
+        columns.insert(0, "step")
+    series = [
+        {
+            "name": "m",
+            "tags": {"run": run},
+            "columns": ["time", *columns],
+            "values": [
+                [1000 * s, *[s if c == "step" else 0.5 + s for c in columns]] for s in (1, 2)
+            ],
+        }
+        for run in sel.runs
+    ]
+    return table_frames({"results": [{"series": series}]}, target["refId"], query)
+
+
+def _charts(reg: registry.Registry) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (path, panel)
+        for path, text in sorted(dashboard_files(reg, ("en", "zh")).items())
+        for panel in json.loads(text)["panels"]
+        if panel.get("type") == "trend"
+    ]
+
+
+def _drawn(
+    reg: registry.Registry, api: Any, runs: tuple[str, ...], theme: str
+) -> dict[str, dict[str, set[str]]]:
+    """run -> colour -> where (chart / column) it was drawn in it, over every chart's series
+    but the raw ones (grey by design) and a name family's members (coloured per member)."""
+    sel = _selection(runs)
+    inputs = []
+    for path, panel in _charts(reg):
+        frames: list[dict[str, Any]] = []
+        for target in panel["targets"]:
+            if is_infinity(target):
+                frames += infinity_frames(api, target, sel)
+            elif len(target["refId"]) == 1:  # the raw-point queries (rollups' refIds: A64, ...)
+                frames += _influx_frames(target, sel)
+        inputs.append(
+            {
+                "key": f"{path} / {panel['title']}",
+                "frames": frames,
+                "transformations": panel["transformations"],
+                "fieldConfig": panel["fieldConfig"],
+                "theme": theme,
+            }
+        )
+    out: dict[str, dict[str, set[str]]] = {}
+    for result in run_panels(inputs):
+        assert "error" not in result, result
+        assert len(result["frames"]) == 1, result["key"]
+        for f in result["frames"][0]["fields"]:
+            run = f["labels"].get("run")
+            if f["type"] != "number" or run is None or f["name"] == "step" or "/" in f["name"]:
+                continue
+            if f["name"].endswith(" raw"):
+                assert f["color"] == RAW_COLOUR, (result["key"], f["name"], f["color"])
+                continue
+            out.setdefault(run, {}).setdefault(f["color"], set()).add(
+                f"{result['key']}: {f['name']}"
+            )
+    return out
+
+
+def _served(api: Any, runs: tuple[str, ...]) -> dict[str, str]:
+    answer = api.get("/api/runs", query_string={"shown": json.dumps(list(runs))})
+    assert answer.status_code == 200, answer.data
+    return {r["run"]: r["color"] for r in answer.get_json()["runs"]}
+
+
+def test_the_store_gives_the_sweeps_runs_the_palettes_colours_in_turn(sweep_api: Any) -> None:
+    """A new run takes the colour least used in the store: 20 runs over the 8 colours, none
+    used more than three times, and any 8 runs created one after another all differ."""
+    stored = [r["color"] for r in sweep_api.get("/api/runs").get_json()["runs"]]
+    assert len(stored) == len(SWEEP)
+    assert set(stored) == set(PALETTE)
+    assert max(stored.count(c) for c in PALETTE) == -(-len(SWEEP) // len(PALETTE))
+    assert all(len(set(stored[i : i + 8])) == 8 for i in range(len(stored) - 7))
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_every_chart_draws_each_sweep_run_in_its_stored_colour(
+    sweep_api: Any, sweep_drawn: dict[str, Any], theme: str
+) -> None:
+    """All 20 runs selected: each run in one colour, its own (the store's), in every series of
+    every chart of both languages; the 8 palette colours all used (20 runs cannot have 20 of 8)."""
+    served = _served(sweep_api, SWEEP)
+    drawn = sweep_drawn[theme]
+    assert set(drawn) == set(SWEEP)
+    for run, colours in drawn.items():
+        assert set(colours) == {served[run]}, (
+            run,
+            served[run],
+            {c: sorted(w)[:3] for c, w in colours.items() if c != served[run]},
+        )
+    assert {next(iter(c)) for c in drawn.values()} == set(PALETTE)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_any_eight_sweep_runs_shown_together_get_eight_colours(
+    sweep_api: Any, builtin: registry.Registry, theme: str
+) -> None:
+    """Every other run of the sweep's first 16 (stored colours 1, 3, 5, 7 of the palette, each
+    twice) is drawn in eight colours, each the colour `/api/runs` gives it on that page."""
+    shown = SWEEP[:16:2]
+    stored = {r["run"]: r["color"] for r in sweep_api.get("/api/runs").get_json()["runs"]}
+    assert len({stored[r] for r in shown}) == 4
+    served = _served(sweep_api, shown)
+    assert len(set(served.values())) == 8, served
+    drawn = _drawn(builtin, sweep_api, shown, theme)
+    assert {run: set(c) for run, c in drawn.items()} == {r: {c} for r, c in served.items()}
+
+
+def test_a_run_is_drawn_in_the_same_colour_on_the_dark_and_the_light_theme(
+    sweep_drawn: dict[str, Any],
+) -> None:
+    dark, light = (sweep_drawn[t] for t in THEMES)
+    assert {r: set(c) for r, c in dark.items()} == {r: set(c) for r, c in light.items()}
+
+
+def test_the_demo_runs_get_eight_colours_in_grafana(
+    tmp_path: Path, builtin: registry.Registry
+) -> None:
+    """The demo's eight runs (`rlvitals demo`), created in a store, each drawn in its own colour
+    of the eight, on both themes (by-name hashing gave two of them one colour on the dark)."""
+    from rlvitals.demo import SCENARIOS
+
+    runs = tuple(f"demo-{s.name}" for s in SCENARIOS)
+    api = create_app(DatasourceConfig(store=_store(tmp_path, builtin, runs)), builtin).test_client()
+    served = _served(api, runs)
+    for theme in THEMES:
+        drawn = _drawn(builtin, api, runs, theme)
+        assert {run: set(c) for run, c in drawn.items()} == {r: {c} for r, c in served.items()}
+    assert len(set(served.values())) == len(runs) == 8
+
+
+def test_runs_shown_answers_only_those_runs_in_their_page_colours(sweep_api: Any) -> None:
+    every = {r["run"]: r["color"] for r in sweep_api.get("/api/runs").get_json()["runs"]}
+    pairs = [(a, b) for a, b in itertools.combinations(SWEEP, 2) if every[a] == every[b]]
+    a, b = pairs[0]
+    served = _served(sweep_api, (b, a, "not-a-run"))
+    assert list(served) == [b, a]  # the runs the store holds, in the order asked
+    assert served[a] == every[a] and served[b] != every[a]  # the older keeps its colour
+    bad = sweep_api.get("/api/runs", query_string={"shown": "run-a"})
+    assert bad.status_code == 400 and "JSON list" in bad.get_json()["error"]
