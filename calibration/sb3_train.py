@@ -1,5 +1,6 @@
 """Train one Stable-Baselines3 run of the calibration corpus and keep SB3's own TensorBoard file.
-(QR-DQN comes from sb3-contrib, the SB3 team's package of further algorithms.)
+(QR-DQN, TRPO, ARS and RecurrentPPO come from sb3-contrib, the SB3 team's package of further
+algorithms; `--policy` names the policy class, MlpPolicy unless given.)
 
     python calibration/sb3_train.py --algo ppo --env CartPole-v1 --steps 40000 --out DIR \
         --set learning_rate=0.0003 --set n_steps=512
@@ -56,12 +57,26 @@ def _action_noise(text: str, env: Any) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--algo", choices=("ppo", "a2c", "sac", "dqn", "qrdqn", "td3", "ddpg"), required=True
+        "--algo",
+        choices=(
+            "ppo",
+            "a2c",
+            "sac",
+            "dqn",
+            "qrdqn",
+            "td3",
+            "ddpg",
+            "trpo",
+            "ars",
+            "recurrent_ppo",
+        ),
+        required=True,
     )
     parser.add_argument("--env", required=True)
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--out", required=True, help="folder for the event file")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--policy", default="MlpPolicy")
     parser.add_argument("--n-envs", type=int, default=1)
     parser.add_argument("--log-interval", type=int, default=1)
     parser.add_argument("--reward-scale", type=float, default=1.0)
@@ -71,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import torch
     from gymnasium.wrappers import TransformReward
-    from sb3_contrib import QRDQN
+    from sb3_contrib import ARS, QRDQN, TRPO, RecurrentPPO
     from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import configure
@@ -79,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     torch.set_num_threads(1)  # two shared cores: one run never takes both
     algos: dict[str, Callable[..., Any]] = {
-        "ppo": PPO, "a2c": A2C, "sac": SAC, "dqn": DQN, "qrdqn": QRDQN, "td3": TD3, "ddpg": DDPG
+        "ppo": PPO, "a2c": A2C, "sac": SAC, "dqn": DQN, "qrdqn": QRDQN, "td3": TD3, "ddpg": DDPG,
+        "trpo": TRPO, "ars": ARS, "recurrent_ppo": RecurrentPPO,
     }  # fmt: skip
     hyper = {k: _value(v) for k, v in (s.split("=", 1) for s in args.set)}
     if "policy_kwargs" in hyper:
@@ -91,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         env = VecNormalize(env)
     if "action_noise" in hyper:
         hyper["action_noise"] = _action_noise(str(hyper["action_noise"]), env)
-    model = algos[args.algo]("MlpPolicy", env, seed=args.seed, verbose=0, **hyper)
+    model = algos[args.algo](args.policy, env, seed=args.seed, verbose=0, **hyper)
     model.set_logger(configure(args.out, ["tensorboard"]))
     model.learn(total_timesteps=args.steps, log_interval=args.log_interval)
     return 0
