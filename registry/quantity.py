@@ -61,6 +61,7 @@ QUANTITIES: tuple[str, ...] = (
     "temperature",
     "count",
     "trend",
+    "objective",
     "unstated",
 )
 """Every quantity a metric may declare (metrics.schema.json's enum holds the same list)."""
@@ -114,6 +115,9 @@ _WORDS: Mapping[str, str] = MappingProxyType(
         "memory": "memory",
         "mem": "memory",
         "count": "count",
+        # what an optimiser maximises (TRPO's surrogate `policy_objective`): a loss's opposite
+        # sign, so no loss is it, and no registry metric declares it: nothing is offered
+        "objective": "objective",
     }
 )
 """Words that state a quantity on their own. Left out on purpose: `value` (`loss/value` is a
@@ -126,6 +130,9 @@ _PHRASES: Mapping[tuple[str, str], str] = MappingProxyType(
         ("grad", "norm"): "gradient_norm",
         ("gradient", "norm"): "gradient_norm",
         ("per", "second"): "throughput",
+        # an optimiser's step size is its learning rate (ARS's `train/step_size`: the rate over
+        # the spread of the returns), not a step counter
+        ("step", "size"): "learning_rate",
     }
 )
 """Two words that state a quantity together (and neither alone)."""

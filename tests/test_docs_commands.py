@@ -61,6 +61,13 @@ ELSEWHERE: dict[tuple[str, str], str] = {
         "tests/test_docs_ranks.py::"
         "test_the_multi_host_command_on_two_hosts_is_one_run_of_eight_ranks_in_influxdb"
     ),
+    (
+        "evaluate.md",
+        "rlvitals evaluate tests/fixtures/heldout --expected tests/fixtures/heldout/expected.yaml",
+    ): (
+        "tests/rlvitals/evaluate/test_heldout_families.py::"
+        "test_the_docs_command_prints_the_figure_the_page_reports"
+    ),
     ("evaluate.md", "python bench/corpus_vs_rlwatch.py"): (
         "tests/rlvitals/evaluate/test_corpus_verdicts.py::test_the_docs_table_is_what_the_corpus_gives"
     ),

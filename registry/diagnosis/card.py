@@ -573,7 +573,8 @@ def with_context(
     config: Mapping[str, Any] | None, ctx: RunContext, series: Mapping[str, Series]
 ) -> dict[str, Any]:
     """The config the bands and rules read, completed from the context: `n_actions`,
-    `clip_epsilon`, `action_space`, `planned_steps`. A discrete space of unknown size is judged
+    `clip_epsilon`, `action_space`, `planned_steps`, and the return's references (`first_update`,
+    `exploration_end`, `random_return`). A discrete space of unknown size is judged
     against the entropy it has shown (at least ln 2): the smallest action space it can be."""
     cfg = dict(config or {})
     if ctx.action_space is not None:
@@ -589,6 +590,12 @@ def with_context(
         cfg.setdefault("clip_epsilon", ctx.clip_epsilon)
     if ctx.planned_steps is not None:
         cfg.setdefault("planned_steps", ctx.planned_steps)
+    # what the return's references are measured from (`return_refs`), for the rules that read
+    # them (`never_improved`) as the return's card does
+    for key in ("first_update", "exploration_end", "random_return"):
+        value = getattr(ctx, key)
+        if value is not None:
+            cfg.setdefault(key, value)
     return cfg
 
 

@@ -12,7 +12,11 @@ band, 0 inside), relative_to_early (latest / mean of the run's early-stage value
 share_above (the share of the window's points above the condition's `level`: how often, not
 how long in a row), fraction_of_scale (latest / the metric's scale: ln n for a discrete policy's entropy, else the
 early value), drop_from_best (see `drop_from_best`: the share of the run's gain lost since its
-running best, over the whole history, not the window).
+running best, over the whole history, not the window), since_start_abs_max (the largest
+magnitude over the whole history, not the window: "exactly 0 since training began"),
+never_improved (1 when the return's references (`return_refs`) find it never rose above its start
+by more than its noise, 0 when it did; over the whole history, with the run's context as the
+cards read it: first update, end of exploration, planned length, random-policy return).
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ STATS = (
     "drop_from_best",
     "acceleration",
     "share_above",
+    "since_start_abs_max",
+    "never_improved",
 )
 
 
@@ -116,6 +122,11 @@ def window_stat(
         return drop_from_best(history if history is not None else window)
     if stat == "acceleration":
         return acceleration(window, history)
+    if stat == "since_start_abs_max":
+        whole = (history if history is not None else window).finite().values
+        return float(np.abs(whole).max()) if whole.size else None
+    if stat == "never_improved":
+        return _never_improved(history if history is not None else window, ctx.config)
     f = window.finite()
     v = f.values
     if v.size == 0:
@@ -167,6 +178,31 @@ def window_stat(
             return None
         return float(v.max()) / early_value
     raise ValueError(f"unknown rule statistic {stat!r}")
+
+
+def _never_improved(history: Series, config: Mapping[str, Any]) -> float | None:
+    """1.0 when the return never rose above its start, 0.0 when it did, None while too short to
+    tell: the return references' own finding (`return_refs.findings`), one decision for the card
+    and the rules. The context fields it needs are those `card.with_context` puts in the config."""
+    from .context import RunContext  # here: return_refs reads this module's constants
+    from .return_refs import findings, return_reference
+    from .tuning import Tuning
+
+    def _int(key: str) -> int | None:
+        v = config.get(key)
+        return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+    random = config.get("random_return")
+    ctx = RunContext(
+        planned_steps=_int("planned_steps"),
+        first_update=_int("first_update"),
+        exploration_end=_int("exploration_end"),
+        random_return=float(random) if isinstance(random, int | float) else None,
+    )
+    ref = return_reference(history, ctx)
+    if ref is None:
+        return None
+    return 1.0 if "never_improved" in findings(ref, Tuning()) else 0.0
 
 
 def _significant_ratio(f: Series, history: Series | None, early: float | None) -> float | None:

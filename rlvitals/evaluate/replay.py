@@ -377,6 +377,11 @@ _RULE_KINDS = {
     "reward_gone_groups_without_variance": "dead_policy",
     "ref_kl_surge_with_reward_collapse": "reward_collapse",
     "loss_rising_with_ref_kl_reward_flat": "trust_region",
+    # a policy no update moves cannot improve: the failure is that it never does
+    "policy_unmoved_since_start": "never_improved",
+    "learning_rate_zero_since_start": "never_improved",
+    "no_learning_policy_unmoved": "never_improved",
+    "no_learning_learning_rate_zero": "never_improved",
 }
 
 

@@ -158,3 +158,15 @@ def test_a_user_metric_has_the_quantity_its_id_states_and_is_offered_only_for_it
     # a name that states a quantity is never offered a metric that states none
     assert "goal_distance" not in _offered(registry.suggest(reg, "goal/distance_std"))
     assert "goal_distance" in _offered(registry.suggest(reg, "goal/distance"))
+
+
+def test_an_objective_is_offered_no_loss_and_a_step_size_no_step_counter(
+    builtin: registry.Registry,
+) -> None:
+    """TRPO's `train/policy_objective` is the surrogate it maximises (a loss's opposite sign: a
+    policy loss would be drawn upside down), ARS's `train/step_size` its optimiser's step (a
+    learning rate, not a count of steps)."""
+    assert _offered(registry.suggest(builtin, "train/policy_objective")) == ()
+    offered = _offered(registry.suggest(builtin, "train/step_size"))
+    assert "global_step" not in offered
+    assert offered in ((), ("learning_rate",))

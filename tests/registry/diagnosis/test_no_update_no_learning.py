@@ -1,0 +1,117 @@
+"""Family-free dead runs (issue 35): a policy no update moves, a learning rate of exactly 0, and
+either with a return that never improved. The rules' own levels build the cases, so they sit just
+under and just over what the registry states; the return's "never improved" is the return
+references' finding (`return_refs`), read by the rules as the return's card reads it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import registry
+from registry.diagnosis.rules import RuleContext, evaluate_rule
+from registry.diagnosis.stats import Series
+from registry.model import Rule
+
+UNMOVED, LR_ZERO = "policy_unmoved_since_start", "learning_rate_zero_since_start"
+DEAD_KL, DEAD_LR = "no_learning_policy_unmoved", "no_learning_learning_rate_zero"
+STEP = 2048
+POINTS = 30
+
+
+def _rule(reg: registry.Registry, rule_id: str) -> Rule:
+    (found,) = [r for r in reg.rules if r.id == rule_id]
+    return found
+
+
+def _level(rule: Rule, metric: str) -> float:
+    (cond,) = [c for c in rule.conditions if c.metric == metric]
+    assert cond.op == "<="
+    return float(cond.value)
+
+
+def _series(values: list[float] | np.ndarray) -> Series:
+    v = np.asarray(values, dtype=float)
+    return Series(np.arange(1, v.size + 1) * STEP, v)
+
+
+def _fired(reg: registry.Registry, rule: Rule, series: dict[str, Series]) -> bool:
+    ctx = RuleContext.of(reg, {"first_update": STEP}, run_points=POINTS)
+    return evaluate_rule(rule, series, ctx).fired
+
+
+def _flat_return() -> Series:
+    # a random policy's return: noise around its start, no trend
+    rng = np.random.default_rng(0)
+    return _series(22 + rng.normal(0, 2, POINTS))
+
+
+def _learning_return() -> Series:
+    rng = np.random.default_rng(0)
+    return _series(np.linspace(22, 400, POINTS) + rng.normal(0, 5, POINTS))
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0])
+def test_kl_at_the_stated_zero_since_the_start_warns_twice_it_does_not(
+    builtin: registry.Registry, scale: float
+) -> None:
+    rule = _rule(builtin, UNMOVED)
+    kl = _level(rule, "policy_kl") * scale
+    fired = _fired(builtin, rule, {"policy_kl": _series([kl] * 5)})
+    assert fired is (scale == 1.0)
+
+
+def test_a_policy_that_moved_before_its_updates_faded_is_not_unmoved(
+    builtin: registry.Registry,
+) -> None:
+    rule = _rule(builtin, UNMOVED)
+    zero = _level(rule, "policy_kl")
+    # an annealed run: real updates first, then KL at "zero" for the rest of the run
+    kl = [0.01] * 10 + [zero / 10] * 20
+    assert not _fired(builtin, rule, {"policy_kl": _series(kl)})
+
+
+def test_a_warm_up_from_zero_is_not_a_zero_learning_rate(builtin: registry.Registry) -> None:
+    rule = _rule(builtin, LR_ZERO)
+    assert not _fired(builtin, rule, {"learning_rate": _series([0.0, 1e-5, 2e-5, 3e-5, 3e-5])})
+    assert _fired(builtin, rule, {"learning_rate": _series([0.0] * 5)})
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "metric", "zero"),
+    [(DEAD_KL, "policy_kl", 1e-8), (DEAD_LR, "learning_rate", 0.0)],
+)
+def test_no_update_and_a_return_that_never_improved_is_critical(
+    builtin: registry.Registry, rule_id: str, metric: str, zero: float
+) -> None:
+    rule = _rule(builtin, rule_id)
+    assert rule.severity == "critical"
+    dead = {metric: _series([zero] * POINTS), "episodic_return": _flat_return()}
+    assert _fired(builtin, rule, dead)
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "metric", "zero"),
+    [(DEAD_KL, "policy_kl", 1e-8), (DEAD_LR, "learning_rate", 0.0)],
+)
+def test_no_update_after_the_return_improved_is_not_dead(
+    builtin: registry.Registry, rule_id: str, metric: str, zero: float
+) -> None:
+    # a schedule annealed to 0 after the run learned: nothing moves, but something was learned
+    rule = _rule(builtin, rule_id)
+    done = {metric: _series([zero] * POINTS), "episodic_return": _learning_return()}
+    assert not _fired(builtin, rule, done)
+
+
+def test_a_flat_return_with_a_moving_policy_is_not_dead(builtin: registry.Registry) -> None:
+    # a sparse-reward run that has not improved yet but whose policy still moves may learn late
+    rule = _rule(builtin, DEAD_KL)
+    alive = {"policy_kl": _series([0.01] * POINTS), "episodic_return": _flat_return()}
+    assert not _fired(builtin, rule, alive)
+
+
+def test_too_short_a_return_to_judge_is_not_dead(builtin: registry.Registry) -> None:
+    # "never improved" needs a start and a present that do not overlap: unknown, never an alarm
+    rule = _rule(builtin, DEAD_KL)
+    short = {"policy_kl": _series([1e-8] * 4), "episodic_return": _series([22, 23, 21, 22])}
+    assert not _fired(builtin, rule, short)
