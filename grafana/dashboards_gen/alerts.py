@@ -418,8 +418,13 @@ def alert_rule_groups(reg: Registry, timing: Timing = Timing()) -> dict[str, Any
     }
 
 
+NOT_PAGED = "rlvitals-not-paged"
+"""The mute timing of the route every alert below critical takes: always muted."""
+
+
 def _notifications() -> dict[str, Any]:
-    """A webhook contact point and a root policy; adapt the URL (or the receiver type) to yours."""
+    """A webhook contact point and a root policy that pages on critical only; adapt the URL (or
+    the receiver type) to yours."""
     return {
         "apiVersion": 1,
         "contactPoints": [
@@ -460,8 +465,24 @@ def _notifications() -> dict[str, Any]:
                         "object_matchers": [["severity", "=", "critical"]],
                         "group_wait": "10s",
                         "repeat_interval": "1h",
-                    }
+                    },
+                    # a warning or a watch is for the dashboards and the alert list, not a page
+                    # (docs/status.md, "What a status means"): its route is muted at every
+                    # minute, so Grafana still evaluates and lists it but notifies no one
+                    {
+                        "receiver": _CONTACT,
+                        "object_matchers": [["severity", "!=", "critical"]],
+                        "mute_time_intervals": [NOT_PAGED],
+                    },
                 ],
+            }
+        ],
+        "muteTimes": [
+            {
+                "orgId": 1,
+                "name": NOT_PAGED,
+                # every minute of every day: no weekday, day, month or year restricts it
+                "time_intervals": [{"times": [{"start_time": "00:00", "end_time": "24:00"}]}],
             }
         ],
     }
@@ -496,6 +517,8 @@ def alert_files(reg: Registry, langs: Sequence[str]) -> Mapping[str, str]:
             _notifications(),
             _HEADER + "# Contact point and notification policy: point the webhook at your\n"
             "# receiver (RLVITALS_ALERT_WEBHOOK_URL) or replace the receiver type (email, slack...).\n"
+            "# Only critical alerts notify; warnings and watches are listed in Grafana, their route\n"
+            "# muted at every minute (remove its mute timing to be notified of them too).\n"
             "# Each notification is signed with RLVITALS_ALERT_WEBHOOK_SECRET (HMAC-SHA256).\n",
         ),
     }
