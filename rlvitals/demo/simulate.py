@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from registry import Band, Metric, Registry
+from registry.diagnosis import basis_scale
 
 __all__ = [
     "SimConfig",
@@ -93,6 +94,10 @@ class SimConfig:
     gpu_utilization: float = 86.0
     checkpoint_every: int = 250
     learning_fraction: float = 0.2  # time constant of learning, as a fraction of the run
+    # the simulated policy's action space, said in its config as a real run's would be: entropy's
+    # bands are relative to ln n for a discrete policy, and a run that does not say its action
+    # space has its entropy band unjudged (issue 35); 12 actions put ln n near the seeds' 2.5 nats
+    n_actions: int = 12
 
     def __post_init__(self) -> None:
         if self.steps < 100:
@@ -110,6 +115,8 @@ class SimConfig:
         """The hyperparameters a real run would pass to `exporter.init(config=...)`."""
         return {
             "algorithm": "ppo",
+            "action_space": "discrete",
+            "n_actions": self.n_actions,
             "clip_epsilon": self.clip_epsilon,
             "kl_coef": self.kl_coef,
             "learning_rate": self.learning_rate,
@@ -190,14 +197,27 @@ def _join(a: Band, b: Band) -> float:
 
 
 def stage_knots(
-    metric: Metric, early_end: int, mid_end: int, last: int
+    metric: Metric,
+    early_end: int,
+    mid_end: int,
+    last: int,
+    config: Mapping[str, Any] | None = None,
 ) -> tuple[IntArray, FloatArray]:
-    """(step, level) knots that keep an absolute-band metric inside its stage bands: the centre of
-    the early band at step 0, the overlap of adjacent bands at each boundary, the centre of the
-    late band at the end."""
-    if metric.bands is None or metric.bands.basis != "absolute":
-        raise ValueError(f"{metric.id} has no absolute stage bands to follow")
-    early, mid, late = metric.bands.early, metric.bands.mid, metric.bands.late
+    """(step, level) knots that keep a metric inside the stage bands the diagnosis reads for a run
+    of `config` (its action space picks the bands, its basis their scale: ln n for a discrete
+    policy's entropy): the centre of the early band at step 0, the overlap of adjacent bands at
+    each boundary, the centre of the late band at the end."""
+    cfg = config or {}
+    action_space = cfg.get("action_space")
+    bands = metric.bands_for(action_space if isinstance(action_space, str) else None)
+    if bands is None:
+        raise ValueError(f"{metric.id} has no stage bands to follow")
+    scale = basis_scale(bands.basis, cfg, None)
+    if scale is None:
+        raise ValueError(
+            f"{metric.id}'s bands are relative to {bands.basis}, which the run config does not give"
+        )
+    early, mid, late = bands.early, bands.mid, bands.late
     if early is None or mid is None or late is None:
         raise ValueError(f"{metric.id} lacks a band for one of the stages")
     steps = np.array([0, early_end, mid_end, last], dtype=np.int64)
@@ -205,7 +225,7 @@ def stage_knots(
         [band_centre(early), _join(early, mid), _join(mid, late), band_centre(late)],
         dtype=np.float64,
     )
-    return steps, levels
+    return steps, levels * scale
 
 
 def _band(metric: Metric) -> Band:
@@ -245,7 +265,7 @@ def simulate(reg: Registry, cfg: SimConfig) -> Trajectory:
     v["reward_std"] = (0.35 - 0.15 * progress) * _lognormal(rng, n, 0.05)
 
     knots_x, knots_y = stage_knots(
-        m["policy_entropy"], bounds["early_end"], bounds["mid_end"], n - 1
+        m["policy_entropy"], bounds["early_end"], bounds["mid_end"], n - 1, cfg.run_config()
     )
     entropy = np.exp(np.interp(tf, knots_x.astype(np.float64), np.log(knots_y)))
     v["policy_entropy"] = entropy * _lognormal(rng, n, 0.02)

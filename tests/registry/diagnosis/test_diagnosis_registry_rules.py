@@ -194,7 +194,7 @@ def test_streaming_agrees_with_batch_on_the_registry_rules(
     steps = np.arange(0, 600)
     metrics = sorted({m for r in any_reg.rules for m in r.metrics})
     walks = {m: np.cumsum(rng.normal(0, 0.05, steps.size)) + 1.0 for m in metrics}
-    engine = StreamingDiagnosis(any_reg)
+    engine = StreamingDiagnosis(any_reg, _BANDS)  # the same run config as the batch side
     ctx = RuleContext.of(any_reg, _BANDS)
     for i, step in enumerate(steps.tolist()):
         live = engine.update(step, {m: float(w[i]) for m, w in walks.items()})

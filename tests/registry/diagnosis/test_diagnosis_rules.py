@@ -109,7 +109,8 @@ def test_relative_to_early_compares_the_latest_value_with_the_early_stage_mean(
 def test_every_schema_statistic_is_implemented(reg: registry.Registry) -> None:
     schema_stats = {"last", "mean", "min", "max", "std", "cv", "slope_per_1k", "change_pct", "abs_change_pct",
                     "outside_band", "relative_to_early", "abs_max", "fraction_of_scale",
-                    "drop_from_best", "acceleration", "share_above"}  # fmt: skip
+                    "drop_from_best", "acceleration", "share_above", "since_start_abs_max",
+                    "never_improved"}  # fmt: skip
     assert set(STATS) == schema_stats
     w = as_series((STEPS, 1.0 + 0.01 * STEPS))
     for stat in STATS:
