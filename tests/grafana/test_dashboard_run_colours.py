@@ -125,13 +125,18 @@ def _charts(reg: registry.Registry) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _drawn(
-    reg: registry.Registry, api: Any, runs: tuple[str, ...], theme: str
+    reg: registry.Registry,
+    api: Any,
+    runs: tuple[str, ...],
+    theme: str,
+    charts: list[tuple[str, dict[str, Any]]] | None = None,
 ) -> dict[str, dict[str, set[str]]]:
     """run -> colour -> where (chart / column) it was drawn in it, over every chart's series
-    but the raw ones (grey by design) and a name family's members (coloured per member)."""
+    but the raw ones (grey by design) and a name family's members (coloured per member);
+    `charts` (path, panel) instead of the generated ones."""
     sel = _selection(runs)
     inputs = []
-    for path, panel in _charts(reg):
+    for path, panel in _charts(reg) if charts is None else charts:
         frames: list[dict[str, Any]] = []
         for target in panel["targets"]:
             if is_infinity(target):
@@ -234,6 +239,26 @@ def test_any_eight_sweep_runs_shown_together_get_eight_colours(
     assert len(set(served.values())) == 8, served
     drawn = _drawn(builtin, old_sweep_api, shown, theme)
     assert {run: set(c) for run, c in drawn.items()} == {r: {c} for r, c in served.items()}
+
+
+def test_overrides_for_the_first_eight_colours_only_would_be_seen(
+    sweep_api: Any, builtin: registry.Registry
+) -> None:
+    """The check above sees a dashboard that maps only the first palette's 8 colours (as before
+    issue 37's 24): the sweep's runs 9 to 20 would fall back to by-name colours."""
+    first_eight = _charts(builtin)
+    for _path, panel in first_eight:
+        overrides = panel["fieldConfig"]["overrides"]
+        overrides[:] = [
+            o
+            for o in overrides
+            if 'color="' not in str(o["matcher"].get("options", ""))
+            or any(c in o["matcher"]["options"] for c in FIRST_PALETTE)
+        ]
+    drawn = _drawn(builtin, sweep_api, SWEEP, "dark", first_eight)
+    served = _served(sweep_api, SWEEP)
+    wrong = {run for run, colours in drawn.items() if set(colours) != {served[run]}}
+    assert wrong == set(SWEEP[8:])
 
 
 def _embedded(api: Any, runs: tuple[str, ...]) -> dict[str, str]:
