@@ -291,7 +291,11 @@ class Forwarder:
                 if remaining <= 0 or not self._thread.is_alive():
                     return False
                 self._cond.wait(min(remaining, 0.1))
-                self._wake.set()
+                if not self._failing:
+                    # hurry a pass that sits in its idle wait; never a retry out of its backoff:
+                    # woken every 0.1 s, a drain against an InfluxDB that refuses re-read and
+                    # re-sent the whole backlog ten times a second for as long as it lasted
+                    self._wake.set()
         if self._rolling is not None:  # and their rollups written (or owed, if they failed)
             return self._rolling.wait(max(0.0, deadline - time.monotonic()))
         return True

@@ -188,3 +188,23 @@ def test_a_server_refusing_whole_requests_for_one_line_still_gets_every_other_li
         ((_, line, message),) = box.rejected("r")
     assert line.startswith("unregistered,") and "poison=1" in line and "bad line" in message
     assert stats.server_rejected == 1
+
+
+def test_a_flush_while_influxdb_refuses_keeps_to_the_retry_backoff(
+    tmp_path: Path, reg: registry.Registry, recorder: _Recorder
+) -> None:
+    """A trainer's flush (and the drain at its exit) waits for the forwarder; it must not make it
+    retry faster than its backoff (0.25 s, doubling): a flush that woke it every 0.1 s re-sent
+    the whole backlog ten times a second while InfluxDB was down."""
+    recorder.status = 503
+    settings = exporter.ExporterSettings(
+        store=tmp_path, influx_url=recorder.url, influx_database="db", drain_timeout=0.0
+    )
+    with exporter.init("down", registry=reg, settings=settings) as run:
+        for step in range(100):
+            run.log(step, {"losses/clipfrac": 0.1})
+        before = len(recorder.requests)
+        assert not run.flush(3.0)
+        tried = len(recorder.requests) - before
+    # within 3 s a backoff of 0.25, 0.5, 1 and 2 s allows 4 or 5 attempts; 0.1 s wakes gave ~30
+    assert 1 <= tried <= 8, tried

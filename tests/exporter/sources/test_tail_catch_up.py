@@ -246,6 +246,9 @@ def test_a_catch_up_influxdb_does_not_take_is_read_again_into_the_outbox(tmp_pat
         "RLVITALS_STORE": str(store),
         "RLVITALS_POLICY": "warn",
         "RLVITALS_OUTAGE_WAIT": "0.5",
+        # no drain after the SIGTERM: its forwarder would retry the absent InfluxDB for the
+        # default ten minutes, outliving the test
+        "RLVITALS_DRAIN_TIMEOUT": "0",
     }
     sidecar = subprocess.Popen(
         [sys.executable, "-m", "rlvitals.cli", "tail", str(logs), "--poll", "0.2"],
