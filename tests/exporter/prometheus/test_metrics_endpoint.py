@@ -26,7 +26,12 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 def test_metrics_served_on_the_configured_port_pass_promtool(
     tmp_path: Path, reg: registry.Registry
 ) -> None:
-    settings = exporter.ExporterSettings(store=tmp_path, prometheus_port=0, policy="warn")
+    # no linger at the end: this test's one read of /metrics is a scrape, and with no interval
+    # measured the run would wait the longest linger (90 s) for another (the linger is what
+    # tests/grafana/test_alerting_deployments_processes.py relies on)
+    settings = exporter.ExporterSettings(
+        store=tmp_path, prometheus_port=0, policy="warn", prometheus_linger_s=0.0
+    )
     with exporter.init("ppo", registry=reg, settings=settings) as run:
         endpoint = run.metrics_endpoint
         assert endpoint is not None
