@@ -70,6 +70,9 @@ def add_status(family: GaugeMetricFamily, run: str, status: Status) -> None:
 
 
 _log = logging.getLogger(__name__)
+_ANSWER_GRACE_S = 0.2
+"""After the scrape that carries a run's end is collected, how long `linger` waits for the
+server thread to send it (a local write of a few kilobytes; 0.2 s covers a loaded machine)."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,6 @@ class _RunCollector(Collector):
         return []
 
     def collect(self) -> Iterator[Metric]:
-        self._endpoint.scraped()
         states: list[LiveState] = []
         for source in self._endpoint.sources():
             try:
@@ -244,6 +246,9 @@ class _RunCollector(Collector):
         yield from (oldest, forward_rate)
         yield from (family for family, _ in counters.values())
         yield from (nonfinite, dropped, rules)
+        # counted once its answer is whole, not when it began: `linger` lets a process exit
+        # after the scrape that carries its end, which must have been read before that
+        self._endpoint.scraped()
 
 
 class MetricsEndpoint:
@@ -266,7 +271,7 @@ class MetricsEndpoint:
         self.registry.register(_RunCollector(self))
 
     def scraped(self) -> None:
-        """A scrape (or a render) is being answered."""
+        """A scrape (or a render) has been answered: its metrics are all collected."""
         with self._scraped:
             self._scrapes = [*self._scrapes[-1:], time.monotonic()]
             self._scraped.notify_all()
@@ -283,7 +288,11 @@ class MetricsEndpoint:
                 wait = min(longest, 1.5 * (self._scrapes[1] - self._scrapes[0]) + 1.0)
             else:
                 wait = longest
-            return self._scraped.wait_for(lambda: self._scrapes[-1] > seen, timeout=wait)
+            came = self._scraped.wait_for(lambda: self._scrapes[-1] > seen, timeout=wait)
+        if came:
+            # the answer is built; let the server thread write it before the process exits
+            time.sleep(_ANSWER_GRACE_S)
+        return came
 
     def add(self, source: LiveSource) -> None:
         with self._lock:
