@@ -103,3 +103,36 @@ def test_a_run_mostly_past_the_trust_region_reads_warning_a_spike_reads_watch_at
     assert _kl_card(builtin, values) in ("warning", "critical")
     spike = [CALM] * 60 + [30.0] + [CALM] * 5
     assert _kl_card(builtin, spike) in ("ok", "watch")
+
+
+def _first_flag(builtin: registry.Registry, rule: Rule, values: list[float]) -> int | None:
+    """The update (1-based) at which the rule first fires, reading the run as it grows."""
+    for n in range(1, len(values) + 1):
+        if evaluate_rule(rule, _kl(values[:n]), RuleContext.of(builtin, PPO, run_points=n)).fired:
+            return n
+    return None
+
+
+def test_a_run_past_the_trust_region_from_its_first_update_warns_before_its_tenth(
+    builtin: registry.Registry, rule: Rule
+) -> None:
+    """Before a run has its window of updates, the share is of the updates it has, from the
+    rule's minimum on: the held-out TRPO run's start (two updates past the level, a calmer
+    third) is told at its third update, where the whole window would wait for the tenth."""
+    level, _ = _stated(rule)
+    (cond,) = rule.conditions
+    assert rule.min_points < rule.window
+    start = [level * 3, level * 3, level * 0.9] + [level * 3, CALM] * 6
+    need = math.ceil(cond.value * rule.min_points - 1e-9)
+    assert sum(v > level for v in start[: rule.min_points]) >= need
+    assert _first_flag(builtin, rule, start) == rule.min_points
+
+
+def test_fewer_updates_than_the_minimum_or_one_spike_among_the_first_do_not_warn(
+    builtin: registry.Registry, rule: Rule
+) -> None:
+    level, _ = _stated(rule)
+    # a pair at the very start is what the consecutive alert reads, not a share
+    assert _first_flag(builtin, rule, [level * 5] * (rule.min_points - 1)) is None
+    # one spike among the first updates is under the share however few they are
+    assert _first_flag(builtin, rule, [level * 5] + [CALM] * 12) is None

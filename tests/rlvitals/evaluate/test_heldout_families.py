@@ -4,8 +4,9 @@ home-made DQN logging JSON Lines under its own names, trained here (calibration/
 
 What the issue asks of them, through the command a user runs (`rlvitals evaluate --expected`):
 no healthy run warned at any step, every dead run critical at its end, every destabilised run
-flagged naming its failure. docs/evaluate.md reports the first pass (6/9) and this one (8/9): the
-one miss is stated below, so the figure the docs give cannot drift from what the engine does."""
+flagged naming its failure, within 2 logged updates. docs/evaluate.md reports the first pass
+(6/9) and this one (9/9), checked below, so the figure the docs give cannot drift from what the
+engine does."""
 
 from __future__ import annotations
 
@@ -20,10 +21,6 @@ from rlvitals.cli import main
 
 HELDOUT = Path(__file__).resolve().parents[2] / "fixtures" / "heldout"
 EXPECTED: dict[str, Any] = yaml.safe_load((HELDOUT / "expected.yaml").read_text())["runs"]
-# flagged, naming the trust region, but 9 updates after its failure: TRPO's KL swings above and
-# below every level between updates, so no consecutive-points alert holds, and the sustained
-# share needs its 10-update window (docs/evaluate.md, "Families the engine never saw")
-LATE = {"trpo_cartpole_kl_wide"}
 
 
 def _evaluate(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, Any]]:
@@ -33,7 +30,7 @@ def _evaluate(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, Any]]:
     return {r["run"]: r for r in json.loads(out)}
 
 
-def test_held_out_families_get_their_verdicts_but_the_stated_late_flag(
+def test_held_out_families_get_the_verdicts_written_before_training(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     got = _evaluate(capsys)
@@ -45,9 +42,10 @@ def test_held_out_families_get_their_verdicts_but_the_stated_late_flag(
         else:
             assert row["flag_step"] is not None, row
             assert exp["failure"] in row["flag_names"], row
+            assert row["lag_updates"] is not None and row["lag_updates"] <= 2, row
         if exp["dead_at_end"]:
             assert row["end"] == "critical", row
-        assert row["as_expected"] is (name not in LATE), row
+        assert row["as_expected"] is True, row
 
 
 def test_the_docs_command_prints_the_figure_the_page_reports(
@@ -61,10 +59,10 @@ def test_the_docs_command_prints_the_figure_the_page_reports(
     page = (root / "docs" / "evaluate.md").read_text(encoding="utf-8")
     assert command in page
     args = [str(root / a) if a.startswith("tests/") else a for a in command.split()[1:]]
-    assert main(args) == 1  # one run is not as expected (LATE)
+    assert main(args) == 0  # every run as expected
     out = capsys.readouterr().out
     assert out.rstrip().splitlines()[-1] == (
-        "8/9 runs as expected; healthy never warned: 5/5; destabilised flagged within 2 updates "
-        "naming the failure: 3/4; dead at end critical: 3/3"
+        "9/9 runs as expected; healthy never warned: 5/5; destabilised flagged within 2 updates "
+        "naming the failure: 4/4; dead at end critical: 3/3"
     )
-    assert "| runs as expected | 6/9 | 8/9 |" in page
+    assert "| runs as expected | 6/9 | 9/9 |" in page
