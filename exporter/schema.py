@@ -39,7 +39,7 @@ run's `ROLLUP_MARKER` point, whose `MARKER_VERSION_FIELD` says its rollups are c
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "AUTO_MAPPED",
     "CONFIG_FIELD",
     "CONFIG_SOURCES",
     "EVENTS",
@@ -83,6 +84,7 @@ __all__ = [
     "SourcePosition",
     "is_rollup_measurement",
     "nonfinite_field",
+    "read_by_itself",
     "rollup_key",
     "rollup_measurement",
     "transforms_from_json",
@@ -256,6 +258,11 @@ class SourcePosition:
 # one entry per logged name.
 
 
+AUTO_MAPPED = "auto-mapped"
+"""A transforms record's `framework` for a name read as a metric by itself (registry/auto_map.py):
+not a framework's spelling and not a `--map`, the run's own decision at the name's first value."""
+
+
 @dataclass(frozen=True)
 class FieldTransform:
     """A logged name whose values were transformed on the way to a stored field."""
@@ -275,6 +282,8 @@ class FieldTransform:
             return f"{self.name} × {self.factor:g}"
         if self.kind == "reciprocal":
             return f"{self.factor:g} / {self.name}"
+        if self.framework == AUTO_MAPPED:
+            return f"{self.name} (read as this metric by itself: --map {self.name}= keeps it)"
         return self.name
 
     def as_json(self) -> dict[str, Any]:
@@ -284,6 +293,12 @@ class FieldTransform:
             "factor": self.factor,
             "framework": self.framework,
         }
+
+
+def read_by_itself(transforms: Mapping[str, Sequence[FieldTransform]]) -> dict[str, str]:
+    """{logged name: field} of the names a run's transforms record says were read as a metric
+    by themselves (`AUTO_MAPPED`)."""
+    return {t.name: t.field for ts in transforms.values() for t in ts if t.framework == AUTO_MAPPED}
 
 
 def transforms_from_json(text: str) -> dict[str, tuple[FieldTransform, ...]]:

@@ -7,12 +7,15 @@ any framework's spelling of a metric into its canonical id and transform. `add_r
 `registry_from_args` give every command the same `--registry PATH` (a folder replacing the
 built-in registry, or user files extending it) and `add_map_argument` `--map TAG=METRIC` (a run's
 own tag names, as a user file's `map:` section gives them: `tag_map`); `recognise` says how many
-of a run's names the registry knows and suggests a metric for each other (`suggest`).
+of a run's names the registry knows and suggests a metric for each other (`suggest`);
+`AutoMap` says which unknown names are read as a metric by themselves, when name and value agree
+(`auto_map`; `--map TAG=` keeps one as logged: `Registry.keeping`).
 
 May import: the standard library, PyYAML, jsonschema. Never `exporter`, `grafana`, `rlvitals`.
 """
 
 from .arguments import add_map_argument, add_registry_argument, load_paths, registry_from_args
+from .auto_map import AutoMap
 from .catalog import Registry
 from .errors import (
     AmbiguousName,
@@ -42,7 +45,7 @@ from .model import (
 from .resolve import FRAMEWORKS, Resolution
 from .suggest import Recognition, Suggestion, recognise, suggest
 from .tag_map import RECORD_KEY as MAP_RECORD_KEY
-from .tag_map import map_record, parse_map
+from .tag_map import map_record, parse_kept, parse_map
 
 __all__ = [
     "BUILTIN_DIR",
@@ -51,6 +54,7 @@ __all__ = [
     "Alert",
     "Alias",
     "AmbiguousName",
+    "AutoMap",
     "BadMapping",
     "Band",
     "Bands",
@@ -77,6 +81,7 @@ __all__ = [
     "load",
     "load_paths",
     "map_record",
+    "parse_kept",
     "parse_map",
     "recognise",
     "registry_from_args",

@@ -17,7 +17,7 @@ from pathlib import Path
 from .catalog import Registry
 from .errors import Problem, RegistryInvalid
 from .loader import load
-from .tag_map import MAP_HELP, parse_map
+from .tag_map import MAP_HELP, parse_kept, parse_map
 
 __all__ = [
     "REGISTRY_HELP",
@@ -57,7 +57,8 @@ def registry_from_args(args: argparse.Namespace, extra: Iterable[str | Path] = (
     (a command's positional paths) and the `--map` mappings, when the command has them (they
     beat the files' `map:`). Raises RegistryInvalid naming each problem, BadMapping for --map."""
     reg = load_paths([*(getattr(args, "registry", None) or ()), *extra])
-    return reg.with_map(parse_map(getattr(args, "map", None) or (), reg))
+    items = getattr(args, "map", None) or ()
+    return reg.with_map(parse_map(items, reg)).keeping(parse_kept(items))
 
 
 def load_paths(paths: Sequence[str | Path]) -> Registry:

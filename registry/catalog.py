@@ -26,6 +26,8 @@ class Registry:
     bookkeeping: tuple[BookkeepingKey, ...] = ()
     mapped: tuple[Alias, ...] = ()
     """Tag mappings (a user file's `map:`, `--map TAG=METRIC`): aliases that beat the others."""
+    as_logged: frozenset[str] = frozenset()
+    """Names kept as logged (`--map TAG=`): never read as a metric by `auto_map`'s rules."""
     _by_id: Mapping[str, Metric] = field(init=False, repr=False, compare=False)
     _terms: Mapping[str, Term] = field(init=False, repr=False, compare=False)
     _rules: Mapping[str, Rule] = field(init=False, repr=False, compare=False)
@@ -44,6 +46,11 @@ class Registry:
         one of its ids (`tag_map.parse_map` checks that with a message)."""
         entries = tuple(entries)
         return replace(self, mapped=self.mapped + entries) if entries else self
+
+    def keeping(self, names: Iterable[str]) -> Registry:
+        """This registry with `names` kept as logged (`--map TAG=`), whatever `auto_map` says."""
+        names = frozenset(names)
+        return replace(self, as_logged=self.as_logged | names) if names else self
 
     def metric(self, metric_id: str) -> Metric:
         try:

@@ -23,6 +23,8 @@ suggests a metric for each unknown name. The rules, stated once:
    is another reading of that metric (TRL's `completions/min_length` beside
    `completions/mean_length`, `clip_ratio/low_mean` beside `clip_ratio/region_mean`): it is
    said so, with no `--map`, since mapping it would write two values into one field per step.
+6. A name the run read as a metric by itself (`auto_map.py`, recorded with the run: `read_as`)
+   is recognised, and said so with how to keep it as logged.
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ class Recognition:
     bookkeeping: tuple[str, ...]
     unknown: tuple[str, ...]
     suggestions: tuple[Suggestion, ...]
+    read_as: tuple[tuple[str, str], ...] = ()
+    """(name, metric) of the names the run read as a metric by themselves (`auto_map.py`)."""
 
     @property
     def total(self) -> int:
@@ -89,6 +93,9 @@ class Recognition:
     def line(self) -> str:
         """`12 of 15 logged names recognised; unrecognised: a, b, c (suggestions: ...)`."""
         out = self.counts()
+        if self.read_as:
+            shown = ", ".join(f"{_printable(n)} as {m}" for n, m in self.read_as)
+            out += f" ({shown}: read by name and value; --map NAME= keeps one as logged)"
         if self.unknown:
             # a name with lone surrogates (undecodable bytes in a log) is shown escaped: the
             # line must print on any terminal, as the warnings about such names are
@@ -109,7 +116,10 @@ def recognise(
     names: Iterable[str],
     framework: str | None = None,
     ranges: Mapping[str, tuple[float, float]] | None = None,
+    read_as: Mapping[str, str] | None = None,
 ) -> Recognition:
+    """`read_as`: {name: metric} of the names the run read as a metric by themselves."""
+    read_as = read_as or {}
     recognised: list[str] = []
     kept: list[str] = []
     unknown: list[str] = []
@@ -121,7 +131,10 @@ def recognise(
             recognised.append(name)  # known, only its framework undecided
             continue
         except UnknownName:
-            if registry.bookkeeping_key(name, framework) is not None:
+            if name in read_as:
+                recognised.append(name)
+                logged.add(read_as[name])
+            elif registry.bookkeeping_key(name, framework) is not None:
                 kept.append(name)
             else:
                 unknown.append(name)
@@ -130,7 +143,11 @@ def recognise(
     index = _Index.of(registry)
     found = [index.best(n, (ranges or {}).get(n), frozenset(logged)) for n in unknown]
     return Recognition(
-        tuple(recognised), tuple(kept), tuple(unknown), tuple(s for s in found if s is not None)
+        tuple(recognised),
+        tuple(kept),
+        tuple(unknown),
+        tuple(s for s in found if s is not None),
+        tuple(sorted((n, read_as[n]) for n in recognised if n in read_as)),
     )
 
 

@@ -51,7 +51,7 @@ from ..lifecycle import RunStatus, Status
 from ..prometheus import live_states
 from ..prometheus.metrics_endpoint import MetricsEndpoint
 from ..prometheus.store_statuses import store_statuses
-from ..schema import CONFIG_SOURCES, SourcePosition
+from ..schema import CONFIG_SOURCES, SourcePosition, read_by_itself
 from ..sources import (
     EndMark,
     LogFile,
@@ -171,7 +171,7 @@ def mapped_config(reg: registry.Registry, config: Mapping[str, Any]) -> dict[str
     """`config` with the registry's tag mappings (`--map`, a user file's `map:`) recorded under
     `tag_map`, so a later reader of the stored run knows which names were mapped."""
     out = dict(config)
-    if reg.mapped:
+    if reg.mapped or reg.as_logged:
         out[registry.MAP_RECORD_KEY] = dict(registry.map_record(reg))
     return out
 
@@ -725,8 +725,10 @@ def _run_ingest(
     if status == 0 and lost and not follow:
         _leave_incomplete(settings, ingest, f"{lost:,} value(s) read were not stored")
     statuses = _statuses(settings)
+    read_as = _read_as(settings, [s.name for s in ingest.summaries])
     for summary in ingest.summaries:
-        print(_summary_line(summary, statuses.get(summary.name), reg), file=out or sys.stdout)
+        line = _summary_line(summary, statuses.get(summary.name), reg, read_as.get(summary.name))
+        print(line, file=out or sys.stdout)
     if summaries is not None:
         summaries.extend(ingest.summaries)
     if over_budget:
@@ -921,8 +923,20 @@ def _statuses(settings: ExporterSettings) -> dict[str, Status]:
     return {r.run: settings.lifecycle.status(r.recorded) for r in records}
 
 
+def _read_as(settings: ExporterSettings, runs: Iterable[str]) -> dict[str, dict[str, str]]:
+    """{run: {name: metric}} of the names each run read as a metric by itself (its record)."""
+    try:
+        with Outbox(settings.outbox_path) as box:
+            return {run: read_by_itself(box.transforms(run)) for run in runs}
+    except ExporterError:
+        return {}
+
+
 def _summary_line(
-    summary: RunSummary, status: Status | None = None, reg: registry.Registry | None = None
+    summary: RunSummary,
+    status: Status | None = None,
+    reg: registry.Registry | None = None,
+    read_as: Mapping[str, str] | None = None,
 ) -> str:
     line = (
         f"run {summary.name!r}: {summary.steps:,} steps, {summary.values:,} values "
@@ -932,7 +946,8 @@ def _summary_line(
         line += f"; now {status.status} ({status.reason})"
     if reg is not None and summary.names:
         # before the counts, which scripts read up to the line's end
-        line += "; " + registry.recognise(reg, summary.names, summary.framework).line()
+        rec = registry.recognise(reg, summary.names, summary.framework, read_as=read_as)
+        line += "; " + rec.line()
     stats = summary.stats
     if stats is not None:
         line += (

@@ -11,6 +11,8 @@ a `resume` event, unknown names `unregistered` rows. Two paths, one result:
   and a run's worker for a log reader's blocks);
   whatever its plan cannot say goes through `Translator` step by step. A test compares the two.
 - `derive`: `StepDeriver`, the metrics the registry declares as derived, computed per step.
+- `auto_read`: the run's one decision, per unknown name, of whether it is read as a metric by
+  itself (the registry's `AutoMap` rules, at its first value; recorded, kept on resume).
 
 May import: `registry`, `exporter.config`, `.counts`, `.errors`, `.schema` (the rows it returns),
 `exporter.sources` (the `ScalarBlock` it reads). Never the store, InfluxDB or Prometheus.

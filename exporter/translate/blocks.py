@@ -22,7 +22,7 @@ step), and a plan uses that decision like every other path. Derived metrics are 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,23 @@ from ..schema import UNREGISTERED, EventRow, SampleBlock, SampleRow
 from ..sources.scalar_block import ScalarBlock
 from .derive import NONFINITE_FIELD
 from .steps import KEPT, Translator, name_problem
+
+
+def _first_row(
+    names: Sequence[str], values: npt.NDArray[np.float64]
+) -> Callable[[str], float | None]:
+    """A column's value at the shape's first step, by its name: the value `log` would decide an
+    unknown name with at that step (NaN included, which decides nothing)."""
+    column: dict[str, int] = {}
+    for i, name in enumerate(names):
+        column.setdefault(name, i)  # several values at a step: the first, as `log` reads them
+
+    def first(name: str) -> float | None:
+        i = column.get(name)
+        return None if i is None or not len(values) else float(values[0, i])
+
+    return first
+
 
 __all__ = ["BlockTranslator", "FastGroup", "FastSteps", "StepPlan"]
 
@@ -161,6 +178,7 @@ class BlockTranslator(Translator):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._plans: dict[tuple[str, ...], StepPlan | None] = {}
+        self._now = 0.0  # what a step without a wall time stands for (`log_block`'s `now`)
 
     def log_block(self, block: ScalarBlock, now: float) -> Iterator[Translated]:
         """The block's steps in order; `now` stands for a missing wall time (as `log` takes
@@ -168,6 +186,7 @@ class BlockTranslator(Translator):
         count = len(block)
         if not count:
             return
+        self._now = now
         plan_of, ok = self._classify(block)
         steps = block.steps
         fast = ok & block.simple & (block.walls != 0)
@@ -246,7 +265,9 @@ class BlockTranslator(Translator):
         shapes_found.sort(key=lambda found: found[0])
         for first, shape_names, members, shape_values in shapes_found:
             self._call = shape_names
-            wall = float(block.walls[first])
+            self._values = _first_row(shape_names, shape_values)
+            # a step without a wall time takes the time of the call, as `log` gives it
+            wall = float(block.walls[first]) or self._now
             self._at = (int(block.steps[first]), wall)
             plan = self._plan(shape_names)
             if plan is None:

@@ -36,6 +36,7 @@ from ..schema import (
     SampleRow,
     nonfinite_field,
 )
+from .auto_read import AutoReading
 from .derive import StepDeriver
 
 __all__ = [
@@ -278,6 +279,15 @@ def several(value: object) -> Sequence[Any] | None:
     return None
 
 
+def _first_number(raw: object) -> float | None:
+    """A logged value as a number (the first of several), or None when it is not one."""
+    listed = several(raw) if raw is not None else None
+    if listed is not None:
+        members = _members(listed)
+        return members[0] if members else None
+    return to_number(raw)
+
+
 def _members(raw: Sequence[Any]) -> list[float] | None:
     """The numbers of a list of values logged at one step, or None when one is not a number."""
     out = []
@@ -382,6 +392,11 @@ class Translator:
             (t.field, t.name): t for ts in (transforms or {}).values() for t in ts
         }
         self._transforms_changed = False
+        # unknown names read as a metric by themselves (registry/auto_map.py), decided once
+        self._auto = AutoReading(registry, transforms or {})
+        # the values of the call being translated, by name (first finite value of a column):
+        # what an unknown name is decided with
+        self._values: Callable[[str], float | None] = lambda name: None
 
     @property
     def deriver(self) -> StepDeriver:
@@ -449,7 +464,7 @@ class Translator:
         except ResolveError as exc:
             # a framework's own counter or clock (SB3's time/iterations): kept, not warned about
             kept = self._registry.bookkeeping_key(name, framework or self._detected)
-            target = KEPT if kept is not None else str(exc)
+            target = KEPT if kept is not None else self._read_by_itself(name, framework, str(exc))
         else:
             target = self._make_target(res)
         cache = self._targets.setdefault(framework, {})
@@ -457,6 +472,48 @@ class Translator:
             cache.clear()
         cache[name] = target
         return target
+
+    def _read_by_itself(self, name: str, framework: str | None, unknown: str) -> _Target | str:
+        """An unknown name's target: its metric when the run decided (now, or when it was first
+        logged) that its name and first value say so (`auto_read`), else the resolver's
+        message (stored as logged). A new decision is recorded and said as an event."""
+        res, new = self._auto.decide(
+            name, lambda: self._values(name), lambda: self._logged_metrics(framework)
+        )
+        if res is None:
+            return unknown
+        if new:
+            self._transforms[(res.field, name)] = AutoReading.record(res, name)
+            self._transforms_changed = True
+            step, wall = self._at
+            text = (
+                f"{name!r} is read as {res.metric}: no framework's spelling, but its last part "
+                f"is one the registry has for {res.metric} alone and its first value "
+                f"({self._values(name):.6g}) is inside its limits; --map {name}= (or "
+                f"Registry.keeping) keeps it as logged, --map {name}=METRIC reads it as another"
+            )
+            self._warn(f"auto:{name}", text)
+            fields = json.dumps({"name": name, "metric": res.metric})
+            self._notices.append((self._run, self._rank, step, "translation", text, fields, wall))
+            if self._defer:
+                self._held[2] += 1
+            else:
+                with self._counters.lock:
+                    self._counters.events += 1
+        return self._make_target(res)
+
+    def _logged_metrics(self, framework: str | None) -> set[str]:
+        """The metrics the run logs, so far, under names the registry knows."""
+        out = set()
+        names = [*self._evidence, *self._call]
+        for name in names:
+            if name.__class__ is not str:
+                continue
+            try:
+                out.add(self._registry.resolve(name, framework or self._detected).metric)
+            except ResolveError:
+                continue
+        return out
 
     def _make_target(self, res: Resolution) -> _Target:
         metric = self._registry.metric(res.metric)
@@ -580,6 +637,7 @@ class Translator:
         istep: int = operator.index(step)  # type: ignore[arg-type]
         framework = framework or self._framework
         self._call = values
+        self._values = lambda name: _first_number(values.get(name))
         self._at = (istep, wall_time)
         rows: list[SampleRow] = []
         events: list[EventRow] = []
@@ -761,6 +819,10 @@ class Translator:
             targets = self._targets[framework] = {}
         # the whole call's names are evidence before any of them is decided, as in `log`
         self._call = names
+        column = {name: i for i, name in enumerate(names)}
+        self._values = lambda name: _first_number(
+            rows[0][column[name]] if name in column and rows else None
+        )
         first = steps[0]
         self._at = (first if first.__class__ is int else 0, wall_times[0])
         plan = [targets.get(name) or self._target(name, framework) for name in names]

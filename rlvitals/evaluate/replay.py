@@ -26,9 +26,10 @@ import numpy.typing as npt
 
 from exporter.config import ExporterSettings
 from exporter.ingest.commands import import_into
-from exporter.schema import TRANSFORMS_FIELD
+from exporter.schema import TRANSFORMS_FIELD, read_by_itself
 from exporter.sources import TRACKER_FORMATS, discover
 from exporter.sources.wandb_offline import is_wandb_log
+from exporter.store.outbox import Outbox
 from grafana.datasource.cards import run_cards
 from grafana.datasource.config import DatasourceConfig
 from grafana.datasource.history.embedded import EmbeddedHistory
@@ -189,6 +190,8 @@ def load_run(
         cfg = dict(store.run_config(name))
         info = store.run_info(name)
         logged = store.logged_fields(name)
+        with Outbox(settings.outbox_path) as box:
+            read_as = read_by_itself(box.transforms(name))
     series = {f: as_series(p).finite() for f, p in fields.items() if "/" not in f}
     series = {f: s for f, s in series.items() if registry.has_metric(f)}
     ranges = {
@@ -196,7 +199,8 @@ def load_run(
         for f, s in ((f, as_series(fields[f]).finite()) for f in logged)
         if not registry.has_metric(f) and len(s)
     }
-    names = recognise(registry, received[0].names if received else (), info.framework, ranges)
+    received_names = received[0].names if received else ()
+    names = recognise(registry, received_names, info.framework, ranges, read_as)
     fields = {f: p for f, p in fields.items() if f != TRANSFORMS_FIELD}
     return LoadedRun(
         name, info.framework, fields, cfg, context_of(registry, cfg, series), names, tuple(logged)

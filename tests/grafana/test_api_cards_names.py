@@ -15,13 +15,13 @@ from exporter.config import ExporterSettings
 from grafana.datasource.app import create_app
 from grafana.datasource.config import DatasourceConfig
 
-TAGS = {"perf/return_mean10": "episodic_return", "policy/entropy": "policy_entropy"}
+TAGS = {"perf/return_mean10": "episodic_return", "policy/entropy_mean": "policy_entropy"}
 
 
 def _cards(tmp: Path, reg: registry.Registry) -> dict[str, Any]:
     run = exporter.init("own", settings=ExporterSettings(store=tmp), registry=reg)
     for i, step in enumerate(range(512, 512 * 41, 512)):
-        run.log(step, {"perf/return_mean10": 20.0 + 5 * i, "policy/entropy": 0.69 - 0.005 * i})
+        run.log(step, {"perf/return_mean10": 20.0 + 5 * i, "policy/entropy_mean": 0.69 - 0.005 * i})
     run.finish()
     answer = create_app(DatasourceConfig(store=tmp), reg).test_client().get("/api/cards?run=own")
     assert answer.status_code == 200
