@@ -15,10 +15,12 @@ detector that raised them. rlvitals' columns are the `evaluate` verdicts.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import registry
+from registry.diagnosis.stats import Series
 from rlvitals.evaluate.expected import given, read_expected
 from rlvitals.evaluate.replay import LoadedRun, load_run, verdict
 
@@ -26,8 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "tests" / "fixtures" / "runs"
 
 
-def _value(run: LoadedRun, metric: str, step: int) -> float | None:
-    s = run.series.get(metric)
+def _value(series: Mapping[str, Series], metric: str, step: int) -> float | None:
+    s = series.get(metric)
     if s is None:
         return None
     i = int(s.steps.searchsorted(step))
@@ -41,19 +43,20 @@ def rlwatch_first(run: LoadedRun) -> dict[str, tuple[int, str] | None]:
     from rlwatch.detectors import DetectorSuite
 
     suite = DetectorSuite(RLWatchConfig())
-    kl = "ref_kl" if "ref_kl" in run.series else "policy_kl"
-    reward = "raw_reward" if "raw_reward" in run.series else "episodic_return"
-    loss = "total_loss" if "total_loss" in run.series else "policy_loss"
-    steps = sorted({int(x) for s in run.series.values() for x in s.steps})
+    series = run.series  # built from every stored field at each read: read once
+    kl = "ref_kl" if "ref_kl" in series else "policy_kl"
+    reward = "raw_reward" if "raw_reward" in series else "episodic_return"
+    loss = "total_loss" if "total_loss" in series else "policy_loss"
+    steps = sorted({int(x) for s in series.values() for x in s.steps})
     first: dict[str, tuple[int, str] | None] = {"warning": None, "critical": None}
     for step in steps:
         kwargs: dict[str, Any] = {
-            "entropy": _value(run, "policy_entropy", step),
-            "kl_divergence": _value(run, kl, step),
-            "reward_mean": _value(run, reward, step),
-            "reward_std": _value(run, "reward_std", step),
-            "loss": _value(run, loss, step),
-            "grad_norm": _value(run, "grad_norm", step),
+            "entropy": _value(series, "policy_entropy", step),
+            "kl_divergence": _value(series, kl, step),
+            "reward_mean": _value(series, reward, step),
+            "reward_std": _value(series, "reward_std", step),
+            "loss": _value(series, loss, step),
+            "grad_norm": _value(series, "grad_norm", step),
         }
         for alert in suite.check_step(step, **kwargs):
             level = "critical" if alert.severity == "critical" else "warning"

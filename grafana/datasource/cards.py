@@ -21,7 +21,14 @@ from .card_words import labelled
 from .history import FieldStats, HistoryStore, Points, metric_of_field
 from .stage_memo import StageMemo
 
-__all__ = ["EARLY_SKETCH_POINTS", "card_inputs", "cards_for", "run_cards", "stages_of_run"]
+__all__ = [
+    "EARLY_SKETCH_POINTS",
+    "card_inputs",
+    "cards_for",
+    "cards_in",
+    "run_cards",
+    "stages_of_run",
+]
 
 EARLY_SKETCH_POINTS = 32
 
@@ -163,13 +170,26 @@ def run_cards(
     """One card per metric (None: `carded_metrics`, the run's own), judged with the last
     `window` points of everything the run logged and the whole-run mean of each metric carded:
     what `registry.diagnosis.diagnose` needs, read from any history store."""
+    ids, series, config, whole_run = _card_reading(reg, store, run, metric_ids, window)
+    return diagnose(reg, series, config, ids, lang, whole_run)
+
+
+def _card_reading(
+    reg: registry.Registry,
+    store: HistoryStore,
+    run: str,
+    metric_ids: Sequence[str] | None,
+    window: int,
+) -> tuple[list[str], dict[str, Series], dict[str, Any], dict[str, RunMean]]:
+    """What `run_cards` reads from the store: the metrics carded, their series, the run config
+    and the whole-run means."""
     logged = _logged_metrics(reg, store, run)
     ids = list(carded_metrics(reg, logged) if metric_ids is None else metric_ids)
     needed = {f for m in ids for f in card_inputs(reg, m)}
     fields = list(dict.fromkeys([*logged, *(f for f in needed if f not in logged)]))
     series, config, stats = _card_series(reg, store, run, fields, window, ids)
     whole_run = {m: RunMean(s.count, s.mean) for m, s in stats.items()}
-    return diagnose(reg, series, config, ids, lang, whole_run)
+    return ids, series, config, whole_run
 
 
 def stages_of_run(
@@ -205,3 +225,23 @@ def cards_for(
     return [
         labelled(c.to_dict(), lang) for c in run_cards(reg, store, run, metric_ids, lang, window)
     ]
+
+
+def cards_in(
+    reg: registry.Registry,
+    store: HistoryStore,
+    run: str,
+    metric_ids: Sequence[str] | None,
+    langs: Sequence[str],
+    window: int,
+) -> dict[str, list[dict[str, Any]]]:
+    """`cards_for` in each of `langs`, the store read once: a card is judged the same in every
+    language, only its words differ (the report shows both; reading the windows is most of a
+    card's cost)."""
+    ids, series, config, whole_run = _card_reading(reg, store, run, metric_ids, window)
+    return {
+        lang: [
+            labelled(c.to_dict(), lang) for c in diagnose(reg, series, config, ids, lang, whole_run)
+        ]
+        for lang in langs
+    }

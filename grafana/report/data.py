@@ -21,7 +21,7 @@ import registry
 from registry.diagnosis import ema
 from registry.model import Metric
 
-from ..datasource.cards import cards_for, stages_of_run
+from ..datasource.cards import cards_in, stages_of_run
 from ..datasource.history import HistoryStore
 from ..datasource.history.base import Event
 from ..datasource.series import band_edges, early_value
@@ -152,8 +152,8 @@ def gather(
     charts = tuple(c for c in charts if any(s.steps.size for s in c.series))
     ids = [s.metric.id for c in charts for s in c.series]
     cards = {
-        lang: {c["metric"]: c for c in cards_for(reg, store, run, ids, lang, card_window)}
-        for lang in langs
+        lang: {c["metric"]: c for c in judged}
+        for lang, judged in cards_in(reg, store, run, ids, langs, card_window).items()
     }
     steps = [int(s.steps[i]) for c in charts for s in c.series if s.steps.size for i in (0, -1)]
     return ReportData(

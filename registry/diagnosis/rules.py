@@ -22,7 +22,7 @@ cards read it: first update, end of exploration, planned length, random-policy r
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,7 @@ __all__ = [
     "evaluate_point",
     "evaluate_rule",
     "evaluate_rules",
+    "fired_at",
     "window_stat",
 ]
 
@@ -424,6 +425,37 @@ def evaluate_rule(
             break
     assert first is not None
     return RuleResult(rule, first.step, consecutive, first.observations, first.reason)
+
+
+def fired_at(
+    rule: Rule, series: Mapping[str, Series], ctx: RuleContext, steps: Iterable[int]
+) -> Iterator[bool]:
+    """Whether the rule fires at each of `steps`, lazily: `evaluate_rule(rule, series, ctx,
+    end=t).fired` for each t, with each evaluation point judged once (a point's verdict reads
+    the series up to it only), not once per later step whose last `for_steps` points hold it:
+    a scan of a run step by step stays linear in its points instead of `for_steps` times that."""
+    present = {m: series[m] for m in rule.metrics if m in series}
+    if len(present) < len(rule.metrics) or any(s.empty for s in present.values()):
+        for _ in steps:
+            yield False
+        return
+    start = max(int(s.steps[0]) for s in present.values())  # before it: "no data for" one
+    points = np.unique(np.concatenate([s.steps for s in present.values()]))
+    held: dict[int, bool] = {}
+    for t in steps:
+        if t < start:
+            yield False
+            continue
+        k = int(np.searchsorted(points, t, side="right"))
+        last = points[max(0, k - rule.for_steps) : k].tolist()
+        fired = len(last) >= rule.for_steps
+        for p in reversed(last):  # newest first, as evaluate_rule counts them
+            if p not in held:
+                held[p] = _point(rule, int(p), present, ctx).held
+            if not held[p]:
+                fired = False
+                break
+        yield fired
 
 
 def _point(rule: Rule, step: int, series: Mapping[str, Series], ctx: RuleContext) -> PointResult:

@@ -11,7 +11,8 @@ import numpy as np
 
 from exporter.store.outbox import EventRecord
 from registry import Registry
-from registry.diagnosis import RuleContext, Series, basis_scale, early_mean, evaluate_rule
+from registry.diagnosis import RuleContext, Series, basis_scale, early_mean
+from registry.diagnosis.rules import fired_at
 
 from .scenarios import Expectation
 
@@ -77,8 +78,9 @@ def first_rule_step(
     if len(present) < len(rule.metrics):
         return None
     points = np.unique(np.concatenate([s.steps for s in present]))
-    for t in points[points >= since].tolist():
-        if evaluate_rule(rule, series, ctx, end=int(t)).fired:
+    later = points[points >= since].tolist()
+    for t, fired in zip(later, fired_at(rule, series, ctx, later), strict=True):
+        if fired:
             return int(t)
     return None
 
@@ -96,9 +98,10 @@ def first_quiet_step(
     ctx = RuleContext.of(reg, config)
     present = [series[m] for m in rule.metrics if m in series and not series[m].empty]
     points = np.unique(np.concatenate([s.steps for s in present])) if present else np.array([])
-    for t in points[points > since].tolist():
-        if not evaluate_rule(rule, series, ctx, end=int(t)).fired:
-            return int(t)
+    later = [int(t) for t in points[points > since].tolist()]
+    for t, fired in zip(later, fired_at(rule, series, ctx, later), strict=True):
+        if not fired:
+            return t
     return None
 
 

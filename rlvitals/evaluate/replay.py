@@ -30,6 +30,7 @@ from exporter.schema import TRANSFORMS_FIELD, read_by_itself
 from exporter.sources import TRACKER_FORMATS, discover
 from exporter.sources.wandb_offline import is_wandb_log
 from exporter.store.outbox import Outbox
+from exporter.translate.derive import NONFINITE_FIELD
 from grafana.datasource.cards import run_cards
 from grafana.datasource.config import DatasourceConfig
 from grafana.datasource.history.embedded import EmbeddedHistory
@@ -56,6 +57,7 @@ __all__ = [
     "RunVerdict",
     "StepStatus",
     "failure_kinds",
+    "judged_steps",
     "load_run",
     "run_name_of",
     "tags_cell",
@@ -304,22 +306,37 @@ class StepStatus:
     kinds: frozenset[str] | None = None  # the failures the worst cards name (None: from worst)
 
 
-def timeline(
-    registry: Registry, run: LoadedRun, steps: Sequence[int] | None = None, keep: bool = False
-) -> list[StepStatus]:
-    """The run's status at every step it logged a registry metric (or at `steps`): the cards
-    `/api/cards` answers for the run cut at that step, and the worst training-health card.
-    Steps where only per-episode values arrived (CleanRL logs each finished episode at its own
-    step) are left out but for the last: a card reads them as one point per update interval,
-    so they change nothing until the next update (or the run's end) is logged."""
+def judged_steps(registry: Registry, run: LoadedRun) -> list[int]:
+    """The steps the replay judges: every step the run logged a registry metric, but those
+    where only per-episode values arrived (CleanRL logs each finished episode at its own step),
+    which are left out but for the last: a card reads them as one point per update interval,
+    so they change nothing until the next update (or the run's end) is logged. The exporter's
+    `nonfinite_count`, written at every step anything was logged, paces the replay only where
+    it is not 0: its 0 beside an episode's values is no news (judging each of a CleanRL run's
+    3,292 episodes made its replay 40 times longer), a non-finite value is."""
     logged = [f for f in run.logged if registry.has_metric(f)]
     if not logged:  # no name recognised: no card, and no step to build one at
         return []
-    paced = [f for f in logged if registry.metric(f).sampling != "per_episode"] or logged
+    paced = [
+        f for f in logged if registry.metric(f).sampling != "per_episode" and f != NONFINITE_FIELD
+    ]
+    if not paced:
+        return sorted({int(s) for f in logged for s in run.fields[f][0]})
     last = max(int(run.fields[f][0][-1]) for f in logged)
-    all_steps = np.unique(np.concatenate([*(run.fields[f][0] for f in paced), [last]]))
+    found = [run.fields[f][0] for f in paced]
+    if NONFINITE_FIELD in logged:
+        steps, values = run.fields[NONFINITE_FIELD]
+        found.append(steps[values != 0])
+    return [int(s) for s in np.unique(np.concatenate([*found, [last]]))]
+
+
+def timeline(
+    registry: Registry, run: LoadedRun, steps: Sequence[int] | None = None, keep: bool = False
+) -> list[StepStatus]:
+    """The run's status at every step `judged_steps` gives (or at `steps`): the cards
+    `/api/cards` answers for the run cut at that step, and the worst training-health card."""
     out = []
-    for step in all_steps.tolist() if steps is None else steps:
+    for step in judged_steps(registry, run) if steps is None else steps:
         cards = run_cards(registry, run.until(int(step)), run.name, None, "en", CARD_WINDOW)
         status, worst = run_status(registry, cards)
         judged = tuple(JudgedCard.of(c) for c in verdict_cards(registry, cards)) if keep else ()

@@ -11,10 +11,12 @@ import pytest
 
 import registry
 from grafana.datasource import DatasourceConfig, create_app
+from grafana.datasource.cards import cards_for
 from grafana.datasource.history.base import Event
 from grafana.datasource.history.embedded import EmbeddedHistory
 from grafana.datasource.history.memory import MemoryHistory
 from grafana.report import gather, render_report
+from grafana.report.data import DEFAULT_CARD_WINDOW
 from grafana.report.svg import nice_ticks
 from rlvitals.cli import main
 
@@ -118,3 +120,18 @@ def test_datasource_serves_the_report(
     assert builtin_registry.metric("policy_entropy").title.zh in ok.get_data(as_text=True)
     assert client.get("/report?run=nope").status_code == 404
     assert client.get("/report?run=r-healthy&lang=fr").status_code == 400
+
+
+@pytest.mark.parametrize("run", ["r-kl_blowup", "r-nan_loss"])
+def test_the_reports_cards_are_the_cards_api_cards_answers_in_each_language(
+    report_store: Path, builtin_registry: registry.Registry, run: str
+) -> None:
+    """The report reads a run's cards once for both its languages (`cards_in`): each is the card
+    `/api/cards` builds in that language (`cards_for`), word for word."""
+    store = EmbeddedHistory(report_store / "outbox.sqlite")
+    data = gather(builtin_registry, store, run)
+    ids = list(data.cards["en"])
+    assert ids and any(c["status"] in ("warning", "critical") for c in data.cards["en"].values())
+    for lang in ("en", "zh"):
+        want = cards_for(builtin_registry, store, run, ids, lang, DEFAULT_CARD_WINDOW)
+        assert list(data.cards[lang].values()) == want, lang

@@ -13,7 +13,7 @@ import pytest
 
 import registry
 from registry.diagnosis.card import build_card
-from registry.diagnosis.rules import RuleContext, evaluate_rule
+from registry.diagnosis.rules import RuleContext, evaluate_rule, fired_at
 from registry.diagnosis.stats import Series, as_series
 from registry.diagnosis.streaming import StreamingDiagnosis
 from registry.model import Metric, Rule
@@ -212,3 +212,28 @@ def test_every_core_metric_gets_a_card_on_a_healthy_run(
         card = build_card(any_reg, m.id, data, lang="zh")
         assert card.status in ("ok", "watch"), (m.id, card.reading)
         assert card.to_dict()["metric"] == m.id
+
+
+def test_a_scan_with_fired_at_agrees_with_evaluate_rule_step_by_step(
+    any_reg: registry.Registry,
+) -> None:
+    """`fired_at` (the demo's scan for a rule's first and last firing step) says what
+    `evaluate_rule(..., end=t).fired` says at each step t: on each rule's firing case, with its
+    second metric starting a quarter into the run (no data for it before), at steps spread over
+    the run and at each of its last 6 (whose last `for_steps` points overlap)."""
+    steps = _steps(any_reg)
+    ctx = RuleContext.of(any_reg, _BANDS)
+    seen = set()
+    for rule in any_reg.rules:
+        series = {m: _construct(rule, m, steps, ctx) for m in rule.metrics}
+        cases = {m: s for m, s in series.items() if s is not None}
+        if len(rule.metrics) > 1 and rule.metrics[1] in cases:
+            late = cases[rule.metrics[1]]
+            cases[rule.metrics[1]] = Series(
+                late.steps[steps.size // 4 :], late.values[steps.size // 4 :]
+            )
+        at = sorted({*steps[: -6 : max(1, steps.size // 12)].tolist(), *steps[-6:].tolist()})
+        want = [evaluate_rule(rule, cases, ctx, end=t).fired for t in at]
+        assert list(fired_at(rule, cases, ctx, at)) == want, rule.id
+        seen |= set(want)
+    assert seen == {True, False}
