@@ -519,7 +519,11 @@ class Ingest:
             # Let the worker store the run's backlog first (the reader may wait; it does for
             # room in the queue too): a finish() timing out on a large one recorded the end,
             # and the worker's later writes then undid it (a run logging again is live again).
-            _wait_for_room(state.run, 0)
+            # A backlog that does not go down meanwhile (a long catch-up under load: `serve` on
+            # an old verl log, each write of 2,000 steps x 120 keys taking over `_STUCK_AFTER`)
+            # is judged at the next look: finishing now dropped what `timeout` did not store.
+            if not _wait_for_room(state.run, 0):
+                continue
             state.run.finish(timeout, state=end, reason=reason, at=at if end != "ended" else None)
             state.summary.stats = _plus(state.earlier, state.run.stats)
             state.earlier = None
