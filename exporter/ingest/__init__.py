@@ -3,8 +3,8 @@
 - `feed`: `Ingest`, the Records of `exporter.sources` fed into runs (one per log folder, or one
   named run), the framework detected from the keys, the queue never overrun; with InfluxDB
   configured an import writes through `exporter.influx.direct`.
-- `sketch`: a long event file's whole-run sketch (a sample of its steps, translated), drawn while
-  the import stores every value (`store.preview`).
+- `sketch`: a long event file's or console log's whole-run sketch (a sample of its steps,
+  translated), drawn while the import stores every value (`store.preview`).
 - `log_context`: what a run's logs say about its setting (action space, clip range, ...), the
   run context the diagnosis reads.
 - `commands`: the `import` and `tail` subcommands (argparse, progress, exit codes).

@@ -39,14 +39,14 @@ from ..translate.derive import StepDeriver
 from ..translate.steps import LoggedValue
 from .followed_end import SCAN_EVERY, EndEvidence, WriterWatch, judge_gone, judge_quiet
 from .log_context import INFERRED, context_from_logs
-from .sketch import sketch_rows
+from .sketch import SKETCHED, sketch_rows
 
 __all__ = ["DETECT_SAMPLE", "Ingest", "RunSummary", "import_end"]
 
 DETECT_SAMPLE = 200  # records looked at to detect a run's framework
 SKETCH_BYTES = 16 << 20
-"""An event file with this much left to read gets a whole-run sketch first (`_sketch`): some
-330,000 one-scalar events, 2 s or more to store."""
+"""A log with this much left to read gets a whole-run sketch first (`_sketch`): some 330,000
+one-scalar events, or 3,000 verl console lines of 120 keys; 2 s or more to store."""
 _log = logging.getLogger(__name__)
 _CONFIG_FACTS = ("step_source",)  # facts of a log kept in its run's config
 _WANDB_CONSOLE = Path("files", "output.log")
@@ -351,7 +351,7 @@ class Ingest:
         if isinstance(run, DirectRun):
             run.log_block(block)
         else:
-            if log.format == "tensorboard" and str(log.path) not in state.sketched:
+            if log.format in SKETCHED and str(log.path) not in state.sketched:
                 state.sketched.add(str(log.path))
                 self._sketch(log, state, block)
             # in slices of about a worker batch, waiting for room before each as `_log` does
@@ -362,13 +362,18 @@ class Ingest:
             run.save_position(replace(block.position, path=path_key(log.path)))
 
     def _sketch(self, log: LogFile, state: _RunState, block: ScalarBlock) -> None:
-        """Before a long event file's steps go to the store, a sample of the steps it holds
-        past this block, spread over the rest of the file and translated as the run's own
-        rows are, kept as the run's sketch (`exporter.store.preview`): a chart of the whole run
-        is drawn from it while every value is being stored. A file with less left to read than
-        `SKETCH_BYTES` gets none (it is stored in about a second); a sketch that cannot be read
-        or kept is skipped (said at debug level): the import goes on the same."""
+        """Before a long log's steps go to the store (an event file's, a console log's: one of
+        `SKETCHED`), a sample of the steps it holds past this block, spread over the rest of the
+        file and translated as the run's own rows are, kept as the run's sketch
+        (`exporter.store.preview`): a chart of the whole run is drawn from it while every value
+        is being stored. A console log, read from its start every time (`LineFileSource.resume`)
+        and marking its read position only every `linefile.MARK_EVERY` lines, is sampled from
+        its start. A file with less left to read than `SKETCH_BYTES` gets none (it is stored in
+        about a second); a sketch that cannot be read or kept is skipped (said at debug level):
+        the import goes on the same."""
         at = block.position.offset if block.position is not None else None
+        if at is None and log.format == "console":
+            at = 0
         try:
             size = os.stat(log.path).st_size
         except OSError:
@@ -386,6 +391,7 @@ class Ingest:
                 framework=summary.framework,
                 config=summary.config,
                 policy=self._settings.policy,
+                format=log.format,
             )
             with Outbox(self._settings.outbox_path) as box:
                 box.write_preview(summary.name, rows)
@@ -513,7 +519,11 @@ class Ingest:
             # Let the worker store the run's backlog first (the reader may wait; it does for
             # room in the queue too): a finish() timing out on a large one recorded the end,
             # and the worker's later writes then undid it (a run logging again is live again).
-            _wait_for_room(state.run, 0)
+            # A backlog that does not go down meanwhile (a long catch-up under load: `serve` on
+            # an old verl log, each write of 2,000 steps x 120 keys taking over `_STUCK_AFTER`)
+            # is judged at the next look: finishing now dropped what `timeout` did not store.
+            if not _wait_for_room(state.run, 0):
+                continue
             state.run.finish(timeout, state=end, reason=reason, at=at if end != "ended" else None)
             state.summary.stats = _plus(state.earlier, state.run.stats)
             state.earlier = None

@@ -7,8 +7,9 @@ under the log's own names) or, for TensorBoard, `ScalarBlock`s (steps as columns
 `discover` finds and identifies files, `follow` keeps a set of them open across passes, `tail`
 reads text files line by line with their read positions; one module per format. `run_end` says
 what a log's lines or records tell about how the run ended (a traceback, a trainer's closing
-record), for any reader of console text. `tb_sample` reads a sample of a long event file's steps
-spread over the whole file, without reading it all (an import's whole-run sketch).
+record), for any reader of console text. `tb_sample` and `console_sample` read a sample of a long
+event file's or console log's steps spread over the whole file, without reading it all (an
+import's whole-run sketch).
 
 May import: `exporter.errors` and `exporter.schema` (the read positions the store keeps) only:
 a source knows the file, not what the names mean (`translate`) or where rows go (`store`).

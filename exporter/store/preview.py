@@ -3,7 +3,8 @@
 Storing a long log's every value takes a while (a 300,000-step TensorBoard file of 10 tags, 3M
 values: some 20 s at the store's 150-200k values a second), while its chart can be drawn from a
 thousand of its steps. `rlvitals import` / `serve LOGDIR` read such a sample spread over the whole
-file first (`exporter.sources.tb_sample`), translated as the run's own rows are, and keep it here,
+file first (`exporter.sources.tb_sample`, for a console log `console_sample`), translated as the
+run's own rows are, and keep it here,
 in `sample_preview` beside the samples; readers (`grafana.datasource.history.embedded`) draw the
 part of a series the samples do not reach yet from it, so the whole run is on screen at once and
 fills in with every value as they are stored. Nothing else reads it: statistics, rollups, cards,

@@ -132,6 +132,14 @@ _LAST_STEP = (
     f"SELECT step, wall_time FROM samples WHERE {_SERIES_WHERE} "
     f"AND measurement != '{UNREGISTERED}' ORDER BY step DESC LIMIT 1"
 )
+# The fields `latest` looks at, where the running statistics are kept: those with a series under
+# a registry measurement. Scanning every field instead reads every row of each unregistered one
+# back to its first step (its `_LAST_STEP` finds none): a verl console log's hundred timing keys
+# made each `/api/runs` cost half a second of a core while the run was imported.
+_LATEST_FIELDS_KEPT = (
+    "SELECT DISTINCT field FROM sample_stats WHERE run = ? "
+    f"AND measurement NOT IN ('{UNREGISTERED}', '{RUN_CONFIG}') ORDER BY field"
+)
 _MAX_STEP = 2**62
 _MEASUREMENT = f"SELECT measurement FROM samples WHERE {_SERIES_WHERE} LIMIT 1"
 _CLOCK = (
@@ -571,7 +579,11 @@ class EmbeddedHistory:
         with self._db() as db:
             if db is None:
                 return Latest(None)
-            for (name,) in db.execute(_FIELDS, (run, run)).fetchall():
+            if _has_stats(db):  # a series of non-finite values alone is not counted there
+                names = db.execute(_LATEST_FIELDS_KEPT, (run,)).fetchall()
+            else:
+                names = db.execute(_FIELDS, (run, run)).fetchall()
+            for (name,) in names:
                 row = db.execute(_LAST_STEP, (run, name)).fetchone()
                 if row is None:
                     continue
