@@ -19,6 +19,10 @@ from ..schema import AUTO_MAPPED, FieldTransform, read_by_itself
 
 __all__ = ["AutoReading"]
 
+_DECIDED = 100_000
+"""Unknown names decided per run, at most: a loop that logs a new name every step (`sample_123/x`)
+does not grow this without bound; names past it are kept as logged, which is never a change."""
+
 
 class AutoReading:
     """Per run: which unknown names were read as which metric (None: kept as logged)."""
@@ -44,6 +48,8 @@ class AutoReading:
         if name in self._decided:
             return self._decided[name], False
         field = self._recorded.get(name)
+        if field is None and len(self._decided) >= _DECIDED:
+            return None, False  # past the bound every new name stays as logged, every time
         if field is not None:
             metric = field if self._registry.has_metric(field) else None
         else:

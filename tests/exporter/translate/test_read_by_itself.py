@@ -110,3 +110,22 @@ def test_map_name_equals_nothing_keeps_it_as_logged_and_is_recorded(
     assert fields.get(NAME) == "unregistered" and "clip_fraction" not in fields
     config = _history(store).run_config("run")
     assert config[registry.MAP_RECORD_KEY] == {NAME: None}
+
+
+def test_past_the_bound_of_names_decided_a_new_name_stays_as_logged_every_time(
+    builtin: registry.Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loop logging a new name every step must not grow the run's decisions without bound:
+    past it a new name is kept as logged, and asked again it gets the same answer."""
+    from exporter.translate import auto_read
+
+    monkeypatch.setattr(auto_read, "_DECIDED", 2)
+    reading = auto_read.AutoReading(builtin, {})
+    for name in ("a/thing", "b/thing"):
+        assert reading.decide(name, lambda: 0.1, set) == (None, False)
+    for _ in range(2):
+        assert reading.decide(NAME, lambda: 0.1, set) == (None, False)
+    # under the bound the same name would be read as its metric
+    fresh = auto_read.AutoReading(builtin, {})
+    found, new = fresh.decide(NAME, lambda: 0.1, set)
+    assert found is not None and found.metric == "clip_fraction" and new
