@@ -195,6 +195,7 @@ function describe(u, builder, alignedFrame, box) {
       show: s.show,
       points: (s.points && s.points.show) === true || (typeof s.points?.show === 'function'),
       pointsOnly: field.config.custom?.drawStyle === 'points',
+      spanGaps: s.spanGaps ?? false,
       nonNull: u.data[i + 1].filter((v) => v != null).length,
       hideFrom: field.config.custom?.hideFrom || {},
     };
