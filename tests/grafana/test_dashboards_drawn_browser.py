@@ -49,8 +49,9 @@ WIDTH, HEIGHT = 900, 320
 """A chart's size in CSS pixels: about a half-width panel of 8 grid rows on a laptop."""
 EVENT_STEP = 100
 """bundle_data.log_runs logs a checkpoint at step 100 for every run."""
-MIN_LINE_PIXELS = 20
-"""Opaque pixels of a run's colour a chart must hold for the run's lines to count as drawn."""
+MIN_LINE_PIXELS = 100
+"""Opaque pixels of a run's colour a chart must hold, the run's series drawn alone, for its lines
+to count as drawn (a 3-px smoothed line across the plot holds thousands)."""
 MIN_AREA_SHARE = 0.10
 """Share of a threshold band's pixels showing the band's colour between the lines drawn on it."""
 ORIGIN = "http://harness.invalid"
@@ -188,10 +189,10 @@ def _first_metric(panel: dict[str, Any]) -> str:
 
 def colour_problems(d: Drawn) -> list[str]:
     """Each run's lines are stroked in the colour the store gave it (raw lines grey), and the
-    canvas holds that colour where the run's lines were drawn."""
+    canvas holds that colour when the run's lines are drawn alone."""
     problems = []
     for chart in d.charts:
-        wanted: set[str] = set()
+        wanted: dict[str, str] = {}
         for s in _run_series(chart):
             kind = _kind(s)
             if kind == "member" or not s["nonNull"]:
@@ -207,13 +208,14 @@ def colour_problems(d: Drawn) -> list[str]:
                     f"{s['stroke']}, not {colour}"
                 )
             if kind == "smoothed":
-                wanted.add(colour)
+                wanted[run] = colour
         counts = d.page.evaluate(
-            "([i, c]) => rlvitalsCountColours(i, c)", [chart["index"], sorted(wanted)]
+            "([i, c]) => rlvitalsCountRunColours(i, c)", [chart["index"], wanted]
         )
         problems += [
-            f"{chart['key']}: {n} pixels of {c} drawn (want >= {MIN_LINE_PIXELS})"
-            for c, n in counts.items()
+            f"{chart['key']}: {run} drawn alone, {n} pixels of {wanted[run]} "
+            f"(want >= {MIN_LINE_PIXELS})"
+            for run, n in counts.items()
             if n < MIN_LINE_PIXELS
         ]
     return problems

@@ -181,11 +181,11 @@ function trendFrames(series, options, theme) {
 
 // What uPlot was configured with and drew, for the test to assert on.
 function describe(u, builder, alignedFrame, box) {
+  u.__rlvitalsRuns = u.series.slice(1).map((_s, i) => (alignedFrame.fields[i + 1].labels || {}).run ?? null);
   const series = u.series.slice(1).map((s, i) => {
     const field = alignedFrame.fields[i + 1];
     const stroke = typeof s.stroke === 'function' ? s.stroke(u, i + 1) : s.stroke;
     return {
-      label: s.label,
       name: field.name,
       labels: field.labels || {},
       stroke: typeof stroke === 'string' ? stroke : null,
@@ -193,8 +193,7 @@ function describe(u, builder, alignedFrame, box) {
       dash: s.dash || null,
       scale: s.scale,
       show: s.show,
-      points: (s.points && s.points.show) === true || (typeof s.points?.show === 'function'),
-      pointsOnly: field.config.custom?.drawStyle === 'points',
+      pointsOnly: field.config.custom?.drawStyle === 'points', // what GraphNG draws it as
       spanGaps: s.spanGaps ?? false,
       nonNull: u.data[i + 1].filter((v) => v != null).length,
       hideFrom: field.config.custom?.hideFrom || {},
@@ -304,18 +303,29 @@ function near(px, i, want, tol) {
   );
 }
 
-// How many pixels of the plot area hold each colour, opaque (a line's core), within 6 per channel.
-window.rlvitalsCountColours = function countColours(index, colours) {
-  const u = window.rlvitalsCharts[index];
+function countColour(u, colour) {
   const { left, top, width, height } = u.bbox;
   const px = u.ctx.getImageData(left, top, width, height).data;
+  const want = stored(colour);
+  let n = 0;
+  for (let i = 0; i < px.length; i += 4) if (near(px, i, want, 6)) n++;
+  return n;
+}
+
+// For each run: the chart redrawn with that run's series alone (uPlot's setSeries, as a legend
+// click does; `batch` redraws at once), and how many plot pixels then hold the given colour,
+// opaque (a line's core), within 6 per channel. Alone, because runs with equal values hide each
+// other's lines.
+window.rlvitalsCountRunColours = function countRunColours(index, colourByRun) {
+  const u = window.rlvitalsCharts[index];
+  const runs = u.__rlvitalsRuns;
+  const shown = u.series.map((s) => s.show);
   const out = {};
-  for (const colour of colours) {
-    const want = stored(colour);
-    let n = 0;
-    for (let i = 0; i < px.length; i += 4) if (near(px, i, want, 6)) n++;
-    out[colour] = n;
+  for (const [run, colour] of Object.entries(colourByRun)) {
+    u.batch(() => runs.forEach((r, i) => u.setSeries(i + 1, { show: shown[i + 1] && r === run })));
+    out[run] = countColour(u, colour);
   }
+  u.batch(() => shown.forEach((show, i) => i > 0 && u.setSeries(i, { show })));
   return out;
 };
 
