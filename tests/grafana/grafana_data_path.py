@@ -20,13 +20,15 @@ import pytest
 __all__ = ["NODE_DIR", "require_node", "run_panels"]
 
 NODE_DIR = Path(__file__).parent / "node"
+INSTALLED = ("@grafana/data", "@grafana/ui", "react-dom", ".bin/esbuild")
+"""What package.json installs: when one is missing (an older install), `npm ci` runs again."""
 
 
 def require_node() -> str:
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not on PATH: Grafana's @grafana/data cannot run (install Node 20)")
-    if not (NODE_DIR / "node_modules" / "@grafana" / "data").is_dir():
+    if not all((NODE_DIR / "node_modules" / pkg).exists() for pkg in INSTALLED):
         _npm_ci()
     return node
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from bundle_data import log_runs
@@ -118,10 +118,23 @@ def processed(loaded: InfluxDatabase, runs_api: Any, builtin: registry.Registry)
     return process(built(builtin), loaded, runs_api)
 
 
-def process(dashboards: dict[str, dict[str, Any]], loaded: InfluxDatabase, api: Any) -> Processed:
-    """Every chart of `dashboards` through InfluxDB, the rlvitals API (the runs' colours) and
-    Grafana's data path (also what test_dashboard_mutations.py runs on mutated copies). Each
-    result also holds, as `storeColours`, the colour `/api/runs` gives each selected run."""
+class PanelInputs(NamedTuple):
+    panels: list[tuple[str, dict[str, Any], dict[str, Any]]]
+    """(dashboard path, panel, dashboard) of every chart"""
+    promised: list[dict[tuple[str, str], int]]
+    """per chart: points per (series, run) its queries returned"""
+    inputs: list[dict[str, Any]]
+    """per chart: its frames, transformations and field config, as data_path.cjs reads them"""
+    store_colours: dict[str, str]
+    """the colour `/api/runs` gives each selected run"""
+
+
+def panel_inputs(
+    dashboards: dict[str, dict[str, Any]], loaded: InfluxDatabase, api: Any
+) -> PanelInputs:
+    """Every chart of `dashboards` with the frames its queries get from InfluxDB and the rlvitals
+    API (the runs' colours), as Grafana's backend builds them (also what the rendering harness,
+    test_dashboards_drawn_browser.py, draws)."""
     answer = api.get("/api/runs", query_string={"shown": json.dumps(list(RUNS))}).get_json()
     store_colours = {r["run"]: r["color"] for r in answer["runs"]}
     inputs = []
@@ -158,6 +171,14 @@ def process(dashboards: dict[str, dict[str, Any]], loaded: InfluxDatabase, api: 
                 "options": panel.get("options", {}),
             }
         )
+    return PanelInputs(panels, promised_all, inputs, store_colours)
+
+
+def process(dashboards: dict[str, dict[str, Any]], loaded: InfluxDatabase, api: Any) -> Processed:
+    """Every chart of `dashboards` through InfluxDB, the rlvitals API (the runs' colours) and
+    Grafana's data path (also what test_dashboard_mutations.py runs on mutated copies). Each
+    result also holds, as `storeColours`, the colour `/api/runs` gives each selected run."""
+    panels, promised_all, inputs, store_colours = panel_inputs(dashboards, loaded, api)
     results = run_panels(inputs)
     for result in results:
         result["storeColours"] = store_colours
