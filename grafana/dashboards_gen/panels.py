@@ -277,8 +277,19 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         .span_nulls(True)
         .color_scheme(db.FieldColor().mode(dm.FieldColorModeId.PALETTE_CLASSIC_BY_NAME))
         # after the join the step field's display name carries a run (`step <run>`); `byName`
-        # also tests a field's own name (nameMatcher.ts), so this finds it
-        .override_by_name("step", [_prop("displayName", "step")])
+        # also tests a field's own name (nameMatcher.ts), so this finds it. The step is a
+        # count: without its own unit, axis label and decimals it takes the chart's defaults
+        # (an x axis labelled "nats" with ticks in nats, step 100 of a chart in seconds read
+        # "1.67 mins" in the tooltip: seen drawn, tests/grafana/test_dashboards_drawn_browser.py)
+        .override_by_name(
+            "step",
+            [
+                _prop("displayName", "step"),
+                _prop("unit", "none"),
+                _prop("decimals", 0),
+                _prop("custom.axisLabel", "step"),
+            ],
+        )
     )
     band = band_steps(first)
     if band is not None:

@@ -425,13 +425,6 @@ def test_event_marks_are_dots_at_the_top_of_a_hidden_axis_at_the_events_step(
     _fail_on(marks_problems(drawn))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="the step field takes the chart's fieldConfig.defaults: the step axis is labelled "
-    "with the metric's axis label, its ticks carry the metric's unit ('20 nats'), and the "
-    "tooltip reads step 100 of a chart in seconds as '1.67 mins'",
-)
 def test_the_step_axis_and_the_tooltip_read_plain_steps(drawn: Drawn) -> None:
     for chart in drawn.charts:
         (x_axis,) = [a for a in chart["axes"] if a["scale"] == "x"]
