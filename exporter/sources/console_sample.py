@@ -23,7 +23,7 @@ from typing import BinaryIO
 from .console_text import strip_ansi
 from .openrlhf_console import global_step_line
 from .record import Record
-from .tb_sample import SAMPLE_STEPS
+from .tb_sample import SAMPLE_STEPS, sample_offsets
 from .verl_console import parse_verl
 
 __all__ = ["sample_steps"]
@@ -45,10 +45,7 @@ def sample_steps(
         return []
     found: dict[int, Record] = {}
     with open(path, "rb") as fh:
-        for k in range(samples):
-            at = start + span * k // samples
-            if k and at == start + span * (k - 1) // samples:
-                continue
+        for _, at in sample_offsets(start, span, samples):
             fh.seek(at)
             buf = fh.read(min(_WINDOW, size - at))
             record = _first(buf, whole_start=at == start)

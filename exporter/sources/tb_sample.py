@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +31,7 @@ _LEN = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
 _HEADER = 12
 
-__all__ = ["SAMPLE_STEPS", "sample_steps"]
+__all__ = ["SAMPLE_STEPS", "sample_offsets", "sample_steps"]
 
 SAMPLE_STEPS = 1000
 _WINDOW = 16 << 10
@@ -39,6 +40,16 @@ _FEW_RECORDS = 40
 _RECORDS = 256
 """Records framed per window: first 40 (three steps of up to 13 tags), then, where that held no
 whole step, up to 256 (85 tags)."""
+
+
+def sample_offsets(start: int, span: int, samples: int) -> Iterator[tuple[int, int]]:
+    """(k, offset) of the starts of `samples` equal byte ranges of [start, start + span), each
+    offset once (a span shorter than `samples` bytes repeats some): where a sample reads."""
+    for k in range(samples):
+        at = start + span * k // samples
+        if k and at == start + span * (k - 1) // samples:
+            continue
+        yield k, at
 
 
 def sample_steps(
@@ -52,10 +63,7 @@ def sample_steps(
         return []
     windows: dict[int, bytes] = {}
     with open(path, "rb") as fh:
-        for k in range(samples):
-            at = start + span * k // samples
-            if k and at == start + span * (k - 1) // samples:
-                continue
+        for k, at in sample_offsets(start, span, samples):
             fh.seek(at)
             windows[k] = fh.read(_WINDOW)
     found: dict[int, Record] = {}

@@ -485,21 +485,13 @@ class Translator:
         if new:
             self._transforms[(res.field, name)] = AutoReading.record(res, name)
             self._transforms_changed = True
-            step, wall = self._at
             text = (
                 f"{name!r} is read as {res.metric}: no framework's spelling, but its last part "
                 f"is one the registry has for {res.metric} alone and its first value "
                 f"({self._values(name):.6g}) is inside its limits; --map {name}= (or "
                 f"Registry.keeping) keeps it as logged, --map {name}=METRIC reads it as another"
             )
-            self._warn(f"auto:{name}", text)
-            fields = json.dumps({"name": name, "metric": res.metric})
-            self._notices.append((self._run, self._rank, step, "translation", text, fields, wall))
-            if self._defer:
-                self._held[2] += 1
-            else:
-                with self._counters.lock:
-                    self._counters.events += 1
+            self._notice(f"auto:{name}", text, {"name": name, "metric": res.metric})
         return self._make_target(res)
 
     def _logged_metrics(self, framework: str | None) -> set[str]:
@@ -574,7 +566,7 @@ class Translator:
             told.append(f"{name!r} (a {framework} run stores it as {res.field}{how})")
         if not told:
             return
-        step, wall = self._at
+        step = self._at[0]
         text = (
             f"the names logged by step {step} tell the framework: {framework}. Logged before "
             f"that, {', '.join(told)} stay(s) stored as logged under '{UNREGISTERED}' for the "
@@ -582,9 +574,16 @@ class Translator:
             f"framework={framework!r} to init() (--framework {framework} to import or tail) to "
             "store them as their metric from the first step"
         )
-        self._warn(f"decided:{framework}", text)
-        fields = json.dumps({"framework": framework, "names": ", ".join(self._as_logged)})
-        self._notices.append((self._run, self._rank, step, "translation", text, fields, wall))
+        names = ", ".join(self._as_logged)
+        self._notice(f"decided:{framework}", text, {"framework": framework, "names": names})
+
+    def _notice(self, key: str, text: str, fields: Mapping[str, str]) -> None:
+        """A decision of the translation itself: warned once (`key`), and recorded as a
+        `translation` event at the step being translated (counted now; stored with its rows)."""
+        self._warn(key, text)
+        step, wall = self._at
+        row = (self._run, self._rank, step, "translation", text, json.dumps(fields), wall)
+        self._notices.append(row)
         if self._defer:
             self._held[2] += 1
         else:

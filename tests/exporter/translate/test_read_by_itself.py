@@ -25,6 +25,16 @@ def _values(step: int) -> dict[str, float]:
     return {NAME: 0.1 + step / 1000, OTHER: float(step)}
 
 
+def _jsonl_log(tmp_path: Path, steps: int) -> Path:
+    """The run's folder holding the JSON Lines log a loop writes of `_values` (one line a step)."""
+    logdir = tmp_path / "logs" / "run"
+    logdir.mkdir(parents=True)
+    with (logdir / "metrics.jsonl").open("w") as f:
+        for step in range(steps):
+            f.write(json.dumps({"step": step, **_values(step)}) + "\n")
+    return logdir
+
+
 def _history(store: Path) -> EmbeddedHistory:
     return EmbeddedHistory(store / "outbox.sqlite")
 
@@ -43,11 +53,7 @@ def test_logged_live_or_imported_the_name_is_stored_as_its_metric_with_one_event
     ) as r:
         for step in range(50):
             r.log(step, _values(step))
-    logdir = tmp_path / "logs" / "run"
-    logdir.mkdir(parents=True)
-    with (logdir / "metrics.jsonl").open("w") as f:
-        for step in range(50):
-            f.write(json.dumps({"step": step, **_values(step)}) + "\n")
+    logdir = _jsonl_log(tmp_path, 50)
     imported = tmp_path / "imported"
     assert main(["import", str(logdir), "--store", str(imported)]) == 0
     said = capsys.readouterr().out
@@ -98,11 +104,7 @@ def test_a_run_going_on_keeps_its_recorded_decision(
 def test_map_name_equals_nothing_keeps_it_as_logged_and_is_recorded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    logdir = tmp_path / "logs" / "run"
-    logdir.mkdir(parents=True)
-    with (logdir / "metrics.jsonl").open("w") as f:
-        for step in range(20):
-            f.write(json.dumps({"step": step, **_values(step)}) + "\n")
+    logdir = _jsonl_log(tmp_path, 20)
     store = tmp_path / "store"
     assert main(["import", str(logdir), "--store", str(store), "--map", f"{NAME}="]) == 0
     assert "read by name and value" not in capsys.readouterr().out
