@@ -38,6 +38,7 @@ __all__ = [
     "chart_panel",
     "events_panel",
     "glossary_panel",
+    "line_names",
     "state_stat_panel",
 ]
 
@@ -49,7 +50,7 @@ colour is picked from: `getClassicPalette`, packages/grafana-data/src/themes/
 createVisualizationColors.ts) does not hold, so no run's smoothed line can be drawn in it; it
 keeps a contrast of 3 or more on both themes' panel backgrounds."""
 RUN_NAME = "${__field.labels.run}"
-"""Every run series' display name: the run alone (the legend's and tooltip's row)."""
+"""A run series' display name starts with its run (`line_names` adds the metric and line)."""
 MIXED = {"type": "datasource", "uid": "-- Mixed --"}
 """A chart's datasource: Grafana's Mixed, each query naming its own (InfluxDB for the series,
 the rlvitals API for the runs' colours)."""
@@ -121,23 +122,23 @@ def _series_style(
     colour (line style by the metric's position in the chart), bucket max as points, slope
     dashed on the right axis.
 
-    Each override also sets the display name to the run (`RUN_NAME`): after that a field no
-    longer carries its column name, and Grafana's `byRegexp` matcher tests only the display name
+    Each override also sets the display name (`line_names`: the run, then the metric and which
+    of its lines): after that a field no longer carries its column name, and Grafana's `byRegexp` matcher tests only the display name
     (packages/grafana-data/src/transformations/matchers/nameMatcher.ts), so each field must be
     matched, and named, by the one override of its own column. After `partitionByValues` a
     column's display name is `<column> <run>`; `byRegexp` anchors a pattern given without
     slashes (`stringToJsRegex`, packages/grafana-data/src/text/string.ts), so the patterns are
     written `/^<column>( |$)/`.
 
-    Legend: one row per run, the first metric's smoothed line (its last, mean, max); every other
+    Legend: one row per run and metric, its smoothed line (its last, mean, max); every other
     series is hidden from the legend (`custom.hideFrom.legend`, read by PlotLegend.tsx), raw also
-    from the tooltip, where its grey would repeat every run's name."""
+    from the tooltip, where its grey would repeat its smoothed line's row."""
     m = s.metric
     width = _WIDTH.get(m.display.emphasis, 2)
     # a name family (reward components) draws each member of each run: its series keep their
     # own names, so each (run, member) pair has a colour; every other series is its run's
     family = m.pattern is not None
-    common: list[dm.DynamicConfigValue] = [] if family else [_prop("displayName", RUN_NAME)]
+    common: list[dm.DynamicConfigValue] = []
     if right:
         common += [
             _prop("custom.axisPlacement", "right"),
@@ -148,6 +149,7 @@ def _series_style(
     if m.display.log_scale:
         common.append(_prop("custom.scaleDistribution", {"type": "log", "log": 10}))
     hidden = {"legend": True, "tooltip": False, "viz": False}
+    named = {} if family else line_names(m, lang)
     styles = {
         "raw": [
             _prop("custom.lineWidth", 1),
@@ -157,7 +159,6 @@ def _series_style(
         "smoothed": [
             _prop("custom.lineWidth", width),
             _prop("custom.lineStyle", _LINE_STYLES[position % len(_LINE_STYLES)]),
-            *([] if position == 0 or family else [_prop("custom.hideFrom", hidden)]),
         ],
         "max": [
             _prop("custom.lineWidth", 0),
@@ -179,6 +180,8 @@ def _series_style(
     out = []
     for kind in s.kinds():
         extra = [p for p in common if kind != "slope" or p.id_val != "unit"]
+        if kind in named:
+            extra = [_prop("displayName", named[kind]), *extra]
         # a name family's columns are named by InfluxQL (`mean_<id>/<name>`), so match those
         pattern = (
             f"/^{_literal(_FAMILY_PREFIX[kind] + m.id)}\\//"
@@ -187,6 +190,21 @@ def _series_style(
         )
         out.append((pattern, extra + styles[kind]))
     return out
+
+
+def line_names(m: Metric, lang: str) -> dict[str, str]:
+    """Each line's display name (its legend and tooltip row), by kind: the run, then the metric
+    and which of its lines, so no two rows of a tooltip read alike (a chart may draw two metrics
+    per run, each with its bucket max and slope). Raw lines are in neither legend nor tooltip
+    and are named after the run."""
+    w = words(lang)
+    title = m.title.get(lang)
+    return {
+        "raw": RUN_NAME,
+        "smoothed": f"{RUN_NAME} · {title}",
+        "max": f"{RUN_NAME} · {title}, {w.spikes}",
+        "slope": f"{RUN_NAME} · {title}, {w.slope}",
+    }
 
 
 def _literal(text: str) -> str:

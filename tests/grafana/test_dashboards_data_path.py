@@ -18,6 +18,7 @@ each run of one series has its own colour, and raw is thinner and lighter than s
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -304,17 +305,55 @@ def test_the_step_axis_is_labelled_step(
         assert [f["displayName"] for f in x] == ["step"], f"{result['key']}: {x[:1]}"
 
 
-def test_every_legend_has_one_row_per_run(
-    processed: Processed,
+def _drawn_metrics(panel: dict[str, Any]) -> set[str]:
+    """The metrics a chart's queries draw a smoothed line of (`AS "<id> smoothed"`)."""
+    return {
+        m
+        for t in panel["targets"]
+        for m in re.findall(r'AS "([^" /]+) smoothed"', t.get("query", ""))
+    }
+
+
+def _title(builtin: registry.Registry, path: str, metric: str) -> str:
+    return builtin.metric(metric).title.get("zh" if "/zh/" in path else "en")
+
+
+def test_every_legend_row_names_its_run_and_metric(
+    processed: Processed, builtin: registry.Registry
 ) -> None:
-    for _path, _panel, _promised, result in processed:
+    """Issue 37: legends name the metric and the run: a row per run and metric drawn."""
+    for path, panel, _promised, result in processed:
         fields = _run_fields(result)
         if any(_family(f) for f in fields):
             continue
-        shown = [f for f in fields if not (f["hidden"] or {}).get("legend")]
-        assert sorted(f["displayName"] for f in shown) == sorted(RUNS), (
-            f"{result['key']}: legend rows {[f['displayName'] for f in shown]}"
+        shown = sorted(f["displayName"] for f in fields if not (f["hidden"] or {}).get("legend"))
+        wanted = sorted(
+            f"{run} · {_title(builtin, path, m)}" for run in RUNS for m in _drawn_metrics(panel)
         )
+        assert shown == wanted, f"{result['key']}: legend rows {shown}"
+
+
+def test_no_two_tooltip_rows_read_alike_and_each_names_its_run_and_metric(
+    processed: Processed, builtin: registry.Registry
+) -> None:
+    """Issue 37: a tooltip of four lines per run read four times the run's name; each row now
+    names its run, its metric and, for the bucket max and the slope, which line it is."""
+    checked = 0
+    for path, _panel, _promised, result in processed:
+        fields = _run_fields(result)
+        if any(_family(f) for f in fields):
+            continue
+        rows = [f for f in fields if not (f["hidden"] or {}).get("tooltip")]
+        names = [f["displayName"] for f in rows]
+        assert len(names) == len(set(names)), f"{result['key']}: tooltip rows {names}"
+        for f in rows:
+            run, metric = f["labels"]["run"], _kind(f["name"])[0]
+            assert f["displayName"].startswith(f"{run} · {_title(builtin, path, metric)}"), (
+                result["key"],
+                f["displayName"],
+            )
+            checked += 1
+    assert checked > 300
 
 
 def test_the_overviews_charts_mark_each_runs_events_at_their_steps(

@@ -211,7 +211,15 @@ function describe(u, builder, alignedFrame, box) {
   const legend = [...box.querySelectorAll('[data-testid="data-testid viz-layout-legend"] button[title]')].map((b) => {
     const row = b.closest('tr') || b.parentElement.parentElement;
     const icon = row.querySelector('[data-testid="series-icon"]');
-    return { label: b.title, color: icon ? getComputedStyle(icon).backgroundColor : null };
+    if (!icon) {
+      return { label: b.title, color: null };
+    }
+    // SeriesIcon (VizLegend/SeriesIcon.tsx) paints a dashed or dotted line's icon as a
+    // background image in the series colour over a transparent background
+    const css = getComputedStyle(icon);
+    const painted = css.backgroundImage.match(/rgba?\([^)]*\)/);
+    const color = css.backgroundColor !== 'rgba(0, 0, 0, 0)' || !painted ? css.backgroundColor : painted[0];
+    return { label: b.title, color };
   });
   return {
     series,
