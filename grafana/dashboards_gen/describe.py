@@ -28,6 +28,9 @@ class BandSteps:
 
     stage: str
     steps: tuple[tuple[float | None, str], ...]
+    low: float | None = None
+    high: float | None = None
+    """The band's edges (None: open on that side)."""
 
 
 def term_url(entry_id: str, lang: str) -> str:
@@ -58,7 +61,7 @@ def band_steps(metric: Metric) -> BandSteps | None:
             steps += [(None, _OUTSIDE), (band.low, _INSIDE)]
         if band.high is not None:
             steps.append((band.high, _OUTSIDE))
-        return BandSteps(stage, tuple(steps))
+        return BandSteps(stage, tuple(steps), band.low, band.high)
     return None
 
 

@@ -115,6 +115,12 @@ def axis_label(m: Metric, lang: str) -> str:
     return f"{m.title.get(lang)} ({m.unit})"
 
 
+_NO_SOFT_RANGE = (_prop("custom.axisSoftMin", None), _prop("custom.axisSoftMax", None))
+"""Overrides removing the chart's soft axis range (its first metric's band) from a scale of
+another unit: an override whose value is null unsets the property (`setDynamicConfigValue` in
+packages/grafana-data/src/field/fieldOverrides.ts)."""
+
+
 def _series_style(
     s: Series, position: int, right: bool, lang: str
 ) -> list[tuple[str, list[dm.DynamicConfigValue]]]:
@@ -145,6 +151,7 @@ def _series_style(
             _prop("custom.axisLabel", axis_label(m, lang)),
             _prop("unit", grafana_unit(m)),
             _prop("custom.thresholdsStyle", {"mode": "off"}),
+            *_NO_SOFT_RANGE,
         ]
     if m.display.log_scale:
         common.append(_prop("custom.scaleDistribution", {"type": "log", "log": 10}))
@@ -174,6 +181,7 @@ def _series_style(
             _prop("custom.axisPlacement", "hidden"),
             _prop("unit", "none"),
             _prop("custom.thresholdsStyle", {"mode": "off"}),
+            *_NO_SOFT_RANGE,
             _prop("custom.hideFrom", hidden),
         ],
     }
@@ -314,6 +322,13 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         panel = panel.thresholds(_thresholds(band.steps)).thresholds_style(
             cb.GraphThresholdsStyleConfig().mode(cm.GraphThresholdsStyleMode.AREA)
         )
+        # the axis always spans the band: a run flat at one value (a normalised advantage's
+        # mean at 0) otherwise gets uPlot's fallback range 0-100 (UPlotScaleBuilder.ts in
+        # @grafana/ui, when the range's ends are equal), painting the chart in the outside colour
+        if band.low is not None:
+            panel = panel.axis_soft_min(band.low)
+        if band.high is not None:
+            panel = panel.axis_soft_max(band.high)
     else:
         panel = panel.thresholds(_thresholds([(None, "transparent")])).thresholds_style(
             cb.GraphThresholdsStyleConfig().mode(cm.GraphThresholdsStyleMode.OFF)
@@ -360,6 +375,9 @@ _EVENT_MARK_STYLE = [
     _prop("custom.axisPlacement", "hidden"),
     _prop("min", 0),
     _prop("max", 1),
+    # a soft limit (the band the chart's defaults give its own metric) would unpin the scale:
+    # a hard limit holds only where no soft one is set (UPlotScaleBuilder.ts, `hardMinOnly`)
+    *_NO_SOFT_RANGE,
     # Grafana draws one threshold area per scale, from the first field on it that asks for one
     # (public/app/core/components/TimeSeries/utils.ts preparePlotConfigBuilder; addThresholds in
     # packages/grafana-ui/src/components/uPlot/config/UPlotConfigBuilder.ts): the marks would

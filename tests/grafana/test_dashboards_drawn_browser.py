@@ -321,8 +321,10 @@ def tooltip_problems(d: Drawn) -> list[str]:
 
 def threshold_problems(d: Drawn) -> list[str]:
     """At most one threshold area per chart, on the scale of the chart's first metric (its
-    smoothed line's scale, with an axis drawn), never the event marks' hidden scale; and the
-    canvas shows each band's colour in the rows that band covers on that scale."""
+    smoothed line's scale, with an axis drawn), never the event marks' hidden scale; the scale
+    spans the healthy band's edges (a run flat at 0 got the range 0-100, the chart painted in
+    the outside colour); and the canvas shows each band's colour in the rows that band covers
+    on that scale."""
     problems = []
     for chart in d.charts:
         areas = chart.get("thresholds")
@@ -339,6 +341,13 @@ def threshold_problems(d: Drawn) -> list[str]:
             continue
         if not any(a["show"] and a["scale"] == area["scaleKey"] for a in chart["axes"]):
             problems.append(f"{chart['key']}: no axis drawn for the area's scale")
+        scale = chart["scales"][area["scaleKey"]]
+        edges = [s["value"] for s in area["steps"] if s["value"] is not None]
+        if not all(scale["min"] <= e <= scale["max"] for e in edges):
+            problems.append(
+                f"{chart['key']}: band edges {edges} outside the axis [{scale['min']}, "
+                f"{scale['max']}]"
+            )
         bands = d.page.evaluate(
             "([i, k, s]) => rlvitalsAreaBands(i, k, s)",
             [chart["index"], area["scaleKey"], area["steps"]],
@@ -448,6 +457,15 @@ def test_the_step_axis_and_the_tooltip_read_plain_steps(drawn: Drawn) -> None:
         assert tip["header"] == ["step", str(EVENT_STEP)], (chart["key"], tip["header"])
 
 
+def band_out_of_view(dashboards: dict[str, Any]) -> None:
+    """The charts' soft axis range (the healthy band's edges) dropped: the axis follows the
+    data alone, and a flat run's axis becomes 0-100."""
+    for panel in mutations._charts(dashboards):
+        custom = panel["fieldConfig"]["defaults"].get("custom", {})
+        custom.pop("axisSoftMin", None)
+        custom.pop("axisSoftMax", None)
+
+
 DRAWN_MUTATIONS = (
     mutations.marks_at_the_bottom,
     mutations.marks_on_a_visible_axis,
@@ -456,9 +474,11 @@ DRAWN_MUTATIONS = (
     mutations.marks_inherit_the_healthy_band,
     mutations.colours_back_to_palette_classic_by_name,
     mutations.colour_override_removed,
+    band_out_of_view,
 )
 """The mutations of test_dashboard_mutations.py that change what a chart draws (the others drop
-queries or charts, which the data-path checks count), run on the overview."""
+queries or charts, which the data-path checks count), and one only a drawn chart shows (the
+axis' range), run on the overview."""
 
 
 @pytest.fixture(scope="module")
