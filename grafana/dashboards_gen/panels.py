@@ -243,6 +243,14 @@ CHART_TRANSFORMATIONS: tuple[dict[str, Any], ...] = (
     {"id": "merge", "options": {}, "filter": _SERIES_FRAMES},
     {"id": "joinByField", "options": {"byField": "run", "mode": "outerTabular"}},
     {
+        "id": "filterByValue",
+        "options": {
+            "filters": [{"fieldName": "step", "config": {"id": "isNull", "options": {}}}],
+            "type": "exclude",
+            "match": "any",
+        },
+    },
+    {
         "id": "partitionByValues",
         "options": {"fields": ["run", "color"], "keepFields": False, "naming": {"asLabels": True}},
     },
@@ -253,6 +261,9 @@ frames only (its `filter`; rows of one run and step become one row; the run-colo
 by, `transformDataFrame` in packages/grafana-data/src/transformations/transformDataFrame.ts);
 `joinByField` on `run`, `outerTabular` (`joinTabular` in joinDataFrames.ts: every row of a run,
 and a run the colour list lacks keeps its rows), gives each row its run's `color`;
+`filterByValue` drops the row with no step a selected run that logs none of the chart's metrics
+gets from that join (its colour alone: kept, it made the step axis start at null, so uPlot drew
+no line at all, and gave that run a legend row with no line; seen drawn on imported runs);
 `partitionByValues`, which reads only the first frame, splits it into one frame per run, run and
 colour as labels; `joinByField` outer-joins those on `step` into the single frame, ascending in
 step, that the trend panel needs."""

@@ -80,10 +80,12 @@ _SHORT = Selection(
 query that needs no database."""
 
 
-def _selection(dashboard: dict[str, Any], db: InfluxDatabase) -> Selection:
-    """The user's choices, and the hidden variables (`logged`, `dense`, `bucket`) computed by
-    InfluxDB from them as Grafana computes them."""
-    return resolve_hidden(dashboard, RUNS, _CHOSEN, db.raw_query)
+def _selection(
+    dashboard: dict[str, Any], db: InfluxDatabase, runs: tuple[str, ...] = RUNS
+) -> Selection:
+    """The user's choices (`runs` selected), and the hidden variables (`logged`, `dense`,
+    `bucket`) computed by InfluxDB from them as Grafana computes them."""
+    return resolve_hidden(dashboard, runs, _CHOSEN, db.raw_query)
 
 
 def built(builtin: registry.Registry) -> dict[str, dict[str, Any]]:
@@ -131,12 +133,15 @@ class PanelInputs(NamedTuple):
 
 
 def panel_inputs(
-    dashboards: dict[str, dict[str, Any]], loaded: InfluxDatabase, api: Any
+    dashboards: dict[str, dict[str, Any]],
+    loaded: InfluxDatabase,
+    api: Any,
+    runs: tuple[str, ...] = RUNS,
 ) -> PanelInputs:
     """Every chart of `dashboards` with the frames its queries get from InfluxDB and the rlvitals
-    API (the runs' colours), as Grafana's backend builds them (also what the rendering harness,
-    test_dashboards_drawn_browser.py, draws)."""
-    answer = api.get("/api/runs", query_string={"shown": json.dumps(list(RUNS))}).get_json()
+    API (the runs' colours), as Grafana's backend builds them, `runs` selected (also what the
+    rendering harness, test_dashboards_drawn_browser.py, draws)."""
+    answer = api.get("/api/runs", query_string={"shown": json.dumps(list(runs))}).get_json()
     store_colours = {r["run"]: r["color"] for r in answer["runs"]}
     inputs = []
     promised_all = []
@@ -144,7 +149,7 @@ def panel_inputs(
     selections: dict[str, Selection] = {}
     for path, panel, dashboard in panels:
         if path not in selections:
-            selections[path] = _selection(dashboard, loaded)
+            selections[path] = _selection(dashboard, loaded, runs)
         frames: list[dict[str, Any]] = []
         promised: dict[tuple[str, str], int] = {}
         for target in panel["targets"]:

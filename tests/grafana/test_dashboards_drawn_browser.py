@@ -1,5 +1,11 @@
-"""Issue 37, the rendering harness: every trend chart of the committed English dashboards DRAWN
-by Grafana's published panel code, and the tests read what was drawn.
+"""Issue 37, the rendering harness: every trend chart of the committed dashboards DRAWN by
+Grafana's published panel code, and the tests read what was drawn.
+
+Each test runs on every combination of `CASES` (dashboard language, Grafana theme, data), each
+drawn once per module, all its charts on one page: the English and the Chinese dashboards on the
+demo data in the dark theme, the English ones in the light theme, and the English ones on three
+runs real trainers produced (`IMPORTED`, kept in tests/fixtures/runs/) imported by the
+`rlvitals import` command into the same real InfluxDB.
 
 The frames are the data-path test's (`test_dashboards_data_path.panel_inputs`): three runs logged
 through the real exporter into a real InfluxDB, each chart's queries run there and answered by the
@@ -13,7 +19,11 @@ its field preparation and its tooltip body are Grafana app code, ported there fi
 
 Each check below returns what it found wrong, so `test_each_listed_mutation_fails_a_drawn_check`
 can run them all on each mutation of test_dashboard_mutations.py that changes what is drawn.
-Every chart is saved as a PNG under test-artifacts/grafana-drawn/.
+Every chart is saved as a PNG under test-artifacts/grafana-drawn/<case>/.
+
+On the imported runs a chart shows the runs that log one of its metrics (read from InfluxDB per
+run, not from the chart's queries): a chart none of them logs is allowed to be empty, and is
+counted. The imported logs record no events, so no chart may mark any.
 """
 
 from __future__ import annotations
@@ -21,9 +31,12 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +44,7 @@ import pytest
 import test_dashboard_mutations as mutations
 from chromium import ARTIFACTS
 from grafana_render import build_harness
-from influx_server import InfluxDatabase
+from influx_server import InfluxDatabase, InfluxServer
 from test_dashboards_data_path import (  # noqa: F401 (fixtures)
     RUNS,
     built,
@@ -44,6 +57,7 @@ from test_dashboards_data_path import (  # noqa: F401 (fixtures)
 import registry
 from grafana.dashboards_gen.panels import RAW_COLOUR
 from grafana.dashboards_gen.queries import EVENT_MARKS
+from grafana.datasource import DatasourceConfig, create_app
 
 SHOTS = ARTIFACTS / "grafana-drawn"
 WIDTH, HEIGHT = 900, 320
@@ -57,6 +71,37 @@ MIN_AREA_SHARE = 0.10
 """Share of a threshold band's pixels showing the band's colour between the lines drawn on it."""
 ORIGIN = "http://harness.invalid"
 """The test page's address: served by the test itself (route), never resolved."""
+REPO = Path(__file__).resolve().parents[2]
+IMPORTED = {
+    "sb3_ppo_cartpole_healthy": "Stable-Baselines3 PPO on CartPole-v1, 40,960 steps",
+    "cleanrl_ppo_healthy": "CleanRL-style PPO on CartPole-v1, 40,960 steps",
+    "grpo_mu1_healthy": "TRL GRPOTrainer on a tiny model, 200 steps",
+}
+"""Three runs of three trainer families, trained on this machine (commands and versions in
+tests/fixtures/runs/manifest.json), TensorBoard event files as the trainers wrote them."""
+IMPORTED_DIR = REPO / "tests" / "fixtures" / "runs"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One combination drawn: the dashboards of a language, in a theme, on a data set."""
+
+    lang: str
+    theme: str
+    data: str
+    """`demo` (bundle_data's runs, logged by the exporter) or `imported` (`IMPORTED`)"""
+
+    @property
+    def id(self) -> str:
+        return f"{self.lang}-{self.theme}-{self.data}"
+
+
+CASES = (
+    Case("en", "dark", "demo"),
+    Case("zh", "dark", "demo"),
+    Case("en", "light", "demo"),
+    Case("en", "dark", "imported"),
+)
 
 
 @dataclass(frozen=True)
@@ -65,9 +110,18 @@ class Drawn:
 
     page: Any
     charts: list[dict[str, Any]]
-    """per chart: the harness's description (`describe` in harness.jsx) plus `panel`"""
+    """per chart: the harness's description (`describe` in harness.jsx) plus `panel`, and `runs`,
+    the runs whose lines it must draw"""
     store_colours: dict[str, str]
     """run -> the colour the store gave it (`/api/runs`)"""
+    marked: tuple[str, ...] = RUNS
+    """the runs with an event at `EVENT_STEP` (every demo run; no imported run has an event)"""
+    case: Case = field(default=CASES[0])
+
+    @property
+    def selected(self) -> tuple[str, ...]:
+        """The runs chosen in the dashboards' run picker."""
+        return RUNS if self.case.data == "demo" else tuple(IMPORTED)
 
 
 @pytest.fixture(scope="module")
@@ -75,18 +129,19 @@ def harness_js(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_harness(tmp_path_factory.mktemp("harness"))
 
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _english(builtin: registry.Registry) -> dict[str, dict[str, Any]]:
-    """The English dashboards as committed (what `rlvitals build` wrote, what Grafana loads): a
+def _committed(builtin: registry.Registry, lang: str = "en") -> dict[str, dict[str, Any]]:
+    """The dashboards of `lang` as committed (what `rlvitals build` wrote, what Grafana loads): a
     hand edit of a file is drawn too. They must be what the registry builds now."""
     files = {
         str(f.relative_to(REPO)): json.loads(f.read_text(encoding="utf-8"))
-        for f in sorted((REPO / "grafana" / "dashboards" / "en").glob("*.json"))
+        for f in sorted((REPO / "grafana" / "dashboards" / lang).glob("*.json"))
     }
-    assert set(files) == {p for p in built(builtin) if "/en/" in p}, "run `rlvitals build`"
+    assert set(files) == {p for p in built(builtin) if f"/{lang}/" in p}, "run `rlvitals build`"
     return files
+
+
+def _english(builtin: registry.Registry) -> dict[str, dict[str, Any]]:
+    return _committed(builtin, "en")
 
 
 def draw(
@@ -96,10 +151,13 @@ def draw(
     db: InfluxDatabase,
     api: Any,
     shots: Path | None = None,
+    theme: str = "dark",
+    runs: tuple[str, ...] = RUNS,
 ) -> Drawn:
-    """Every trend chart of `dashboards` drawn on a fresh page (left open for hovering); with
-    `shots`, a PNG of each chart saved there (`chart["shot"]`)."""
-    pi = panel_inputs(dashboards, db, api)
+    """Every trend chart of `dashboards` drawn on a fresh page (left open for hovering), `runs`
+    selected, in Grafana's `theme`; with `shots`, a PNG of each chart saved there
+    (`chart["shot"]`)."""
+    pi = panel_inputs(dashboards, db, api, runs)
     inputs = [
         {**inp, "title": panel["title"], "width": WIDTH, "height": HEIGHT}
         for (_path, panel, _d), inp in zip(pi.panels, pi.inputs, strict=True)
@@ -127,12 +185,13 @@ def draw(
 
     page.route("**/*", serve)
     page.goto(ORIGIN + "/")
-    charts = page.evaluate("([p, t]) => rlvitalsDraw(p, t)", [inputs, "dark"])
+    charts = page.evaluate("([p, t]) => rlvitalsDraw(p, t)", [inputs, theme])
     assert errors == [], errors
     for chart, (path, panel) in zip(charts, panels, strict=True):
         chart["panel"] = panel
         chart["dashboard"] = Path(path).stem
         chart["lang"] = Path(path).parent.name
+        chart["runs"] = set(runs)
     if shots is not None:
         shots.mkdir(parents=True, exist_ok=True)
         sections = page.locator("section.rlvitals-chart")
@@ -149,15 +208,100 @@ def draw(
     return Drawn(page, charts, pi.store_colours)
 
 
+@dataclass(frozen=True)
+class Imported:
+    """`IMPORTED` as `rlvitals import` stored them in the test's InfluxDB and store."""
+
+    db: InfluxDatabase
+    api: Any
+    """the rlvitals datasource on the import's store (the runs' colours)"""
+    logged: dict[str, set[str]]
+    """run -> the registry metrics it has points of in InfluxDB (a name family by its id)"""
+
+
+def _logged_metrics(db: InfluxDatabase, builtin: registry.Registry) -> dict[str, set[str]]:
+    """What InfluxDB holds per run: a field counts under the metric whose id it is, or whose
+    name family it is a member of, when it is in that metric's group's measurement."""
+    out: dict[str, set[str]] = {}
+    for group in sorted({m.group for m in builtin.metrics}):
+        ids = {m.id: m for m in builtin.metrics if m.group == group}
+        body = db.raw_query(f'SELECT count(*) FROM "{group}" GROUP BY "run"')
+        for series in body["results"][0].get("series", []):
+            run = series["tags"]["run"]
+            for column, n in zip(series["columns"], series["values"][0], strict=True):
+                name = column.removeprefix("count_")
+                head = name.split("/")[0]
+                if n and (name in ids or (head in ids and ids[head].pattern is not None)):
+                    out.setdefault(run, set()).add(head)
+    return out
+
+
 @pytest.fixture(scope="module")
+def imported(
+    influxd: InfluxServer, tmp_path_factory: pytest.TempPathFactory, builtin: registry.Registry
+) -> Imported:
+    """`IMPORTED` read by `rlvitals import` (the CLI, in its own process, configured by the
+    environment as docs/exporter.md says) into a fresh InfluxDB database and store."""
+    store = tmp_path_factory.mktemp("imported-store")
+    db = InfluxDatabase(influxd, "imported")
+    influxd.post_query('CREATE DATABASE "imported"')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RLVITALS_")}
+    env |= {
+        "RLVITALS_INFLUX_URL": db.url,
+        "RLVITALS_INFLUX_DATABASE": db.name,
+        "RLVITALS_STORE": str(store),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "rlvitals", "import", *(str(IMPORTED_DIR / r) for r in IMPORTED)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    logged = _logged_metrics(db, builtin)
+    assert set(logged) == set(IMPORTED), (logged, done.stderr[-3000:])
+    api = create_app(DatasourceConfig(store=store), builtin).test_client()
+    return Imported(db, api, logged)
+
+
+def _metrics_of(panel: dict[str, Any]) -> set[str]:
+    """The registry metrics a chart's queries read: their `<id> raw|smoothed` columns and the
+    name families they read by a regular expression (`mean(/^<id>.../)`)."""
+    out: set[str] = set()
+    for target in panel["targets"]:
+        query = target.get("query", "")
+        out |= set(re.findall(r'AS "([^" ]+) (?:raw|smoothed)"', query))
+        out |= set(re.findall(r"mean\(/\^([A-Za-z0-9_]+)\\//\)", query))
+    return out
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
 def drawn(
+    request: pytest.FixtureRequest,
     browser: Any,
     harness_js: Path,
-    loaded: InfluxDatabase,  # noqa: F811 (the data-path module's fixture)
-    runs_api: Any,  # noqa: F811 (the data-path module's fixture)
     builtin: registry.Registry,
 ) -> Iterator[Drawn]:
-    result = draw(browser, harness_js, _english(builtin), loaded, runs_api, SHOTS)
+    """Each case drawn once for the module (pytest orders the tests case by case)."""
+    case: Case = request.param
+    dashboards = _committed(builtin, case.lang)
+    shots = SHOTS / case.id
+    if case.data == "demo":
+        db = request.getfixturevalue("loaded")
+        api = request.getfixturevalue("runs_api")
+        result = draw(browser, harness_js, dashboards, db, api, shots, case.theme)
+        result = Drawn(result.page, result.charts, result.store_colours, RUNS, case)
+    else:
+        imp: Imported = request.getfixturevalue("imported")
+        runs = tuple(IMPORTED)
+        result = draw(browser, harness_js, dashboards, imp.db, imp.api, shots, case.theme, runs)
+        for chart in result.charts:
+            metrics = _metrics_of(chart["panel"])
+            assert metrics, chart["key"]
+            chart["runs"] = {run for run in runs if imp.logged[run] & metrics}
+        result = Drawn(result.page, result.charts, result.store_colours, (), case)
     yield result
     result.page.close()
 
@@ -209,8 +353,12 @@ def colour_problems(d: Drawn) -> list[str]:
                     f"{chart['key']}: {s['name']} of {s['labels']['run']} stroked "
                     f"{s['stroke']}, not {colour}"
                 )
-            if kind == "smoothed":
+            if (
+                kind == "smoothed" and s["nonNull"] >= 2
+            ):  # one point draws no line: see line_problems
                 wanted[run] = colour
+        if "index" not in chart:
+            continue  # not drawn: drawn_problems says whether it may be empty
         counts = d.page.evaluate(
             "([i, c]) => rlvitalsCountRunColours(i, c)", [chart["index"], wanted]
         )
@@ -224,17 +372,20 @@ def colour_problems(d: Drawn) -> list[str]:
 
 
 def drawn_problems(d: Drawn) -> list[str]:
-    """Every chart drawn (no panel warning such as "Only one frame is supported"), with lines
-    for every selected run and none for another, each line joined across the steps its run did
-    not log (uPlot's `spanGaps`: a run logging every third step is otherwise isolated dots)."""
+    """Every chart drawn (no panel warning such as "Only one frame is supported"; a chart whose
+    metrics no selected run logs may say "No data"), with lines for every selected run that logs
+    one of its metrics and none for another, each line joined across the steps its run did not
+    log (uPlot's `spanGaps`: a run logging every third step is otherwise isolated dots)."""
     problems = []
     for chart in d.charts:
-        if "error" in chart or "warning" in chart:
+        if "error" in chart or ("warning" in chart and chart["runs"]):
             problems.append(f"{chart['key']}: {chart.get('error') or chart.get('warning')}")
             continue
+        if "warning" in chart:
+            continue
         runs = {s["labels"]["run"] for s in _run_series(chart) if s["nonNull"] and s["show"]}
-        if runs != set(RUNS):
-            problems.append(f"{chart['key']}: lines drawn for {sorted(runs)}")
+        if not runs <= chart["runs"]:
+            problems.append(f"{chart['key']}: lines drawn for {sorted(runs)}, not {chart['runs']}")
         problems += [
             f"{chart['key']}: {s['name']} of {s['labels']['run']} not joined across gaps"
             for s in _run_series(chart)
@@ -253,38 +404,115 @@ def _title(metric: str, chart: dict[str, Any]) -> str:
     return _builtin().metric(metric).title.get(chart["lang"])
 
 
-def _metrics_of(chart: dict[str, Any]) -> list[str]:
+def _drawn_metrics(chart: dict[str, Any]) -> list[str]:
     """The metrics a chart draws a smoothed line of, from its series' columns (`<id> smoothed`)."""
     return sorted({s["name"].rpartition(" ")[0] for s in chart["series"] if _kind(s) == "smoothed"})
 
 
+def _row_names(chart: dict[str, Any], runs: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """What a legend row or the start of a tooltip row reads for each (run, metric) of a chart:
+    `<run> · <metric title>` (issue 37: legends and tooltips name the metric and the run)."""
+    return {f"{run} · {_title(m, chart)}": (run, m) for run in runs for m in _drawn_metrics(chart)}
+
+
+def line_problems(d: Drawn) -> list[str]:
+    """Every run that logs one of a chart's metrics has a line of it in its colour: a smoothed
+    line (or a name family's member line) of at least two points."""
+    problems = []
+    for chart in d.charts:
+        lines = {
+            s["labels"]["run"]
+            for s in _run_series(chart)
+            if _kind(s) in ("smoothed", "member") and s["nonNull"] >= 2 and s["show"]
+        }
+        problems += [
+            f"{chart['key']}: {run} logs {sorted(_metrics_of(chart['panel']))} but has no line"
+            for run in sorted(chart["runs"] - lines)
+        ]
+    return problems
+
+
 def legend_problems(d: Drawn) -> list[str]:
-    """The legend Grafana's VizLegend draws: one row per run and metric, reading the run and
-    the metric's title (issue 37: legends name the metric and the run), in the run's colour (a
-    chart of a name family's members has a row per member and run: not checked here)."""
+    """The legend Grafana's VizLegend draws: rows reading `<run> · <metric title>` (the title
+    the registry gives in the dashboard's language), one per run and metric at most, a row for
+    every run that logs the chart's metrics and none for a run not selected, each in its run's
+    colour (a chart of a name family's members has a row per member and run: not checked)."""
     problems = []
     for chart in d.charts:
         if "legend" not in chart or any(_kind(s) == "member" for s in chart["series"]):
             continue
         rows = chart["legend"]
-        wanted = {f"{run} · {_title(m, chart)}": run for run in RUNS for m in _metrics_of(chart)}
-        if sorted(r["label"] for r in rows) != sorted(wanted):
+        names = _row_names(chart, d.selected)
+        labels = [r["label"] for r in rows]
+        named = {names[label][0] for label in labels if label in names}
+        if (
+            any(label not in names for label in labels)
+            or len(labels) != len(set(labels))
+            or not chart["runs"] <= named
+        ):
             problems.append(f"{chart['key']}: legend rows {[r['label'] for r in rows]}")
             continue
         for r in rows:
-            want = d.page.evaluate("c => rlvitalsStored(c)", d.store_colours[wanted[r["label"]]])
+            run = names[r["label"]][0]
+            want = d.page.evaluate("c => rlvitalsStored(c)", d.store_colours[run])
             if r["color"] != "rgb({}, {}, {})".format(*want[:3]):
                 problems.append(f"{chart['key']}: legend row {r['label']} in {r['color']}")
     return problems
 
 
-def _tooltips(d: Drawn) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """Each chart hovered at the events' step, with the tooltip Grafana's TooltipPlugin2 shows."""
+def empty_row_problems(d: Drawn) -> list[str]:
+    """No legend row names a run and metric the chart draws no value of (a row with no line)."""
+    problems = []
     for chart in d.charts:
-        if "series" not in chart:
+        if "legend" not in chart or any(_kind(s) == "member" for s in chart["series"]):
+            continue
+        names = _row_names(chart, d.selected)
+        drawn = {
+            (s["labels"]["run"], s["name"].rpartition(" ")[0])
+            for s in _run_series(chart)
+            if _kind(s) == "smoothed" and s["nonNull"]
+        }
+        problems += [
+            f"{chart['key']}: legend row {r['label']}, which has no line"
+            for r in chart["legend"]
+            if names.get(r["label"]) not in drawn
+        ]
+    return problems
+
+
+_MOST_RUNS_AT = """([i, tip]) => {
+  const u = rlvitalsCharts[i];
+  let best = { step: null, runs: [] };
+  u.data[0].forEach((x, k) => {
+    const runs = new Set(u.__rlvitalsRuns.filter((r, j) => tip[j] && u.data[j + 1][k] != null));
+    if (x != null && runs.size > best.runs.length) best = { step: x, runs: [...runs] };
+  });
+  return best;
+}"""
+"""The step of chart `i` at which the most runs have a value in a series the tooltip shows."""
+
+
+def _hover_step(d: Drawn, chart: dict[str, Any]) -> int:
+    """Where a chart is hovered: the events' step on the demo data, else the step where the
+    most of its runs have a point (its `hovered` runs: a tooltip shows the runs with a value
+    there)."""
+    if d.case.data == "demo":
+        chart["hovered"] = chart["runs"]
+        return EVENT_STEP
+    if "hovered" not in chart:
+        tip = [not s["hideFrom"].get("tooltip") and s["show"] for s in chart["series"]]
+        best = d.page.evaluate(_MOST_RUNS_AT, [chart["index"], tip])
+        chart["hovered"], chart["hover_step"] = set(best["runs"]), best["step"]
+    return int(chart["hover_step"])
+
+
+def _tooltips(d: Drawn) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each chart hovered (`_hover_step`), with the tooltip Grafana's TooltipPlugin2 shows."""
+    for chart in d.charts:
+        if "series" not in chart or not chart["runs"]:
             continue
         point = d.page.evaluate(
-            "([i, x]) => rlvitalsHoverPoint(i, x)", [chart["index"], EVENT_STEP]
+            "([i, x]) => rlvitalsHoverPoint(i, x)", [chart["index"], _hover_step(d, chart)]
         )
         d.page.mouse.move(point["x"], point["y"] - 5)  # two moves: uPlot sees the cursor move
         d.page.mouse.move(point["x"], point["y"])
@@ -295,9 +523,10 @@ def _tooltips(d: Drawn) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
 
 
 def tooltip_problems(d: Drawn) -> list[str]:
-    """Hovered at step 100: the header names the step; every row names one of the runs and
-    (outside a name family, whose rows name their member) one of the chart's metrics; no two
-    rows read alike; every run has a row (raw lines and event marks are hidden from it)."""
+    """Hovered (at step 100 on the demo data): the header names the step; every row names one
+    of the chart's runs and (outside a name family, whose rows name their member) one of its
+    metrics; no two rows read alike; every run with a value there has a row (raw lines and
+    event marks are hidden from the tooltip)."""
     problems = []
     for chart, tip in _tooltips(d):
         if tip["header"][:1] != ["step"]:
@@ -306,15 +535,15 @@ def tooltip_problems(d: Drawn) -> list[str]:
         if len(labels) != len(set(labels)):
             problems.append(f"{chart['key']}: tooltip rows read alike: {labels}")
         if any(_kind(s) == "member" for s in chart["series"]):
-            if not all(any(run in label for run in RUNS) for label in labels):
+            if not all(any(run in label for run in chart["runs"]) for label in labels):
                 problems.append(f"{chart['key']}: tooltip rows {labels}")
             continue
-        prefixes = {f"{run} · {_title(m, chart)}": run for run in RUNS for m in _metrics_of(chart)}
+        prefixes = _row_names(chart, d.selected)
         named = {
-            label: next((run for p, run in prefixes.items() if label.startswith(p)), None)
+            label: next((rm[0] for p, rm in prefixes.items() if label.startswith(p)), None)
             for label in labels
         }
-        if None in named.values() or set(named.values()) != set(RUNS):
+        if None in named.values() or set(named.values()) != chart["hovered"]:
             problems.append(f"{chart['key']}: tooltip rows {labels}")
     return problems
 
@@ -328,8 +557,8 @@ def threshold_problems(d: Drawn) -> list[str]:
     problems = []
     for chart in d.charts:
         areas = chart.get("thresholds")
-        if not areas:
-            continue
+        if not areas or not chart["runs"]:
+            continue  # an empty chart has no scale for its area
         if len(areas) > 1:
             problems.append(f"{chart['key']}: {len(areas)} threshold areas")
         area = areas[0]
@@ -366,7 +595,8 @@ def threshold_problems(d: Drawn) -> list[str]:
 
 def marks_problems(d: Drawn) -> list[str]:
     """Each run's checkpoint at step 100: a dot at 1 on a scale pinned to [0, 1] that has no
-    axis drawn, a run's colour on the canvas at that spot; marks of the selected runs only."""
+    axis drawn, a run's colour on the canvas at that spot; marks of the selected runs with an
+    event only (none for runs with no event)."""
     problems = []
     colours = [d.page.evaluate("c => rlvitalsStored(c)", c) for c in d.store_colours.values()]
     for chart in d.charts:
@@ -374,7 +604,7 @@ def marks_problems(d: Drawn) -> list[str]:
         if not marks:
             continue
         key = chart["key"]
-        if sorted(s["labels"]["run"] for s in marks) != sorted(RUNS):
+        if sorted(s["labels"]["run"] for s in marks) != sorted(d.marked):
             problems.append(f"{key}: marks of {sorted(s['labels']['run'] for s in marks)}")
         scales = {s["scale"] for s in marks}
         if len(scales) != 1:
@@ -397,8 +627,10 @@ def marks_problems(d: Drawn) -> list[str]:
 
 CHECKS = (
     drawn_problems,
+    line_problems,
     colour_problems,
     legend_problems,
+    empty_row_problems,
     tooltip_problems,
     threshold_problems,
     marks_problems,
@@ -413,24 +645,77 @@ def _fail_on(problems: list[str]) -> None:
 def test_every_trend_chart_is_drawn_by_grafanas_time_series(
     drawn: Drawn, builtin: registry.Registry
 ) -> None:
-    """Every trend panel of every English dashboard gets a uPlot chart with joined lines for
-    every run; a PNG of each is kept."""
-    trend = [p for d in _english(builtin).values() for p in d["panels"] if p["type"] == "trend"]
+    """Every trend panel of every dashboard of the case's language gets a uPlot chart with
+    joined lines for every run that logs its metrics; a PNG of each is kept. On the imported
+    runs, how many charts draw lines is printed (`-s`) and must be most of them."""
+    dashboards = _committed(builtin, drawn.case.lang)
+    trend = [p for d in dashboards.values() for p in d["panels"] if p["type"] == "trend"]
     assert len(drawn.charts) == len(trend) > 40
     _fail_on(drawn_problems(drawn))
+    with_lines = [c for c in drawn.charts if c["runs"]]
+    print(f"{drawn.case.id}: {len(with_lines)} of {len(drawn.charts)} charts draw lines")
+    if drawn.case.data == "imported":
+        assert len(with_lines) > len(drawn.charts) // 2
+        per_run = {run: sum(run in c["runs"] for c in drawn.charts) for run in IMPORTED}
+        print(f"{drawn.case.id}: charts with a line of each run {per_run}")
+        assert all(per_run.values()), per_run
     for chart in drawn.charts:
-        assert Path(chart["shot"]).stat().st_size > 10_000, chart["shot"]
+        assert Path(chart["shot"]).stat().st_size > (10_000 if chart["runs"] else 0), chart["shot"]
+
+
+SHORT_RUN_SMOOTHED_AWAY = (
+    "a run far shorter than the others selected with it (GRPO's 200 steps next to PPO's 40,960) "
+    "is bucketed by the longest run's bucket to about 5 points, and InfluxDB's "
+    "exponential_moving_average(..., $smoothing) returns nothing for its first $smoothing - 1 "
+    "(5) points: its smoothed line, its only line in its colour, is one point or none (and a "
+    "metric it logs once, samples_per_second at the end of TRL's training, has none)"
+)
+
+
+def test_every_run_that_logs_a_charts_metric_has_a_line_in_it(
+    drawn: Drawn, request: pytest.FixtureRequest
+) -> None:
+    if drawn.case.data == "imported":
+        request.applymarker(
+            pytest.mark.xfail(strict=True, raises=AssertionError, reason=SHORT_RUN_SMOOTHED_AWAY)
+        )
+    _fail_on(line_problems(drawn))
 
 
 def test_each_runs_lines_are_drawn_in_the_colour_the_store_gave_it(drawn: Drawn) -> None:
-    assert set(drawn.store_colours) == set(RUNS)
-    assert len(set(drawn.store_colours.values())) == len(RUNS)
+    """In either theme and language: the store's colours are the theme's colours too (docs/
+    compose.md: the same run the same colour in every chart and dashboard), raw lines grey."""
+    assert set(drawn.store_colours) == set(drawn.selected)
+    assert len(set(drawn.store_colours.values())) == len(drawn.selected)
     _fail_on(colour_problems(drawn))
 
 
 def test_each_legend_row_names_its_run_and_metric_in_the_runs_colour(drawn: Drawn) -> None:
-    assert sum(not any(_kind(s) == "member" for s in c["series"]) for c in drawn.charts) > 30
+    legends = [
+        c
+        for c in drawn.charts
+        if c["runs"] and not any(_kind(s) == "member" for s in c.get("series", []))
+    ]
+    assert len(legends) > (30 if drawn.case.data == "demo" else 15)
     _fail_on(legend_problems(drawn))
+
+
+EMPTY_LEGEND_ROWS = (
+    "a run that logs none of a chart's metrics but other metrics of the same InfluxDB "
+    'measurement gets rows of nulls from the chart\'s query (max("step") has values), so an '
+    "all-null series of it, and a legend row with no line (the episodic-return PPO runs in the "
+    "raw-reward chart)"
+)
+
+
+def test_no_legend_row_names_a_run_with_no_line(
+    drawn: Drawn, request: pytest.FixtureRequest
+) -> None:
+    if drawn.case.data == "imported":
+        request.applymarker(
+            pytest.mark.xfail(strict=True, raises=AssertionError, reason=EMPTY_LEGEND_ROWS)
+        )
+    _fail_on(empty_row_problems(drawn))
 
 
 def test_each_tooltip_row_names_its_run_and_metric_and_none_read_alike(drawn: Drawn) -> None:
@@ -438,23 +723,30 @@ def test_each_tooltip_row_names_its_run_and_metric_and_none_read_alike(drawn: Dr
 
 
 def test_threshold_areas_are_painted_on_their_metrics_own_axis(drawn: Drawn) -> None:
-    assert sum(bool(c["thresholds"]) for c in drawn.charts) > 5
+    assert sum(bool(c.get("thresholds")) for c in drawn.charts) > 5
     _fail_on(threshold_problems(drawn))
 
 
 def test_event_marks_are_dots_at_the_top_of_a_hidden_axis_at_the_events_step(
     drawn: Drawn,
 ) -> None:
-    assert sum(any(s["name"] == EVENT_MARKS for s in c["series"]) for c in drawn.charts) >= 8
+    marked = sum(any(s["name"] == EVENT_MARKS for s in c.get("series", [])) for c in drawn.charts)
+    assert marked >= 8 if drawn.marked else marked == 0
     _fail_on(marks_problems(drawn))
 
 
 def test_the_step_axis_and_the_tooltip_read_plain_steps(drawn: Drawn) -> None:
     for chart in drawn.charts:
+        if "axes" not in chart:
+            continue
         (x_axis,) = [a for a in chart["axes"] if a["scale"] == "x"]
         assert x_axis["label"] in (None, "", "step"), (chart["key"], x_axis["label"])
     for chart, tip in _tooltips(drawn):
-        assert tip["header"] == ["step", str(EVENT_STEP)], (chart["key"], tip["header"])
+        if drawn.case.data == "demo":
+            assert tip["header"] == ["step", str(EVENT_STEP)], (chart["key"], tip["header"])
+        else:  # steps a few pixels apart: the cursor may land on a neighbour of the one aimed at
+            assert tip["header"][0] == "step" and re.fullmatch(r"\d+", tip["header"][1]), tip
+            assert int(tip["header"][1]) in chart["x"], (chart["key"], tip["header"])
 
 
 def band_out_of_view(dashboards: dict[str, Any]) -> None:
