@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from registry import Band, Metric
+from registry.families import ANY_FAMILY, FAMILY_NAMES, FRAMEWORK_NAMES, families, frameworks
 
 from .i18n import words
 from .sources import PUBLIC_API_URL
 
-__all__ = ["BandSteps", "band_steps", "description", "term_url"]
+__all__ = ["BandSteps", "band_steps", "description", "not_logged", "term_url"]
 
 _OUTSIDE = "rgba(242, 73, 92, 0.10)"
 _INSIDE = "rgba(115, 191, 105, 0.12)"
@@ -31,6 +32,26 @@ class BandSteps:
     low: float | None = None
     high: float | None = None
     """The band's edges (None: open on that side)."""
+
+
+def not_logged(metrics: Sequence[Metric], lang: str) -> str:
+    """What a chart says when no selected run logs its metrics: that, and who logs them, from the
+    registry: the algorithm families they apply to (`applies_to`) and the frameworks that spell
+    them (their aliases), `registry.families`."""
+    w = words(lang)
+    fams = families(metrics)
+    who = (
+        w.any_family
+        if fams == (ANY_FAMILY,)
+        else w.family_runs.format(names=w.list_sep.join(FAMILY_NAMES[f][lang] for f in fams))
+    )
+    fws = frameworks(metrics)
+    by = (
+        w.by_frameworks.format(names=w.list_sep.join(FRAMEWORK_NAMES[f] for f in fws))
+        if fws
+        else ""
+    )
+    return w.not_logged.format(families=who, frameworks=by)
 
 
 def term_url(entry_id: str, lang: str) -> str:

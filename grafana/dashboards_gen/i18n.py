@@ -71,6 +71,11 @@ class Words:
     consecutive: str
     layer: str
     language_link: str
+    not_logged: str
+    family_runs: str
+    any_family: str
+    list_sep: str
+    by_frameworks: str
 
 
 _EN = Words(
@@ -136,6 +141,11 @@ _EN = Words(
     consecutive="consecutive steps",
     layer="layer",
     language_link="中文",
+    not_logged="No selected run logs these metrics. Logged by {families}{frameworks}.",
+    family_runs="{names} runs",
+    any_family="runs of any algorithm",
+    list_sep=", ",
+    by_frameworks=" ({names})",
 )
 
 _ZH = Words(
@@ -196,6 +206,11 @@ _ZH = Words(
     consecutive="连续步数",
     layer="层级",
     language_link="English",
+    not_logged="所选运行均未记录这些指标。记录它们的是{families}{frameworks}。",
+    family_runs="{names} 运行",
+    any_family="任意算法的运行",
+    list_sep="、",
+    by_frameworks="（{names}）",
 )
 
 

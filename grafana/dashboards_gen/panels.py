@@ -18,7 +18,7 @@ from registry import Metric
 from registry.diagnosis.card import STATUSES
 
 from . import queries
-from .describe import band_steps, description, term_url
+from .describe import band_steps, description, not_logged, term_url
 from .i18n import words
 from .queries import Series, series_alias
 from .sources import INFINITY, INFLUX
@@ -238,10 +238,25 @@ def _thresholds(steps: Sequence[tuple[float | None, str]]) -> db.ThresholdsConfi
 
 _SERIES_FRAMES = {"id": "byRefId", "options": "/^[A-Z]/"}
 """The InfluxDB queries' frames (refIds A, B64, ...), not the run colours' (`RUN_COLOURS_REF`)."""
+_NOT_STEPS = {"id": "byRefId", "options": f"/^(?!{queries.STEPS_REF}$)/"}
+"""Every frame but the empty step column's (`queries.steps_target`)."""
 
 CHART_TRANSFORMATIONS: tuple[dict[str, Any], ...] = (
+    {
+        "id": "filterByValue",
+        "options": {
+            "type": "exclude",
+            "match": "any",
+            "filters": [{"fieldName": "step", "config": {"id": "isNull", "options": {}}}],
+        },
+        "filter": {"id": "byRefId", "options": queries.STEPS_REF},
+    },
     {"id": "merge", "options": {}, "filter": _SERIES_FRAMES},
-    {"id": "joinByField", "options": {"byField": "run", "mode": "outerTabular"}},
+    {
+        "id": "joinByField",
+        "options": {"byField": "run", "mode": "outerTabular"},
+        "filter": _NOT_STEPS,
+    },
     {
         "id": "filterByValue",
         "options": {
@@ -253,20 +268,26 @@ CHART_TRANSFORMATIONS: tuple[dict[str, Any], ...] = (
     {
         "id": "partitionByValues",
         "options": {"fields": ["run", "color"], "keepFields": False, "naming": {"asLabels": True}},
+        "filter": _NOT_STEPS,
     },
     {"id": "joinByField", "options": {"byField": "step", "mode": "outer"}},
 )
-"""The chain every chart runs (see docs/grafana.md): `merge` makes one table of the InfluxDB
-frames only (its `filter`; rows of one run and step become one row; the run-colour frame passes
-by, `transformDataFrame` in packages/grafana-data/src/transformations/transformDataFrame.ts);
+"""The chain every chart runs (see docs/grafana.md). `filterByValue`, on the empty step column
+only (its `filter`), drops its one row: a `step` field of no values. `merge` makes one table of
+the InfluxDB frames only (rows of one run and step become one row; the other frames pass by,
+`transformDataFrame` in packages/grafana-data/src/transformations/transformDataFrame.ts);
 `joinByField` on `run`, `outerTabular` (`joinTabular` in joinDataFrames.ts: every row of a run,
 and a run the colour list lacks keeps its rows), gives each row its run's `color`;
 `filterByValue` drops the row with no step a selected run that logs none of the chart's metrics
 gets from that join (its colour alone: kept, it made the step axis start at null, so uPlot drew
 no line at all, and gave that run a legend row with no line; seen drawn on imported runs);
 `partitionByValues`, which reads only the first frame, splits it into one frame per run, run and
-colour as labels; `joinByField` outer-joins those on `step` into the single frame, ascending in
-step, that the trend panel needs."""
+colour as labels; `joinByField` outer-joins those and the empty step column on `step` into the
+single frame, ascending in step, that the trend panel needs. Those two steps leave the step
+column out (it has no `run`, and a join drops a frame without its field: joinDataFrames.ts);
+the last join adds no row for it. When no query answered, the last join has only it to join:
+one frame, a `step` field of length 0, so the trend panel shows the chart's `noValue` (see
+`chart_panel`) instead of "Unable to find field: step"."""
 
 
 def _run_colour_pattern(colour: str) -> str:
@@ -328,6 +349,13 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
             ],
         )
     )
+    # no selected run logs the chart's metrics: the trend panel, given one frame whose `step` has
+    # no values, has no graphable field and shows `fieldConfig.defaults.noValue` (TrendPanel.tsx,
+    # PanelDataErrorView.tsx getMessageFor). A field's own `noValue` is what it shows for a null
+    # (legend calcs, tooltip rows: @grafana/ui VizTooltip utils), so every number field drops it
+    panel = panel.no_value(
+        not_logged([s.metric for s in chart.series], lang)
+    ).override_by_field_type("number", [dm.DynamicConfigValue(id_val="noValue")])
     band = band_steps(first)
     if band is not None:
         panel = panel.thresholds(_thresholds(band.steps)).thresholds_style(
@@ -360,6 +388,7 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         panel = panel.with_target(Target(queries.influx_target(ref, queries.event_marks_query())))
         panel = panel.override_by_regexp(f"/^{queries.EVENT_MARKS}( |$)/", _EVENT_MARK_STYLE)
     panel = panel.with_target(Target(queries.run_colours_target()))
+    panel = panel.with_target(Target(queries.steps_target()))
     for t in CHART_TRANSFORMATIONS:
         frames = t.get("filter")
         panel = panel.with_transformation(

@@ -52,6 +52,7 @@ __all__ = [
     "POINTS_PER_SERIES",
     "RAW",
     "RUN_COLOURS_REF",
+    "STEPS_REF",
     "Series",
     "all_cards_target",
     "bucket_query",
@@ -68,6 +69,7 @@ __all__ = [
     "run_matcher",
     "series_alias",
     "step_measurement",
+    "steps_target",
     "terms_target",
 ]
 
@@ -350,6 +352,29 @@ def run_colours_target() -> dict[str, Any]:
         {"selector": "color", "text": "color", "type": "string"},
     ]
     return _infinity(RUN_COLOURS_REF, "/api/runs", (("shown", "${run:json}"),), "runs", columns)
+
+
+STEPS_REF = "steps"
+"""The refId of a chart's empty step column (`steps_target`); lower case, like the run colours'."""
+
+
+def steps_target() -> dict[str, Any]:
+    """An Infinity query answered without any request (`source: inline`): one row whose `step`
+    is null, in a number column (an inline table of no rows would have no field at all:
+    `sliceToFrame` in grafana/infinity-libs lib/go/gframer/gframer.go). The chart's first
+    transformation drops that row, leaving the `step` field with no values that the trend panel
+    needs to say the chart's `noValue` when no query answered (`panels.CHART_TRANSFORMATIONS`)."""
+    return {
+        "refId": STEPS_REF,
+        "datasource": INFINITY.variable_ref(),
+        "type": "json",
+        "source": "inline",
+        "parser": "backend",
+        "format": "table",
+        "data": '[{"step": null}]',
+        "root_selector": "",
+        "columns": [{"selector": "step", "text": "step", "type": "number"}],
+    }
 
 
 def terms_target(lang: str, columns: Sequence[dict[str, str]]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..families import FRAMEWORK_NAMES
 from .stats import Series
 
 __all__ = [
@@ -256,14 +257,7 @@ class RunContext:
         }
 
 
-_FRAMEWORK_NAMES = {
-    "sb3": "SB3",
-    "cleanrl": "CleanRL",
-    "trl": "TRL",
-    "openrlhf": "OpenRLHF",
-    "verl": "verl",
-    "rllib": "RLlib",
-}
+_FRAMEWORK_NAMES = FRAMEWORK_NAMES
 # The built-in registry's `Registry.update_metrics()`, for a caller without a registry (a test
 # holds the two equal): the metrics whose points are the run's updates.
 DEFAULT_UPDATE_METRICS: tuple[str, ...] = (

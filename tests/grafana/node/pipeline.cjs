@@ -169,7 +169,9 @@ function configRegistry(fieldConfig) {
       ? g.displayNameOverrideProcessor
       : id === 'thresholds'
         ? g.thresholdsOverrideProcessor
-        : (v) => v;
+        : id === 'noValue'
+          ? g.stringOverrideProcessor // as the app registers it (undefined unsets the option)
+          : (v) => v;
     reg.register({
       id,
       path: isCustom ? id.slice('custom.'.length) : id,

@@ -24,7 +24,17 @@
 //   nulled, seriesIndex and display processor per number field); no enum or boolean handling;
 // - the tooltip body, public/app/plugins/panel/timeseries/TimeSeriesTooltip.tsx (read at
 //   007f27cde52198d9c0a175f44881626f0898a80c): header (x display name and value) and the rows of
-//   number fields; no footer (links, actions), never pinned.
+//   number fields; no footer (links, actions), never pinned;
+// - what the trend panel shows instead of a chart: its checks' warnings (TrendPanel.tsx, above;
+//   the x field found as `findFieldIndex`, public/app/features/dimensions/utils.ts, read at
+//   0508f8180a816e3439fffcba4795327d3a12ad9a, does: by name, then by display name), and, when
+//   prepareGraphableFields finds nothing to draw, no warning: both go to PanelDataErrorView,
+//   public/app/features/panel/components/PanelDataErrorView.tsx (read at
+//   015faa721ba8105312a5d1706a63a5d99ab6a868 and 4c3264719cd3aa9f45fefea038335cdad5a68d39, the
+//   same `getMessageFor`): the warning if any; else, when there is no frame or every frame has
+//   length 0, `fieldConfig.defaults.noValue ?? 'No data'`; else the data summary's complaints.
+//   Drawn as its message's text (data-testid "data-testid Panel data error message"); no
+//   editor buttons.
 // Not drawn: the panel chrome (title bar, description tooltip), annotations, data links.
 //
 // window.rlvitalsDraw(panels, themeName) draws each panel into its own box and returns, per
@@ -167,16 +177,34 @@ function TrendPanel({ frames, options, width, height, record }) {
   );
 }
 
-// The trend panel's own checks, before it draws (TrendPanel.tsx): otherwise a warning.
+// The trend panel's own checks, before it draws (TrendPanel.tsx): a warning; or no graphable
+// field, and no warning (see above).
+function findFieldIndex(name, frame, frames) {
+  if (!frame || !name?.length) return undefined;
+  for (let i = 0; i < frame.fields.length; i++) {
+    const field = frame.fields[i];
+    if (name === field.name || name === g.getFieldDisplayName(field, frame, frames)) return i;
+  }
+  return undefined;
+}
+
 function trendFrames(series, options, theme) {
   if (series.length > 1) return { warning: 'Only one frame is supported, consider adding a join transformation' };
-  if (!series.length) return { warning: 'No data' };
-  const xIdx = series[0].fields.findIndex((f) => f.name === options.xField || g.getFieldDisplayName(f, series[0], series) === options.xField);
-  if (xIdx < 0) return { warning: 'Unable to find field: ' + options.xField };
+  const xIdx = findFieldIndex(options.xField, series[0]);
+  if (xIdx == null) return { warning: 'Unable to find field: ' + options.xField };
   const x = series[0].fields[xIdx];
   if (x.type === g.FieldType.number && !g.isLikelyAscendingVector(x.values)) return { warning: 'Values must be in ascending order' };
-  const frames = prepareGraphableFields(series, theme, xIdx);
-  return frames ? { frames } : { warning: 'No graphable fields' };
+  return { frames: prepareGraphableFields(series, theme, xIdx) };
+}
+
+// PanelDataErrorView's `getMessageFor` (see above), for the trend panel (needsNumberField).
+function getMessageFor({ series, fieldConfig, message }) {
+  if (message) return message;
+  if (!series || series.length === 0 || series.every((frame) => frame.length === 0)) {
+    return fieldConfig?.defaults?.noValue ?? 'No data';
+  }
+  if (!g.getPanelDataSummary(series).hasNumberField) return 'Data is missing a number field';
+  return 'Cannot visualize data';
 }
 
 // What uPlot was configured with and drew, for the test to assert on.
@@ -253,9 +281,15 @@ window.rlvitalsDraw = async function draw(panels, themeName) {
     try {
       const series = await pipeline.processPanel(p, theme);
       const info = trendFrames(series, p.options, theme);
-      if (info.warning) {
-        out.push({ key: p.key, warning: info.warning });
-        mount.textContent = info.warning;
+      if (info.warning || !info.frames) {
+        const message = getMessageFor({ series, fieldConfig: p.fieldConfig, message: info.warning });
+        out.push({ key: p.key, ...(info.warning ? { warning: info.warning } : {}), message });
+        const view = document.createElement('div');
+        view.dataset.testid = 'data-testid Panel data error message';
+        view.style.cssText = `text-align:center;color:${theme.colors.text.secondary};font-size:${theme.typography.size.lg}`;
+        view.textContent = message;
+        mount.style.cssText = `height:${p.height}px;display:flex;align-items:center;justify-content:center`;
+        mount.append(view);
         continue;
       }
       let created;
