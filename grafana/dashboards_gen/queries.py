@@ -75,6 +75,11 @@ __all__ = [
 
 POINTS_PER_SERIES = 1000
 
+_SMOOTHING = "$smoothing, 0, 'exponential'"
+"""The moving average's window and warm-up: from a run's first bucket on (a hold period of 0),
+its first points weighted as the window fills (InfluxQL's `exponential` warm-up). The default
+holds back the first window - 1 buckets, which smoothed a run of a few buckets (a short run
+beside long ones) away entirely."""
 _RUN = '"run" =~ /^${run:regex}$/'
 _STEPS = "time >= ${step_from}s"
 _BUCKET = "${bucket}s"
@@ -126,7 +131,7 @@ def metric_query(series: Series, gate: str = "") -> str:
     parts = [f'max("{STEP_FIELD}") AS "{STEP_FIELD}"']
     exprs = {
         "raw": f"mean({field})",
-        "smoothed": f"exponential_moving_average(mean({field}), $smoothing)",
+        "smoothed": f"exponential_moving_average(mean({field}), {_SMOOTHING})",
         "max": f"max({field})",
         "slope": f"derivative(mean({field}), 1000s)",
     }
@@ -135,8 +140,12 @@ def metric_query(series: Series, gate: str = "") -> str:
         parts.append(
             exprs[kind] if family else f"{exprs[kind]} AS {_ident(series_alias(m.id, kind))}"
         )
+    # only the points that hold the metric: a run logging other fields of the measurement would
+    # get rows from `max("step")` with the metric null (a legend row with no line, empty axes
+    # where the chart should say no run logs it); a comparison is false where a field is absent
+    holds = "" if family else f" AND ({field} >= 0 OR {field} < 0)"
     return (
-        f"SELECT {', '.join(parts)} FROM {_ident(m.group)} WHERE {_RUN} AND {_STEPS}{gate} "
+        f"SELECT {', '.join(parts)} FROM {_ident(m.group)} WHERE {_RUN} AND {_STEPS}{holds}{gate} "
         f'GROUP BY time({_BUCKET}), "run" fill(none)'
     )
 
@@ -157,7 +166,7 @@ def rollup_query(series: Series, level: int, gate: str = "") -> str:
     )
     exprs = {
         "raw": 'mean("v")',
-        "smoothed": 'exponential_moving_average(mean("v"), $smoothing)',
+        "smoothed": f'exponential_moving_average(mean("v"), {_SMOOTHING})',
         "max": 'max("hi")',
         "slope": 'derivative(mean("v"), 1000s)',
     }

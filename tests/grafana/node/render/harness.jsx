@@ -224,6 +224,11 @@ function describe(u, builder, alignedFrame, box) {
       pointsOnly: field.config.custom?.drawStyle === 'points', // what GraphNG draws it as
       spanGaps: s.spanGaps ?? false,
       nonNull: u.data[i + 1].filter((v) => v != null).length,
+      // the plot-pixel width between its first and last value: how long a line it can draw
+      spanPx: (() => {
+        const xs = u.data[0].filter((_x, k) => u.data[i + 1][k] != null);
+        return xs.length ? Math.abs(u.valToPos(xs[xs.length - 1], 'x') - u.valToPos(xs[0], 'x')) : 0;
+      })(),
       hideFrom: field.config.custom?.hideFrom || {},
     };
   });
