@@ -983,7 +983,7 @@ class InfluxRollups:
             )
         )
         # the block's mean: an expression of two aggregates, which SELECT ... INTO writes as a
-        # field of its own (InfluxDB 1.6: tests/exporter/influx/test_rollup_means.py)
+        # field of its own (InfluxDB 1.6: tests/exporter/influx/test_influx_rollups.py checks it)
         parts += "".join(
             f", sum({_ident(rollup_key('sum', name))}) / sum({_ident(rollup_key('n', name))})"
             f" AS {_ident(rollup_key(ROLLUP_MEAN, name))}"
