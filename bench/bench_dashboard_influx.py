@@ -101,6 +101,8 @@ def _page(
     def panel_queries(panel: dict[str, Any]) -> list[tuple[float, int]]:
         out = []
         for target in panel["targets"]:
+            if "query" not in target:  # not InfluxDB's (the run colours' Infinity request)
+                continue
             if raw and len(target["refId"]) > 1:  # only the raw-point targets, gate open
                 continue
             seconds, body = _query(url, interpolate(target["query"], sel))

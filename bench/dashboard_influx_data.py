@@ -4,8 +4,8 @@ Written once into a real InfluxDB 1.x (Debian's `influxd`, `bench/local_influx.p
 `bench/results/`, then reused. The points are what the exporter writes (one line per registry
 group, run and step; timestamp = step in seconds; fields the canonical ids, `step`, `wall_time`;
 the names from `exporter.schema` and the registry) and beside them the step rollups the exporter
-keeps (`exporter.influx.rollups`: per field and block of 64 and 4096 steps, count, sum, min, max
-and last step, in `rollup_measurement(level)`, and each run's marker). They are written as line
+keeps (`exporter.influx.rollups`: per field and block of 64 and 4096 steps, count, sum, min, max,
+last step and mean, in `rollup_measurement(level)`, and each run's marker). They are written as line
 protocol here, summed with numpy, because the exporter's own writer would take hours for 120M
 values on this machine; the data-path test (tests/grafana/test_dashboards_data_path.py) reads
 rollups the real exporter made, so the queries are checked on those.
@@ -23,12 +23,14 @@ from workload import metric_names
 
 import registry
 from exporter.influx.lineprotocol import escape_field_key
+from exporter.influx.rollups import ROLLUP_VERSION
 from exporter.schema import (
     EVENTS,
     KIND_TAG,
     MARKER_VERSION_FIELD,
     ROLLUP_LEVELS,
     ROLLUP_MARKER,
+    ROLLUP_MEAN,
     RUN_TAG,
     STEP_FIELD,
     TEXT_FIELD,
@@ -107,11 +109,13 @@ def _rollup_lines(
             low = np.minimum.reduceat(col, starts)
             high = np.maximum.reduceat(col, starts)
             last = steps[np.r_[starts[1:], steps.size] - 1]
-            k = [escape_field_key(rollup_key(s, name)) for s in ("n", "sum", "min", "max", "last")]
+            stats = ("n", "sum", "min", "max", "last", ROLLUP_MEAN)
+            k = [escape_field_key(rollup_key(s, name)) for s in stats]
             for i in range(starts.size):
                 parts_by_block[i].append(
                     f"{k[0]}={int(n[i])}i,{k[1]}={float(total[i])!r},{k[2]}={float(low[i])!r},"
-                    f"{k[3]}={float(high[i])!r},{k[4]}={int(last[i])}i"
+                    f"{k[3]}={float(high[i])!r},{k[4]}={int(last[i])}i,"
+                    f"{k[5]}={float(total[i]) / int(n[i])!r}"
                 )
         meas = rollup_measurement(level)
         for i, s in enumerate(starts):
@@ -154,9 +158,8 @@ def load(url: str, root: Path, reg: registry.Registry, runs: int, steps: int) ->
             f'{TEXT_FIELD}="saved",{WALL_TIME_FIELD}=1.7e9 {s}'
             for s in range(0, steps, 20_000)
         )
-        _post(
-            url, f"{events}\n{ROLLUP_MARKER},{RUN_TAG}={run} {MARKER_VERSION_FIELD}=1i 0\n".encode()
-        )
+        marker = f"{ROLLUP_MARKER},{RUN_TAG}={run} {MARKER_VERSION_FIELD}={ROLLUP_VERSION}i 0"
+        _post(url, f"{events}\n{marker}\n".encode())
         print(f"  loaded {run}", flush=True)
     done.write_text(what)
     return {"runs": names, "loaded": True}

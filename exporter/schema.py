@@ -31,7 +31,7 @@ Measurements:
   (the outbox keeps its rollups in tables of its own: `store.running_stats`).
 
 Rollups. Blocks of `ROLLUP_LEVELS` steps (block = step // level) hold, per field, `ROLLUP_STATS`
-of the block's finite values under `rollup_key(stat, field)`; a level is kept for a series only
+of the block's finite values under `rollup_key(stat, field)`, and its mean (`ROLLUP_MEAN`); a level is kept for a series only
 where its blocks hold `MIN_BLOCK_POINTS` values on average (`unkept_key` marks the others in the
 run's `ROLLUP_MARKER` point, whose `MARKER_VERSION_FIELD` says its rollups are complete).
 """
@@ -66,6 +66,7 @@ __all__ = [
     "RANK_TAG",
     "ROLLUP_LEVELS",
     "ROLLUP_MARKER",
+    "ROLLUP_MEAN",
     "ROLLUP_STATS",
     "RUN_CONFIG",
     "RUN_TAG",
@@ -165,7 +166,13 @@ MIN_BLOCK_POINTS = 8
 """Values a level's blocks must hold on average for a series to keep (and a reader to use) it:
 below that, reading the raw points costs about as much as reading the blocks."""
 ROLLUP_STATS = ("n", "sum", "min", "max", "last")
-"""Per field and block: count, sum, lowest and highest finite value, last step."""
+"""Per field and block: count, sum, lowest and highest finite value, last step (what a reader
+sums, or takes the extreme of, over blocks and series)."""
+ROLLUP_MEAN = "mean"
+"""Per field and block, beside `ROLLUP_STATS`: the block's mean (its sum over its count), so a
+chart takes a bucket's mean, moving average and slope of the blocks in one flat InfluxQL
+statement (`mean("mean:<field>")`; InfluxQL applies those only to an aggregate of a field).
+Not summable: readers that add blocks up use `n` and `sum`."""
 _UNKEPT = "unkept"
 
 

@@ -3,10 +3,16 @@
 For each series (measurement, run, project, rank, gpu: the raw points' tags) and each field, every
 block of `ROLLUP_LEVELS` steps (timestamp = the block's first step) holds `n:<field>`,
 `sum:<field>`, `min:<field>`, `max:<field>` and `last:<field>` (count, sum, lowest, highest value
-and last step of the field's finite values in the block) in measurement `rollup_measurement(level)`.
-A reader sums those over series and blocks: a 1000-point series or a whole-run mean reads a bounded
-number of points however long the run. `ROLLUP_MARKER` holds one point per run whose rollups are
-complete (written once every earlier point of the run has been rolled up).
+and last step of the field's finite values in the block) and `mean:<field>` (`ROLLUP_MEAN`: the
+block's sum over its count) in measurement `rollup_measurement(level)`. A reader sums the first
+ones over series and blocks: a 1000-point series or a whole-run mean reads a bounded number of
+points however long the run. The mean is for the dashboards' charts, which average it over a
+bucket's blocks in one flat statement (`grafana.dashboards_gen.queries.rollup_query`). Every path
+below writes it beside the others: the Python sums, `mean(f::float)` from the raw points, and
+`sum("sum:f") / sum("n:f")` for the 4096-step level from the 64-step one. `ROLLUP_MARKER` holds one point per run whose rollups are
+complete (written once every earlier point of the run has been rolled up), and the
+`ROLLUP_VERSION` they were written by: a writer finding an older version rolls the run up again
+whole, as it does a run without the marker (version 1 had no `mean:<field>`).
 
 Levels a field is too sparse for are not kept. Once a field has spanned `_JUDGE_BLOCKS` blocks
 of a level here with fewer than `MIN_BLOCK_POINTS` values per block on average (the outbox's rule,
@@ -95,6 +101,7 @@ from ..schema import (
     RANK_TAG,
     ROLLUP_LEVELS,
     ROLLUP_MARKER,
+    ROLLUP_MEAN,
     ROLLUP_STATS,
     RUN_CONFIG,
     RUN_TAG,
@@ -120,7 +127,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-ROLLUP_VERSION = 1
+ROLLUP_VERSION = 2
+"""The rollups' layout, in each run's marker: 2 added `mean:<field>` to every block."""
 _CACHE_LIMIT = 10_000
 _SKIP = frozenset({RUN_CONFIG, EVENTS, ROLLUP_MARKER})
 _BACKFILL_STEPS = 16 * ROLLUP_LEVELS[-1]  # steps per backfill statement
@@ -641,8 +649,8 @@ class InfluxRollups:
         return prefix
 
     def _render(self, acc: _Acc) -> str:
-        """A block's fields: sums and extremes as floats (the server's `::float` ones are), the
-        count and last step as integers (as `count()` and `max("step")` give them)."""
+        """A block's fields: sums, extremes and mean as floats (the server's `::float` ones
+        are), the count and last step as integers (as `count()` and `max("step")` give them)."""
         parts: list[str] = []
         for name, (n, total, low, high, last) in acc.items():
             keys = self._keys.get(name)
@@ -650,11 +658,12 @@ class InfluxRollups:
                 if len(self._keys) >= _CACHE_LIMIT:
                     self._keys.clear()
                 keys = self._keys[name] = tuple(
-                    escape_field_key(rollup_key(stat, name)) for stat in ROLLUP_STATS
+                    escape_field_key(rollup_key(stat, name))
+                    for stat in (*ROLLUP_STATS, ROLLUP_MEAN)
                 )
             parts.append(
                 f"{keys[0]}={int(n)}i,{keys[1]}={float(total)!r},{keys[2]}={float(low)!r},"
-                f"{keys[3]}={float(high)!r},{keys[4]}={int(last)}i"
+                f"{keys[3]}={float(high)!r},{keys[4]}={int(last)}i,{keys[5]}={total / n!r}"
             )
         return ",".join(parts)
 
@@ -715,8 +724,18 @@ class InfluxRollups:
             if level in ROLLUP_LEVELS and value is not None:
                 self._unkept.setdefault((run, name), set()).add(level)
         self._covered.add(run)
-        if _first(marker, MARKER_VERSION_FIELD) is not None:
+        version = _first(marker, MARKER_VERSION_FIELD)
+        if isinstance(version, int | float) and version >= ROLLUP_VERSION:
             return "covered"
+        if version is not None:  # rolled up by an older exporter: again, whole
+            _log.info(
+                "rlvitals: run %r was rolled up by rollups version %s; rolling it up again as "
+                "version %s",
+                run,
+                version,
+                ROLLUP_VERSION,
+            )
+            batch = None
         if batch is not None and self._holds_only(run, batch):
             return "fresh"
         self._backfill(run)
@@ -785,6 +804,13 @@ class InfluxRollups:
             level, name = unkept_level(key)
             if level in ROLLUP_LEVELS and value is not None:
                 unkept.setdefault(name, set()).add(level)
+        problems: list[str] = []
+        version = _first(marker, MARKER_VERSION_FIELD)
+        if isinstance(version, int | float) and version < ROLLUP_VERSION:
+            problems.append(
+                f"rolled up by rollups version {version} (now {ROLLUP_VERSION}: its blocks have "
+                "no mean:<field>, so the dashboards read its raw points)"
+            )
         raw: dict[str, tuple[int, float]] = {}
         results = self._query.run(
             [
@@ -804,7 +830,6 @@ class InfluxRollups:
                     continue  # not a number field (text)
                 n0, t0 = raw.get(name, (0, 0.0))
                 raw[name] = (n0 + int(value), t0 + float(total))
-        problems: list[str] = []
         for level in ROLLUP_LEVELS:
             (held,) = self._query.run(
                 [
@@ -830,8 +855,17 @@ class InfluxRollups:
         return problems
 
     def repair(self, run: str) -> None:
-        """Recompute every block of the run from its raw points (see `recompute`)."""
+        """Recompute every block of the run from its raw points (see `recompute`); a marker of
+        an older `ROLLUP_VERSION` then says the current one."""
         self._backfill(run)
+        (marker,) = self._query.run(
+            [f'SELECT * FROM {self._rp}{_ident(ROLLUP_MARKER)} WHERE "run" = {_literal(run)}']
+        )
+        version = _first(marker, MARKER_VERSION_FIELD)
+        if isinstance(version, int | float) and version < ROLLUP_VERSION:
+            self._writer.write(
+                join_lines([_marker_line(run, {MARKER_VERSION_FIELD: ROLLUP_VERSION})])
+            )
 
     def _backfill(self, run: str, lo: int = 0, hi: int | None = None) -> None:
         where = f'"run" = {_literal(run)}'
@@ -925,6 +959,7 @@ class InfluxRollups:
                 ("sum", "::float", "sum"),
                 ("min", "::float", "min"),
                 ("max", "::float", "max"),
+                ("mean", "::float", ROLLUP_MEAN),
             )
         )
         return (
@@ -946,6 +981,13 @@ class InfluxRollups:
                 ("max", "max"),
                 ("max", "last"),
             )
+        )
+        # the block's mean: an expression of two aggregates, which SELECT ... INTO writes as a
+        # field of its own (InfluxDB 1.6: tests/exporter/influx/test_influx_rollups.py checks it)
+        parts += "".join(
+            f", sum({_ident(rollup_key('sum', name))}) / sum({_ident(rollup_key('n', name))})"
+            f" AS {_ident(rollup_key(ROLLUP_MEAN, name))}"
+            for name in names
         )
         return (
             f"SELECT {parts} INTO {self._rp}{_ident(rollup_measurement(_COARSE))} "

@@ -15,12 +15,12 @@ answers an empty result in about a millisecond):
   with data, `dense`: runs the exporter keeps them for, see `dense_query`), the raw points,
   bucketed by InfluxDB: at most 64 raw points per drawn point for a run logging every step, and
   bucket / stride for one logging every `stride` steps;
-- from 64 steps per point, the exporter's step rollups (`exporter.influx.rollups`: count, sum,
+- from 64 steps per point, the exporter's step rollups (`exporter.influx.rollups`: mean,
   highest value and last step of every block of 64 or 4096 steps) of the coarsest level the
-  bucket is a multiple of: a bucket's mean is its blocks' sum over their count, its step their
-  last step, so a drawn point reads at most a bucket's blocks (a few dozen rows) whatever the
-  run's length, the way the datasource's own `/api/series` reads them
-  (`grafana.datasource.history.influx_rollups`).
+  bucket is a multiple of: a bucket's mean is the mean of its blocks' means (`rollup_query` says
+  when that differs from the bucket's mean), its step their last step, so a drawn point reads at
+  most a bucket's blocks (a few dozen rows) whatever the run's length. (The datasource's own
+  `/api/series` sums the blocks' counts and sums instead, `grafana.datasource.history.influx_rollups`.)
 A chart of a metric no selected run logs reads nothing in the rollups (no such field), so it
 costs what a closed gate costs. The x value the trend panels plot is the bucket's last step
 (`max("step")` of the raw points, `max("last:<id>")` of the blocks).
@@ -38,6 +38,7 @@ from exporter.schema import (
     EVENTS,
     MIN_BLOCK_POINTS,
     ROLLUP_LEVELS,
+    ROLLUP_MEAN,
     STEP_FIELD,
     rollup_key,
     rollup_measurement,
@@ -151,30 +152,35 @@ def metric_query(series: Series, gate: str = "") -> str:
 
 
 def rollup_query(series: Series, level: int, gate: str = "") -> str:
-    """The same columns as `metric_query`, from the exporter's blocks of `level` steps: each
-    bucket's mean is the sum of its blocks' sums over the sum of their counts, its step their
-    last step, its max their highest value. The outer statement applies InfluxQL's
-    transformations (moving average, derivative) to the buckets, which they can only take as
-    an aggregate of a field: the inner one names the bucket's mean `v`."""
+    """The same columns as `metric_query`, from the exporter's blocks of `level` steps, in one
+    flat statement: a bucket's mean is the mean of its blocks' means (`mean:<id>`, each block's
+    sum over its count), its moving average and slope InfluxQL's, taken of that aggregate; its
+    step is its blocks' last step, its max their highest value.
+
+    The mean of block means equals the bucket's mean (sum of sums over sum of counts) when every
+    block holds as many values (a run logging every step, or every k steps with k dividing 64;
+    the bucket is a whole number of blocks). Otherwise each block weighs 1 rather than its count
+    (the gate asks only `MIN_BLOCK_POINTS` values per block on average, `dense_query`): both
+    means lie between the bucket's lowest and highest block mean, so they differ by less than
+    that spread, and not at all where the values are flat. Where it shows: a run's first or last
+    block partly logged weighs as a whole one, and a run's ranks or GPUs each weigh 1 per block
+    whatever they logged. The former statement summed counts and sums in a subquery and applied the
+    transformations outside it: 0.9-1.0 s against 0.35 s for this one, 20 runs x 200k steps
+    (docs/grafana.md)."""
     m = series.metric
-    n, total, high, last = (_ident(rollup_key(k, m.id)) for k in ("n", "sum", "max", "last"))
-    highest = f', max({high}) AS "hi"' if "max" in series.kinds() else ""
-    inner = (
-        f'SELECT sum({total}) / sum({n}) AS "v"{highest}, max({last}) AS "s" '
-        f"FROM {_ident(rollup_measurement(level))} WHERE {_RUN} AND {_STEPS}{gate} "
-        f'GROUP BY time({_BUCKET}), "run" fill(none)'
-    )
+    mean, high, last = (_ident(rollup_key(k, m.id)) for k in (ROLLUP_MEAN, "max", "last"))
     exprs = {
-        "raw": 'mean("v")',
-        "smoothed": f'exponential_moving_average(mean("v"), {_SMOOTHING})',
-        "max": 'max("hi")',
-        "slope": 'derivative(mean("v"), 1000s)',
+        "raw": f"mean({mean})",
+        "smoothed": f"exponential_moving_average(mean({mean}), {_SMOOTHING})",
+        "max": f"max({high})",
+        "slope": f"derivative(mean({mean}), 1000s)",
     }
-    parts = [f'max("s") AS "{STEP_FIELD}"'] + [
+    parts = [f'max({last}) AS "{STEP_FIELD}"'] + [
         f"{exprs[kind]} AS {_ident(series_alias(m.id, kind))}" for kind in series.kinds()
     ]
     return (
-        f"SELECT {', '.join(parts)} FROM ({inner}) WHERE {_STEPS} "
+        f"SELECT {', '.join(parts)} FROM {_ident(rollup_measurement(level))} "
+        f"WHERE {_RUN} AND {_STEPS}{gate} "
         f'GROUP BY time({_BUCKET}), "run" fill(none)'
     )
 
@@ -275,19 +281,23 @@ def dense_query() -> str:
     4096-step blocks. The exporter keeps a level only for a field that dense
     (`exporter.influx.rollups`), so a run logging every 2,048 steps (SB3's default rollout) is
     read from its raw points, a few hundred; and a run whose blocks are missing or behind (written
-    before rollups, through InfluxDB 2.x, or still being rolled up) counts as sparse too."""
+    before rollups, through InfluxDB 2.x, or still being rolled up) counts as sparse too. So does
+    a run with a block that lacks its mean (`mean:<field>`, what `rollup_query` reads: rolled up
+    by an exporter older than rollups version 2, or being rolled up again by a new one): `"m"`,
+    blocks with a mean less blocks, is 0 only when every block has one (no value when none has,
+    a field InfluxDB does not know)."""
     field = NONFINITE_FIELD
-    n, last = (_ident(rollup_key(k, field)) for k in ("n", "last"))
+    n, last, mean = (_ident(rollup_key(k, field)) for k in ("n", "last", ROLLUP_MEAN))
     coarse = ROLLUP_LEVELS[-1]
     # `::float`: a run whose density divides exactly (every step logged) would otherwise be an
     # integer, and InfluxDB 1.6's outer `WHERE "d" >= ...` then counts only one of the two types
     density = f"sum({n}::float) / (max({last}) - min({last}) + {coarse})"
     inner = (
-        f'SELECT {density} AS "d" FROM {_ident(rollup_measurement(coarse))} '
-        f'WHERE {_RUN} GROUP BY "run"'
+        f'SELECT {density} AS "d", count({mean}) - count({n}) AS "m" '
+        f'FROM {_ident(rollup_measurement(coarse))} WHERE {_RUN} GROUP BY "run"'
     )
     threshold = MIN_BLOCK_POINTS / ROLLUP_LEVELS[0]
-    return f'SELECT count("d") FROM ({inner}) WHERE "d" >= {threshold!r}'
+    return f'SELECT count("d") FROM ({inner}) WHERE "d" >= {threshold!r} AND "m" = 0'
 
 
 def run_matcher() -> str:

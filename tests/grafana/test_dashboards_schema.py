@@ -123,7 +123,7 @@ def test_metric_charts_plot_against_step_with_registry_units_and_tooltips(
                 if t["query"] == event_marks_query():
                     continue  # the events as marks: their own steps, not buckets
                 # the bucket's last step: of the raw points, or of the rollup blocks (`last:<id>`)
-                assert re.search(r'max\("(step|s)"\) AS "step"', t["query"]), t["query"]
+                assert re.search(r'max\("(step|last:[^"]+)"\) AS "step"', t["query"]), t["query"]
                 assert "GROUP BY time(${bucket}s)" in t["query"]
                 assert "$__interval" not in t["query"]
                 assert "exponential_moving_average(" in t["query"] and "$smoothing" in t["query"]

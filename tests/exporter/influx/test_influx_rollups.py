@@ -1,6 +1,8 @@
 """The step rollups the exporter keeps in InfluxDB equal sums over the raw points InfluxDB holds,
 whichever writer wrote them (the outbox's forwarder, `rlvitals import`), after a resume re-logs
-steps in the middle of a block, and for a run written before rollups existed."""
+steps in the middle of a block, and for a run written before rollups existed; every block of every
+path also holds its mean (`mean:<field>` = sum / count), and a run rolled up before block means
+existed (marker version 1) is rolled up again whole."""
 
 from __future__ import annotations
 
@@ -19,9 +21,10 @@ from exporter.influx import rollups as influx_rollups
 from exporter.influx.direct import DirectRun
 from exporter.influx.forwarder import LineRenderer
 from exporter.influx.lineprotocol import join_lines
-from exporter.influx.rollups import make_rollups
+from exporter.influx.rollups import ROLLUP_VERSION, make_rollups
 from exporter.influx.writers import make_writer
 from exporter.schema import (
+    MARKER_VERSION_FIELD,
     NO_RANK,
     ROLLUP_LEVELS,
     ROLLUP_MARKER,
@@ -93,6 +96,19 @@ def _assert_exact(influx: Any, run: str, measurement: str, field: str) -> None:
             got = kept[block]
             assert got[0] == want[0] and got[4] == want[4], (level, block, got, want)
             assert got[1:4] == pytest.approx(want[1:4], rel=1e-9, abs=1e-9), (level, block)
+        _assert_means(influx, run, field, level)
+
+
+def _assert_means(influx: Any, run: str, field: str, level: int) -> None:
+    """Every block of every series of the run holds its mean: its sum over its count."""
+    rows = influx.query(
+        f'SELECT "n:{field}", "sum:{field}", "mean:{field}" FROM "{rollup_measurement(level)}" '
+        f"WHERE \"run\" = '{run}' GROUP BY *"
+    )
+    blocks = [r for r in rows if r[f"n:{field}"] is not None]
+    for r in blocks:
+        want = r[f"sum:{field}"] / r[f"n:{field}"]
+        assert r[f"mean:{field}"] == pytest.approx(want, rel=1e-12, abs=1e-12), (level, r)
 
 
 def _marked(influx: Any, run: str) -> bool:
@@ -186,6 +202,67 @@ def test_a_run_written_before_rollups_is_rolled_up_whole_at_its_next_write(
     assert _marked(influx, "old")
     _assert_exact(influx, "old", "policy", "policy_kl")
     assert sum(b[0] for b in _kept(influx, "old", "policy_kl", 4096).values()) == 10_200
+
+
+def _version(influx: Any, run: str) -> object:
+    rows = influx.query(f'SELECT * FROM "{ROLLUP_MARKER}" WHERE "run" = \'{run}\'')
+    return rows[0][MARKER_VERSION_FIELD] if rows else None
+
+
+def _version_1_run(influx: Any, run: str, steps: int) -> None:
+    """Points and complete rollups as the exporter wrote them before block means: every block's
+    count, sum, extremes and last step, no `mean:<field>`, marker version 1."""
+    influx.write(
+        "\n".join(
+            f"policy,run={run} policy_kl={step / 7},step={step}i,wall_time={step}.0 {step}"
+            for step in range(steps)
+        )
+    )
+    lines = []
+    for level in ROLLUP_LEVELS:
+        for lo in range(0, steps, level):
+            values = [s / 7 for s in range(lo, min(lo + level, steps))]
+            lines.append(
+                f"{rollup_measurement(level)},run={run} n:policy_kl={len(values)}i,"
+                f"sum:policy_kl={sum(values)!r},min:policy_kl={min(values)!r},"
+                f"max:policy_kl={max(values)!r},last:policy_kl={lo + len(values) - 1}i {lo}"
+            )
+    lines.append(f"{ROLLUP_MARKER},run={run} {MARKER_VERSION_FIELD}=1i 0")
+    influx.write("\n".join(lines))
+
+
+def test_a_run_rolled_up_before_block_means_is_rolled_up_again_whole_at_its_next_write(
+    tmp_path: Path, reg: registry.Registry, influx: Any
+) -> None:
+    _version_1_run(influx, "v1", 9000)
+    assert ROLLUP_VERSION > 1
+    settings = influx.settings(tmp_path)
+    with exporter.init("v1", registry=reg, settings=settings, resume=True) as run:
+        for step in range(9000, 9100):
+            run.log(step, {"policy_kl": 2.0})
+    assert _version(influx, "v1") == ROLLUP_VERSION
+    # every block holds its mean, the old ones (steps 0..8999) too
+    _assert_exact(influx, "v1", "policy", "policy_kl")
+    means = influx.query(f'SELECT count("mean:policy_kl") FROM "{rollup_measurement(64)}"')
+    assert means[0]["count"] == -(-9100 // 64)
+
+
+def test_doctor_finds_a_run_rolled_up_before_block_means_and_repair_rolls_it_up_again(
+    tmp_path: Path, influx: Any
+) -> None:
+    _version_1_run(influx, "v1", 5000)
+    settings = influx.settings(tmp_path)
+    writer = make_writer(settings)
+    assert writer is not None
+    rollups = make_rollups(settings, writer)
+    assert rollups is not None
+    problems = rollups.check("v1")
+    assert len(problems) == 1 and "version 1" in problems[0], problems
+    rollups.repair("v1")
+    writer.close()
+    assert rollups.check("v1") == []
+    assert _version(influx, "v1") == ROLLUP_VERSION
+    _assert_exact(influx, "v1", "policy", "policy_kl")
 
 
 def test_refused_lines_are_left_out_of_the_rollups(

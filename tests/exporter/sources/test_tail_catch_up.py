@@ -108,15 +108,16 @@ def _raw(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _same_points(points: list[dict[str, Any]], others: list[dict[str, Any]]) -> bool:
-    """The same points; a rollup's sums (`sum:<field>`) equal up to the order they were added
-    in (InfluxDB recomputes the block a follower goes on in, the import sums it itself)."""
+    """The same points; a rollup's sums and means (`sum:<field>`, `mean:<field>`) equal up to the
+    order they were added in (InfluxDB recomputes the block a follower goes on in, the import
+    sums it itself)."""
     if len(points) != len(others):
         return False
     for point, other in zip(points, others, strict=True):
         if point.keys() != other.keys():
             return False
         for key, value in point.items():
-            if key.startswith("sum:") and isinstance(value, float):
+            if key.startswith(("sum:", "mean:")) and isinstance(value, float):
                 if not math.isclose(value, other[key], rel_tol=1e-12, abs_tol=1e-12):
                     return False
             elif value != other[key]:
