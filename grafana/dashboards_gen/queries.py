@@ -4,7 +4,8 @@ requests to the rlvitals API.
 Step space: a point's timestamp is its training step in seconds, so a step range is a time range
 (`time >= ${step_from}s`) and a bucket of N steps is `GROUP BY time(Ns)`. The hidden `bucket`
 variable (`bucket_query`) is the steps per drawn point that give about `POINTS_PER_SERIES` points
-per run and series from `step_from` to the selected runs' last step, rounded up to a multiple of
+per run and series (fewer each past `RUNS_AT_FULL_DETAIL` runs) from `step_from` to the selected
+runs' last step, rounded up to a multiple of
 the rollup level it is read at (64 or 4096 steps: `exporter.schema.ROLLUP_LEVELS`).
 
 What a chart reads (`metric_targets`): one target per source, each gated by the variables so that
@@ -52,6 +53,7 @@ __all__ = [
     "EVENT_MARKS",
     "POINTS_PER_SERIES",
     "RAW",
+    "RUNS_AT_FULL_DETAIL",
     "RUN_COLOURS_REF",
     "STEPS_REF",
     "Series",
@@ -75,6 +77,11 @@ __all__ = [
 ]
 
 POINTS_PER_SERIES = 1000
+RUNS_AT_FULL_DETAIL = 10
+"""Up to this many selected runs each get about `POINTS_PER_SERIES` points a series; more runs
+share about ten times that: with n runs, ceil(n / 10) times fewer each (20 runs: 500 each). What
+a chart's statement costs InfluxDB follows the points it answers (each aggregate about 0.09 s
+for 20 runs x 780 points, docs/grafana.md), so a page of 20 runs stays near a page of 10."""
 
 _SMOOTHING = "$smoothing, 0, 'exponential'"
 """The moving average's window and warm-up: from a run's first bucket on (a hold period of 0),
@@ -256,7 +263,7 @@ def bucket_query(measurement: str) -> str:
     checked on InfluxDB 1.6), and `run_config`, logged at step 0, always offered `1`, a value a
     short run left selected kept for a long one.
 
-    b = ceil(steps / POINTS_PER_SERIES); the level it is read at is 64^k, k = floor(log64 b)
+    b = ceil(steps * ceil(runs / RUNS_AT_FULL_DETAIL) / POINTS_PER_SERIES); the level it is read at is 64^k, k = floor(log64 b)
     (1 below 64; the rollups' levels are powers of 64); the bucket is b rounded up to a multiple
     of that level, so whole blocks fall in each bucket. InfluxQL's `pow` and `log` take only a
     literal second argument, hence `exp(k * ln 64)`, rounded.
@@ -264,7 +271,8 @@ def bucket_query(measurement: str) -> str:
     assert all(b == ROLLUP_LEVELS[0] ** (i + 1) for i, b in enumerate(ROLLUP_LEVELS)), (
         "bucket_query assumes the rollup levels are 64, 64^2, ..."
     )
-    b = f'ceil((max("l") - ${{step_from}} + 1) / {POINTS_PER_SERIES})'
+    share = f'ceil(count("l") / {RUNS_AT_FULL_DETAIL})'
+    b = f'ceil((max("l") - ${{step_from}} + 1) * {share} / {POINTS_PER_SERIES})'
     level = f"round(exp(floor(log({b}, {ROLLUP_LEVELS[0]}) + 0.000001) * {_LN_LEVEL}))"
     return f"SELECT ceil({b} / {level}) * {level} FROM ({_last_steps(measurement, 'l', True)})"
 

@@ -42,7 +42,11 @@ from exporter.schema import (
 )
 from exporter.translate.derive import NONFINITE_FIELD
 from grafana.dashboards_gen import dashboard_files
-from grafana.dashboards_gen.queries import POINTS_PER_SERIES, step_measurement
+from grafana.dashboards_gen.queries import (
+    POINTS_PER_SERIES,
+    RUNS_AT_FULL_DETAIL,
+    step_measurement,
+)
 
 DENSE = ("long-a", "long.b")
 SPARSE = "ppo-sparse"
@@ -284,3 +288,31 @@ def test_a_run_rolled_up_before_block_means_sends_the_chart_to_the_raw_points(
             assert answered and all(len(ref) == 1 for ref in answered), sorted(answered)
             for series in answered.values():
                 assert set(series) == set(runs), (path, panel["title"], sorted(series))
+
+
+@pytest.mark.parametrize("count", [RUNS_AT_FULL_DETAIL, RUNS_AT_FULL_DETAIL + 1, 20])
+def test_past_ten_runs_each_run_gets_fewer_points_so_a_page_reads_about_as_many(
+    count: int, influxd: InfluxServer, builtin: registry.Registry
+) -> None:
+    """Issue 37: a page of 20 long runs should load like a page of one. What a chart costs
+    InfluxDB follows the points it answers, so past `RUNS_AT_FULL_DETAIL` selected runs each
+    gets ceil(n / 10) times fewer: 10 runs of 100,000 steps get 1,000 points each, 11 and 20
+    runs 500 (the bucket a multiple of 64, the finest rollup level)."""
+    name = f"many_{uuid.uuid4().hex[:8]}"
+    influxd.post_query(f'CREATE DATABASE "{name}"')
+    db = InfluxDatabase(influxd, name)
+    runs = [f"sweep-{i:02d}" for i in range(count)]
+    measurement = step_measurement(builtin)
+    db.write(
+        "\n".join(
+            f"{measurement},run={run} {NONFINITE_FIELD}=0i,step={step}i {step}"
+            for run in runs
+            for step in (0, 99_999)
+        )
+    )
+    dashboard = json.loads(dashboard_files(builtin, ("en",))["grafana/dashboards/en/overview.json"])
+    sel = resolve_hidden(dashboard, tuple(runs), _CHOSEN, db.raw_query)
+    share = math.ceil(count / RUNS_AT_FULL_DETAIL)
+    b = math.ceil(100_000 * share / POINTS_PER_SERIES)
+    assert sel.single["bucket"][1] == str(math.ceil(b / 64) * 64), sel.single
+    assert 100_000 / int(sel.single["bucket"][1]) <= POINTS_PER_SERIES / share
