@@ -221,12 +221,11 @@ def test_4096_step_blocks_equal_the_raw_points_over_the_same_buckets(
             _assert_same(series, raw[ref.removesuffix("4096")], where, db, builtin, 4096)
 
 
-def test_a_run_too_sparse_for_rollups_sends_the_chart_to_the_raw_points(
-    db: InfluxDatabase, builtin: registry.Registry
+def _assert_every_chart_reads_raw_points_of(
+    db: InfluxDatabase, builtin: registry.Registry, runs: tuple[str, ...]
 ) -> None:
-    """A run logging every 2,048 steps (SB3's rollout) has no 64-step blocks kept: with it
-    selected, the charts read every run's raw points (a few hundred for it) and draw all runs."""
-    runs = (*DENSE, SPARSE)
+    """With `runs` selected (two dense, one not), every chart reads the raw points (targets
+    without a level suffix) and draws every run."""
     for path, dashboard in _dashboards(builtin):
         sel = resolve_hidden(dashboard, runs, _CHOSEN, db.raw_query)
         assert sel.single["logged"][1] == "3" and sel.single["dense"][1] == "2", sel.single
@@ -235,6 +234,15 @@ def test_a_run_too_sparse_for_rollups_sends_the_chart_to_the_raw_points(
             assert answered and all(len(ref) == 1 for ref in answered), sorted(answered)
             for series in answered.values():
                 assert set(series) == set(runs), (path, panel["title"], sorted(series))
+
+
+def test_a_run_too_sparse_for_rollups_sends_the_chart_to_the_raw_points(
+    db: InfluxDatabase, builtin: registry.Registry
+) -> None:
+    """A run logging every 2,048 steps (SB3's rollout) has no 64-step blocks kept: with it
+    selected, the charts read every run's raw points (a few hundred for it) and draw all runs."""
+    runs = (*DENSE, SPARSE)
+    _assert_every_chart_reads_raw_points_of(db, builtin, runs)
 
 
 OLD = "old-v1"
@@ -280,14 +288,7 @@ def test_a_run_rolled_up_before_block_means_sends_the_chart_to_the_raw_points(
     raw points and draw it, rather than drawing it empty from the rollups."""
     _write_version_1_run(db, builtin, 12_000)
     runs = (*DENSE, OLD)
-    for path, dashboard in _dashboards(builtin):
-        sel = resolve_hidden(dashboard, runs, _CHOSEN, db.raw_query)
-        assert sel.single["logged"][1] == "3" and sel.single["dense"][1] == "2", sel.single
-        for panel in _logged_charts(dashboard):
-            answered = _answering(db, panel, sel)
-            assert answered and all(len(ref) == 1 for ref in answered), sorted(answered)
-            for series in answered.values():
-                assert set(series) == set(runs), (path, panel["title"], sorted(series))
+    _assert_every_chart_reads_raw_points_of(db, builtin, runs)
 
 
 @pytest.mark.parametrize("count", [RUNS_AT_FULL_DETAIL, RUNS_AT_FULL_DETAIL + 1, 20])
