@@ -387,6 +387,18 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
         ref = chr(ord("A") + len(chart.series))
         panel = panel.with_target(Target(queries.influx_target(ref, queries.event_marks_query())))
         panel = panel.override_by_regexp(f"/^{queries.EVENT_MARKS}( |$)/", _EVENT_MARK_STYLE)
+    # last, so it wins: a field with no value at all is drawn by no one. A run that logs one
+    # metric of the chart but not another gets the other's column all null (the chart's
+    # queries are merged into one table before the partition by run, see
+    # `CHART_TRANSFORMATIONS`), which would be a legend row with no line. `byValue` reduces
+    # each field (fieldValueMatcher.ts in packages/grafana-data/src/transformations/matchers:
+    # a boolean reducer such as `allIsNull` matches when it is true)
+    panel = panel.with_override(
+        dm.MatcherConfig(
+            id_val="byValue", options={"reducer": "allIsNull", "op": "eq", "value": 0}
+        ),
+        [_prop("custom.hideFrom", {"legend": True, "tooltip": True, "viz": True})],
+    )
     panel = panel.with_target(Target(queries.run_colours_target()))
     panel = panel.with_target(Target(queries.steps_target()))
     for t in CHART_TRANSFORMATIONS:
