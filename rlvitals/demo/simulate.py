@@ -310,9 +310,12 @@ def simulate(reg: Registry, cfg: SimConfig) -> Trajectory:
     v["gpu_memory_used"] = cfg.gpu_memory_gib + rng.normal(0.0, 0.3, n)
 
     events = [SimEvent(warm, "warmup_end", f"learning rate warm-up ended at step {warm}")]
+    # a short run saves about eight checkpoints (`--steps 100`: one every 12 steps), so the
+    # `resume` scenario has one to restart from wherever its failure is injected
+    every = max(1, min(cfg.checkpoint_every, n // 8))
     events += [
         SimEvent(s, "checkpoint", f"saved checkpoint ckpt-{s}", {"path": f"ckpt-{s}"})
-        for s in range(cfg.checkpoint_every, n, cfg.checkpoint_every)
+        for s in range(every, n, every)
     ]
     return Trajectory(t, v, tuple(events), cfg.run_config(), t.copy())
 

@@ -51,3 +51,19 @@ def test_demo_run_names_do_not_collide(
 def test_demo_rejects_too_few_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--steps", "10", "--store", str(tmp_path)]) == 2
     assert "at least 100" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("steps", [100, 300, 454])
+def test_a_short_resume_demo_restarts_from_a_checkpoint_instead_of_crashing(
+    steps: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any `--steps` the command accepts (100 and more) runs every scenario: the resume scenario
+    crashed with a traceback below 455 steps (its failure at 55 % fell before the first
+    checkpoint, saved every 250 steps)."""
+    monkeypatch.delenv("RLVITALS_INFLUX_URL", raising=False)
+    args = ["demo", "--scenario", "resume", "--steps", str(steps), "--store", str(tmp_path)]
+    assert main([*args, "--no-report"]) in (0, 1)  # 1: its failure may be flagged after the end
+    with Outbox(tmp_path / "outbox.sqlite") as ob:
+        (resume,) = ob.events("demo-resume", "resume")
+        checkpoints = [e.step for e in ob.events("demo-resume", "checkpoint")]
+    assert checkpoints and resume.step > min(checkpoints)
