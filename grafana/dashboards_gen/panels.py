@@ -290,6 +290,38 @@ one frame, a `step` field of length 0, so the trend panel shows the chart's `noV
 `chart_panel`) instead of "Unable to find field: step"."""
 
 
+def _with_marks_gate(chart: Chart) -> tuple[dict[str, Any], ...]:
+    """`CHART_TRANSFORMATIONS`, and for a chart with event marks a gate after the join on run:
+    the rows are kept only when some selected run logs one of the chart's metrics, so a chart
+    with nothing else to draw shows why (its `noValue`) rather than the runs' events alone.
+
+    `filterByValue`, `include`, `any`: a row is kept when one filter matches, and a filter
+    naming a field the table does not have matches no row
+    (packages/grafana-data/src/transformations/transformers/filterByValue.ts,
+    `createFilterValueMatchers`). A metric's column tested both `isNull` and `isNotNull`
+    matches every row when the column is there, none when no run answered it. A run that logs
+    none of the chart's metrics beside one that does keeps its marks (a filter tests rows, not a
+    run's rows together); its all-null columns are hidden (see `chart_panel`)."""
+    if not chart.events or any(s.metric.pattern is not None for s in chart.series):
+        return CHART_TRANSFORMATIONS
+    column = [series_alias(s.metric.id, s.kinds()[0]) for s in chart.series]
+    gate = {
+        "id": "filterByValue",
+        "options": {
+            "type": "include",
+            "match": "any",
+            "filters": [
+                {"fieldName": name, "config": {"id": test, "options": {}}}
+                for name in column
+                for test in ("isNull", "isNotNull")
+            ],
+        },
+    }
+    at = 4  # after the join on `run` and the drop of step-less rows, before the partition
+    assert CHART_TRANSFORMATIONS[at]["id"] == "partitionByValues"
+    return (*CHART_TRANSFORMATIONS[:at], gate, *CHART_TRANSFORMATIONS[at:])
+
+
 def _run_colour_pattern(colour: str) -> str:
     """A run series drawn in `colour`: after the partition its display name is
     `<column> {color="<colour>", run="<run>"}` (labels sorted by key: `formatLabels`,
@@ -401,7 +433,7 @@ def chart_panel(chart: Chart, lang: str) -> trend.Panel:
     )
     panel = panel.with_target(Target(queries.run_colours_target()))
     panel = panel.with_target(Target(queries.steps_target()))
-    for t in CHART_TRANSFORMATIONS:
+    for t in _with_marks_gate(chart):
         frames = t.get("filter")
         panel = panel.with_transformation(
             dm.DataTransformerConfig(
