@@ -956,3 +956,33 @@ def test_without_hiding_empty_fields_imported_runs_get_legend_rows_with_no_line(
         assert empty_row_problems(drawn), "no legend row without a line: the check is blind"
     finally:
         result.page.close()
+
+
+def marks_ungated(dashboards: dict[str, Any]) -> None:
+    """The gate dropped that keeps a chart's rows only when a selected run answered one of its
+    metrics (`_with_marks_gate`): the runs' event marks alone fill a chart no run logs."""
+    for panel in mutations._charts(dashboards):
+        panel["transformations"] = [
+            t for t in panel["transformations"] if t["options"].get("type") != "include"
+        ]
+
+
+def test_without_the_marks_gate_a_chart_no_demo_run_logs_draws_their_events_alone(
+    browser: Any, harness_js: Path, builtin: registry.Registry, demo_runs: Imported
+) -> None:
+    overview = "grafana/dashboards/en/overview.json"
+    dashboards = {overview: copy.deepcopy(_english(builtin)[overview])}
+    before = copy.deepcopy(dashboards)
+    marks_ungated(dashboards)
+    assert dashboards != before, "marks_ungated changed nothing: the mutation is stale"
+    result = draw(browser, harness_js, dashboards, demo_runs.db, demo_runs.api, runs=DEMO_RUNS)
+    try:
+        for chart in result.charts:
+            metrics = _metrics_of(chart["panel"])
+            chart["runs"] = {r for r in DEMO_RUNS if demo_runs.logged.get(r, set()) & metrics}
+        assert any(not c["runs"] for c in result.charts), "every chart has a run: the test is moot"
+        case = Case("en", "dark", "rlvitals-demo")
+        drawn = Drawn(result.page, result.charts, result.store_colours, demo_runs.events, case)
+        assert drawn_problems(drawn), "no chart drew events alone: the check is blind"
+    finally:
+        result.page.close()
