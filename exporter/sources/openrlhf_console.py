@@ -15,7 +15,7 @@ trainer/ray/ppo_actor.py at v0.11.0, and the versions before it):
 What the bars are, read from the same source and from real console output users published
 (docs/console-logs.md, "Real OpenRLHF output read"):
 
-- a step draws one `Train epoch [i/k]` bar per PPO epoch (`--max_epochs k`); the step is the
+- a step draws one `Train epoch [i/k]` bar per PPO epoch (its `max_epochs` is k); the step is the
   completion of its last one, `[k/k]`;
 - a run with a critic trains it in another process (Ray's `CriticModelRayActor`), which draws
   its own `Train epoch` bar whose postfix holds the critic's metrics under their full names

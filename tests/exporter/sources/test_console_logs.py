@@ -338,7 +338,7 @@ def _ppo_step(step: int) -> tuple[list[dict[str, float]], list[dict[str, float]]
 
 @pytest.mark.parametrize("pasted", [False, True], ids=["as-ray-writes-it", "as-pasted"])
 def test_a_critic_s_own_training_bar_adds_to_the_step_it_does_not_count_one(
-    tmp_path: Path, store: Path, pasted: bool
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], pasted: bool
 ) -> None:
     # issue #305 (2024): the critic's process draws its own `Train epoch [1/1]` bar, its
     # postfix under full names; the actor's bar in another process counts the steps
@@ -373,6 +373,9 @@ def test_a_critic_s_own_training_bar_adds_to_the_step_it_does_not_count_one(
         assert got["values"] == 0.42 and got["actor_lr"] == 5e-7
     assert problems == [] and facts["step_source"] == "logging order"
     assert main(["import", str(run.parent)]) == 0
+    err = capsys.readouterr().err
+    # the import says how the steps were counted; a logging cadence has nothing to do with it
+    assert "count its completed training bars" in err and "logging_steps" not in err
     with Outbox(store) as box:
         record = box.run("ppo-critic")
         assert record is not None and record.framework == "openrlhf"
