@@ -38,8 +38,10 @@ from .lines import BadLine
 __all__ = ["SHORT_NAMES", "TrainingBars", "global_step_line", "postfix_values"]
 
 _GLOBAL_STEP = re.compile(r"Global step (\d+):\s*(?=\{)")
-# the bar of one PPO epoch of a step: `Train epoch [1/2]` (behind a launcher's prefix, if any)
-_TRAIN_EPOCH = re.compile(r"Train epoch \[(\d+)/(\d+)\]")
+# the bar of one PPO epoch of a step: `Train epoch [1/2]`, the whole description but for a
+# launcher's prefix (Ray's `(PolicyModelActor pid=7)`, torchrun's `[rank0]:`); other trainers
+# draw `Policy Train epoch [1/2]` (SkyRL) with postfixes of their own
+_TRAIN_EPOCH = re.compile(r"(?:\([^()]*\)\s*|\[[^\[\]]*\]:\s*)*Train epoch \[(\d+)/(\d+)\]")
 _POLICY = "policy_loss"
 _CRITIC = "critic_loss"
 
@@ -88,7 +90,7 @@ def global_step_line(segment: str) -> tuple[int, DictLine] | None:
 def postfix_values(bar: Progress) -> tuple[dict[str, float], list[str]]:
     """The metrics of a `Train epoch` bar's postfix under their full names, and what could not
     be read; nothing for any other bar."""
-    if _TRAIN_EPOCH.search(bar.desc) is None or not bar.postfix:
+    if _TRAIN_EPOCH.fullmatch(bar.desc) is None or not bar.postfix:
         return {}, []
     values: dict[str, float] = {}
     bad: list[str] = []
@@ -133,7 +135,7 @@ class TrainingBars:
         bar = progress(segment)
         if bar is None or self.off:
             return [], []
-        epoch = _TRAIN_EPOCH.search(bar.desc)
+        epoch = _TRAIN_EPOCH.fullmatch(bar.desc)
         if epoch is None or not bar.postfix:
             return [], []  # another tool's bar, or the first reading, before any postfix
         self.seen = True

@@ -449,6 +449,36 @@ def test_a_global_step_line_that_cannot_be_read_is_named_and_the_others_are_read
     assert "notes.txt:2" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("prefix", ["(PolicyModelActor pid=7) ", "[rank0]: ", ""])
+def test_a_training_bar_quoted_without_its_rate_or_behind_a_prefix_is_read(
+    tmp_path: Path, prefix: str
+) -> None:
+    # quoted bars are often trimmed of the rate (`[00:02<00:02, pg=...]`); a launcher's
+    # prefix may sit in front of the description itself
+    lines = [
+        f"{prefix}Train epoch [1/1]:  50%|#####     | 1/2 [00:02<00:02, pg=-0.125, rm=0.25, glen=104]",
+        f"{prefix}Train epoch [1/1]: 100%|##########| 2/2 [00:03<00:00, pg=0.25, rm=0.375, glen=126]",
+    ]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    records, problems, _ = _read(path)
+    assert records == [Record(1, {"policy_loss": 0.25, "reward": 0.375, "response_length": 126.0})]
+    assert problems == []
+
+
+def test_another_trainer_s_policy_train_epoch_bar_is_not_read_as_openrlhf_s(
+    tmp_path: Path,
+) -> None:
+    # SkyRL draws `Policy Train epoch [1/1]` with a postfix of its own (`pg=0, glen=7988.0,
+    # policy_lr=8e-6, ent=0.26`): its names are not OpenRLHF's
+    text = openrlhf_bar("Policy Train epoch [1/1]", [{"pg": 0.5, "glen": 7988.0, "ent": 0.25}] * 2)
+    path = tmp_path / "train.log"
+    path.write_text(text + "\n")
+    records, _, _ = _read(path)
+    assert records == []
+    assert detect_format(path) is None
+
+
 def test_a_log_cut_before_its_first_training_bar_completed_is_a_console_log(tmp_path: Path) -> None:
     # issue #305 quotes a critic's bar up to 6 of 64 mini-batches
     text = openrlhf_bar("Train epoch [1/1]", [{"critic_loss": 0.0367, "values": 0.42}] * 3)
