@@ -904,7 +904,10 @@ def _framework_line(summary: RunSummary) -> str:
             f"{k}={v}" for k, v in summary.config.items() if k not in ("framework", CONFIG_SOURCES)
         )
         line += f"; run context: {shown}" if shown else ""
-    if summary.config.get("step_source") == "logging order":
+    if summary.config.get("step_source") == "logging order" and summary.framework == "openrlhf":
+        # OpenRLHF before v0.8.1 prints no step: one training bar a step (openrlhf_console.py)
+        line += "; its log prints no step, so steps count its completed training bars (one a step)"
+    elif summary.config.get("step_source") == "logging order":
         line += (
             "; its log prints no step, so steps count its logged lines (times logging_steps "
             "where the log prints it): pass --set logging_steps=N if the trainer logged every "

@@ -18,7 +18,8 @@ wherever it sits in a line (behind a launcher's prefix, after a progress bar it 
      steps then count logged lines, and the import says so: `logging order`.
   An evaluation dict (every key `eval_...`) and the closing dict (`train_runtime`) are placed
   like the others (their clearing's redraw), else at the step trained last.
-- **OpenRLHF**: the postfix of its training progress bar (`openrlhf_console.py`).
+- **OpenRLHF**: its `Global step N: {...}` lines, or in versions without them the postfix of its
+  training progress bars (`openrlhf_console.py`).
 
 The same metric line printed by several ranks, or twice, is read once (a line equal to the one
 before it at its step). A run resumed in the same file prints earlier steps again: they are read
@@ -32,10 +33,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .console_text import progress, strip_ansi
+from .console_text import strip_ansi
 from .hf_dict import parse_dict
 from .lines import BadLine
-from .openrlhf_console import global_step_line, postfix_values
+from .openrlhf_console import TrainingBars, global_step_line
 from .record import Record
 from .trainer_dicts import TrainerDicts
 from .verl_console import parse_verl
@@ -68,8 +69,7 @@ class ConsoleParser:
 
     def reset(self) -> None:
         self._dicts = TrainerDicts(self._given_cadence)
-        self._bars = 0  # OpenRLHF training bars read complete
-        self._bar_done = False  # the last one drawn was complete
+        self._bars = TrainingBars()  # OpenRLHF's training bars
         self._last: tuple[int, dict[str, float]] | None = None
         self._last_dict: dict[str, float] | None = None
         self._problems: list[str] = []
@@ -101,7 +101,13 @@ class ConsoleParser:
     @property
     def holding(self) -> bool:
         """A metric line was read and waits for a later line to be placed."""
-        return self._dicts.holding
+        return self._dicts.holding or self._bars.holding
+
+    @property
+    def saw_metrics(self) -> bool:
+        """A metric line was read, complete or not (an OpenRLHF training bar that never
+        completed prints its metrics too): this is a console log of metrics."""
+        return self._last is not None or self._bars.seen
 
     def note_header(self, text: str) -> None:
         """A line printed before the metrics (config dumps): the logging cadence, when given."""
@@ -133,7 +139,7 @@ class ConsoleParser:
         return out + mine
 
     def flush(self) -> list[Record]:
-        return self._records(self._dicts.flush())
+        return self._records(self._dicts.flush()) + self._records(self._bars.flush())
 
     def _content(self, last: str) -> list[Record]:
         """What the shown segment of a line holds."""
@@ -145,6 +151,7 @@ class ConsoleParser:
         orlhf = global_step_line(last)
         if orlhf is not None:
             self._printed = True
+            self._bars.printed_steps()
             return self._emit(orlhf[0], orlhf[1].values)
         if "{" in last:
             found = self._dict(last)
@@ -187,22 +194,10 @@ class ConsoleParser:
         return self._records(self._dicts.add(values, training=not (closing or evaluation)))
 
     def _train_bar(self, segment: str) -> list[Record]:
-        """OpenRLHF's training bar: its postfix when it completes (see openrlhf_console.py)."""
-        bar = progress(segment)
-        if bar is None or not bar.desc.startswith("Train epoch"):
-            return []
-        if bar.n < bar.total:
-            self._bar_done = False
-            return []
-        if self._bar_done:
-            return []  # the same completed bar drawn again (refresh, close)
-        self._bar_done = True
-        values, bad = postfix_values(bar)
+        """OpenRLHF's training bars: the steps their completions give (openrlhf_console.py)."""
+        placed, bad = self._bars.read(segment)
         self._problems += bad
-        if not values:
-            return []
-        self._bars += 1
-        return self._emit(self._bars, values)
+        return self._records(placed)
 
     def _records(self, placed: list[tuple[int, dict[str, float]]]) -> list[Record]:
         out: list[Record] = []
@@ -232,7 +227,7 @@ def looks_like_console_log(path: Path) -> bool:
         lines.pop()  # cut by the read
     for line in lines:
         try:
-            if parser.feed(line) or parser.holding:
+            if parser.feed(line) or parser.holding or parser.saw_metrics:
                 return True
         except BadLine:
             return True  # a metric line, if not a readable one: the import names it

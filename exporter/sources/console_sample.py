@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .console_text import strip_ansi
+from .lines import BadLine
 from .openrlhf_console import global_step_line
 from .record import Record
 from .tb_sample import SAMPLE_STEPS, sample_offsets
@@ -100,7 +101,10 @@ def _record(line: bytes) -> Record | None:
     verl = parse_verl(shown)
     if verl is not None:
         return Record(verl.step, dict(verl.values))
-    orlhf = global_step_line(shown)
+    try:
+        orlhf = global_step_line(shown)
+    except BadLine:
+        return None  # the import names it; a sketch passes it by
     if orlhf is not None:
         return Record(orlhf[0], dict(orlhf[1].values))
     return None

@@ -25,6 +25,7 @@ _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|[@-Z\\-_])")
 _BAR = re.compile(
     r"(?P<desc>[^|\r]*?)\s*(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<info>[^\]]*)\]?"
 )
+_POSTFIX = re.compile(r"(?<![\w/.])[A-Za-z_][\w/]*=")
 _WRAPPED = re.compile(r"^(?:np\.|numpy\.)?\w*\(\s*([^,()]*?)\s*(?:,[^()]*)?\)$")
 
 
@@ -56,9 +57,10 @@ def progress(segment: str) -> Progress | None:
     if match is None:
         return None
     info = match.group("info") or ""
-    # `00:10<03:10,  2.00s/it, pg=0.1, rm=2`: the postfix follows the rate
-    parts = info.split(",", 2)
-    postfix = parts[2].strip() if len(parts) == 3 else ""
+    # `00:10<03:10,  2.00s/it, pg=0.1, rm=2`: the postfix follows the rate (its first `k=`;
+    # quoted bars are often trimmed of the rate: `[00:02<?, pg=0.1]`)
+    start = _POSTFIX.search(info)
+    postfix = info[start.start() :].strip() if start is not None else ""
     desc = match.group("desc").strip().rstrip(":").strip()
     return Progress(desc, int(match.group("n")), int(match.group("total")), postfix)
 

@@ -8,6 +8,13 @@
 - Hugging Face Trainer / TRL: printed by transformers' own `ProgressCallback` (the installed
   package), its tqdm bar on stderr and the dicts on stdout, both into one file as a job's
   `> log 2>&1` does.
+- OpenRLHF: a step's training bar is tqdm over the step's mini-batches, its postfix set after
+  each (openrlhf/trainer/ray/ppo_actor.py `ppo_train`, ppo_critic.py for a critic's own bar;
+  `desc=f"Train epoch [{epoch + 1}/{max_epochs}]"`), drawn with carriage returns into one line
+  that Ray forwards behind its prefix when the bar closes; a GitHub paste of it shows every
+  carriage return as a new line (OpenRLHF issues #305, #350). The metrics of each step are
+  logged as `✨ Global step N: {...}` (ppo_trainer.py) through OpenRLHF's logger
+  (utils/logging_utils.py: `INFO 12-06 10:00:00 ppo_trainer.py:547] ...`) since v0.8.1.
 """
 
 from __future__ import annotations
@@ -124,3 +131,24 @@ def grpo_logs(
             )
         )
     return out
+
+
+def openrlhf_bar(desc: str, postfixes: Iterable[Mapping[str, float]]) -> str:
+    """tqdm's output of one OpenRLHF training bar (its carriage returns kept, its closing
+    newline dropped): one mini-batch a postfix, refreshed every time as a slow step does."""
+    from tqdm import tqdm
+
+    out = io.StringIO()
+    batches = list(postfixes)
+    bar = tqdm(range(len(batches)), desc=desc, file=out, mininterval=0)
+    for i, _ in enumerate(bar):
+        bar.set_postfix(batches[i])
+    return out.getvalue().rstrip("\n")
+
+
+def ray_block(text: str, *, actor: str, pid: int, pasted: bool = False) -> str:
+    """Output a Ray actor printed (one line a bar), as Ray forwards it behind its prefix; with
+    `pasted`, as a GitHub issue shows it: each carriage return a new line."""
+    lines = [ray(line, actor=actor, pid=pid, color=not pasted) for line in text.split("\n")]
+    out = "\n".join(lines)
+    return out.replace("\r", "\n") if pasted else out

@@ -15,7 +15,9 @@ import pytest
 from consolemakers import (
     grpo_logs,
     hf_console,
+    openrlhf_bar,
     ray,
+    ray_block,
     verl_line,
     verl_log,
     verl_metrics,
@@ -308,6 +310,184 @@ def test_openrlhf_training_bar_postfix_is_read_once_per_completed_bar(tmp_path: 
     assert [(r.step, r.values["policy_loss"]) for r in records] == [(1, -0.2), (2, -0.4)]
     assert records[0].values["response_length"] == 649
     assert facts["step_source"] == "logging order"
+
+
+# OpenRLHF as users published it (docs/console-logs.md, "Real OpenRLHF output read"): the shapes
+# of those texts regenerated, not copied.
+
+# the short names of a 2024 actor bar (pg, rm, ...) and a critic's own bar (issue #305)
+_ACTOR_V03 = ("pg", "rm", "ret", "glen", "tlen", "kl", "act_lr")
+
+
+def _ppo_step(step: int) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
+    """One step's mini-batch postfixes of the actor's bar and the critic's, values tqdm prints
+    exactly (3 significant digits)."""
+    actor = [
+        dict(
+            zip(
+                _ACTOR_V03,
+                (-0.25 * step - 0.5 * b, 0.25 * step, 0.5, 649, 900, 0.001, 5e-7),
+                strict=True,
+            )
+        )
+        for b in range(3)
+    ]
+    critic = [{"critic_loss": 0.03 * step + 0.01 * b, "values": 0.42} for b in range(3)]
+    return actor, critic
+
+
+@pytest.mark.parametrize("pasted", [False, True], ids=["as-ray-writes-it", "as-pasted"])
+def test_a_critic_s_own_training_bar_adds_to_the_step_it_does_not_count_one(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], pasted: bool
+) -> None:
+    # issue #305 (2024): the critic's process draws its own `Train epoch [1/1]` bar, its
+    # postfix under full names; the actor's bar in another process counts the steps
+    blocks = []
+    for step in (1, 2):
+        actor, critic = _ppo_step(step)
+        # the critic's bar closes first in step 1, the actor's in step 2: Ray interleaves them
+        bars = [
+            ray_block(
+                openrlhf_bar("Train epoch [1/1]", critic),
+                actor="CriticModelRayActor",
+                pid=12,
+                pasted=pasted,
+            ),
+            ray_block(
+                openrlhf_bar("Train epoch [1/1]", actor),
+                actor="ActorModelRayActor",
+                pid=11,
+                pasted=pasted,
+            ),
+        ]
+        blocks += bars if step == 1 else bars[::-1]
+    run = tmp_path / "logs" / "ppo-critic"
+    run.mkdir(parents=True)
+    (run / "train.log").write_text("\n".join(blocks) + "\n")
+    records, problems, facts = _read(run / "train.log")
+    assert [r.step for r in records] == [1, 2]  # a step's two bars are one step
+    for step, got in ((r.step, r.values) for r in records):
+        actor, critic = _ppo_step(step)
+        assert got["policy_loss"] == actor[-1]["pg"] and got["reward"] == actor[-1]["rm"]
+        assert got["critic_loss"] == pytest.approx(critic[-1]["critic_loss"])
+        assert got["values"] == 0.42 and got["actor_lr"] == 5e-7
+    assert problems == [] and facts["step_source"] == "logging order"
+    assert main(["import", str(run.parent)]) == 0
+    err = capsys.readouterr().err
+    # the import says how the steps were counted; a logging cadence has nothing to do with it
+    assert "count its completed training bars" in err and "logging_steps" not in err
+    with Outbox(store) as box:
+        record = box.run("ppo-critic")
+        assert record is not None and record.framework == "openrlhf"
+        steps, values = box.series("ppo-critic", "value_loss")  # the registry's critic_loss
+        assert steps.tolist() == [1, 2] and values.tolist() == pytest.approx([0.05, 0.08])
+
+
+def test_only_the_last_ppo_epoch_s_bar_completes_a_step(tmp_path: Path) -> None:
+    # `--max_epochs 2`: each step draws `Train epoch [1/2]` and `[2/2]`
+    lines = []
+    for step in (1, 2):
+        for epoch in (1, 2):
+            postfix = [{"act_loss": step + epoch / 4, "reward": 0.5, "gen_len": 100 * epoch}]
+            lines.append(
+                ray(openrlhf_bar(f"Train epoch [{epoch}/2]", postfix * 2), actor="PolicyModelActor")
+            )
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    records, _, _ = _read(path)
+    assert [(r.step, r.values["policy_loss"], r.values["response_length"]) for r in records] == [
+        (1, 1.5, 200),
+        (2, 2.5, 200),
+    ]
+
+
+def test_global_step_lines_give_the_steps_and_the_training_bars_beside_them_add_none(
+    tmp_path: Path,
+) -> None:
+    # v0.8.1 and later print both; a run resumed from a checkpoint goes on at global step 41
+    lines = []
+    for step in (41, 42):
+        postfix = [{"act_loss": 9.0, "reward": 9.0, "gen_len": 9, "grad_norm": 9.0}] * 2
+        lines.append(ray(openrlhf_bar("Train epoch [1/1]", postfix), actor="PolicyModelActor"))
+        logged = {"policy_loss": step / 100, "reward": 0.5, "response_length": 640.25}
+        lines.append(
+            ray(
+                f"INFO 12-06 10:00:{step} ppo_trainer.py:547] ✨ Global step {step}: {logged}",
+                actor="PPOTrainer",
+            )
+        )
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    records, problems, facts = _read(path)
+    assert [(r.step, r.values) for r in records] == [
+        (41, {"policy_loss": 0.41, "reward": 0.5, "response_length": 640.25}),
+        (42, {"policy_loss": 0.42, "reward": 0.5, "response_length": 640.25}),
+    ]
+    assert problems == [] and facts["step_source"] == "printed"
+
+
+def test_a_global_step_line_that_cannot_be_read_is_named_and_the_others_are_read(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # published runs quote the lines cut (`...}`) or broken over lines
+    one = {"reward": 0.25, "policy_loss": -0.01}
+    lines = [
+        f"✨ Global step 1: {one}",
+        "✨ Global step 2: {'reward': 0.5, 'policy_loss': -0.02,",
+        "   'kl': 0.0, 'actor_grad_norm': 4.25}",
+        "✨ Global step 3: {'reward': 0.75, 'policy_loss': -0.03, ...}",
+        f"✨ Global step 4: {one}",
+    ]
+    run = tmp_path / "logs" / "quoted"
+    run.mkdir(parents=True)
+    (run / "notes.txt").write_text("\n".join(lines) + "\n")
+    records, problems, _ = _read(run / "notes.txt")
+    assert [r.step for r in records] == [1, 4]
+    assert [p.line for p in problems] == [2, 4]
+    assert all("Global step" in p.reason for p in problems)
+    assert main(["import", str(run.parent)]) == 0
+    assert "notes.txt:2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("prefix", ["(PolicyModelActor pid=7) ", "[rank0]: ", ""])
+def test_a_training_bar_quoted_without_its_rate_or_behind_a_prefix_is_read(
+    tmp_path: Path, prefix: str
+) -> None:
+    # quoted bars are often trimmed of the rate (`[00:02<00:02, pg=...]`); a launcher's
+    # prefix may sit in front of the description itself
+    lines = [
+        f"{prefix}Train epoch [1/1]:  50%|#####     | 1/2 [00:02<00:02, pg=-0.125, rm=0.25, glen=104]",
+        f"{prefix}Train epoch [1/1]: 100%|##########| 2/2 [00:03<00:00, pg=0.25, rm=0.375, glen=126]",
+    ]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    records, problems, _ = _read(path)
+    assert records == [Record(1, {"policy_loss": 0.25, "reward": 0.375, "response_length": 126.0})]
+    assert problems == []
+
+
+def test_another_trainer_s_policy_train_epoch_bar_is_not_read_as_openrlhf_s(
+    tmp_path: Path,
+) -> None:
+    # SkyRL draws `Policy Train epoch [1/1]` with a postfix of its own (`pg=0, glen=7988.0,
+    # policy_lr=8e-6, ent=0.26`): its names are not OpenRLHF's
+    text = openrlhf_bar("Policy Train epoch [1/1]", [{"pg": 0.5, "glen": 7988.0, "ent": 0.25}] * 2)
+    path = tmp_path / "train.log"
+    path.write_text(text + "\n")
+    records, _, _ = _read(path)
+    assert records == []
+    assert detect_format(path) is None
+
+
+def test_a_log_cut_before_its_first_training_bar_completed_is_a_console_log(tmp_path: Path) -> None:
+    # issue #305 quotes a critic's bar up to 6 of 64 mini-batches
+    text = openrlhf_bar("Train epoch [1/1]", [{"critic_loss": 0.0367, "values": 0.42}] * 3)
+    cut = text[: text.find("100%")]  # quoted before the bar completed
+    path = tmp_path / "job.out"
+    path.write_text(cut.replace("\r", "\n") + "\n")
+    assert detect_format(path) == "console"
+    records, _, _ = _read(path)
+    assert records == []
 
 
 # finding console logs

@@ -93,6 +93,19 @@ def test_a_log_of_trainer_dicts_gets_no_sketch(tmp_path: Path) -> None:
     assert sample_steps(path) == []
 
 
+def test_an_openrlhf_global_step_line_that_cannot_be_read_is_passed_by(tmp_path: Path) -> None:
+    # the import names such a line (test_console_logs.py); the sketch samples the others
+    lines = [
+        f"✨ Global step {s}: {{'policy_loss': {s / 1000}, 'reward': 0.5}}" for s in range(1, 400)
+    ]
+    lines[-1] = "✨ Global step 399: {'policy_loss': 0.399, ...}"
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    sample = sample_steps(path)
+    assert sample and sample[-1].step == 398
+    assert all(r.values == {"policy_loss": r.step / 1000, "reward": 0.5} for r in sample)
+
+
 def test_the_whole_run_is_drawn_while_only_a_third_is_stored(
     tmp_path: Path, builtin: registry.Registry
 ) -> None:
