@@ -108,6 +108,7 @@ CASES = (
     Case("zh", "dark", "demo"),
     Case("en", "light", "demo"),
     Case("en", "dark", "imported"),
+    Case("zh", "dark", "imported"),
     Case("en", "dark", "rlvitals-demo"),
 )
 
