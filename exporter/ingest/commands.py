@@ -340,6 +340,7 @@ def _log_set(
         step_key=args.step_key,
         positions=positions,
         cadence=cadence if valid else None,
+        on_unreadable=problems.unreadable,
     )
 
 
@@ -796,6 +797,7 @@ class _Problems:
     def __init__(self, out: TextIO) -> None:
         self._out = out
         self.count = 0
+        self.denied = 0
 
     def add(self, problem: Malformed) -> None:
         self.count += 1
@@ -803,6 +805,18 @@ class _Problems:
             print(f"rlvitals: skipped {problem}", file=self._out)
         elif self.count == _SHOWN_PROBLEMS + 1:
             print("rlvitals: more malformed lines; only their count is shown", file=self._out)
+
+    def unreadable(self, path: Path) -> None:
+        """A folder or file of the logs this process may not read (said once while it stays
+        so): under docker compose the sidecar reads ./runs as uid 10001 (docs/compose.md)."""
+        self.denied += 1
+        fix = f"chmod -R o+rX {path}" if path.is_dir() else f"chmod o+r {path}"
+        print(
+            f"rlvitals: warning: cannot read {path} (permission denied to uid {os.getuid()}): "
+            f"its logs are not imported until it can be; make it readable ({fix}), or have the "
+            "trainer write its logs with umask 022",
+            file=self._out,
+        )
 
     def close(self) -> None:
         if self.count:

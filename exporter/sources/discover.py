@@ -206,9 +206,16 @@ def _matches(path: Path, fmt: Format, pattern: str | None) -> bool:
     return lower.endswith(_TEXT_SUFFIXES)  # regex and console
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """Files under `root`, and the run folders of an MLflow store (nothing inside them)."""
-    for folder, dirs, files in os.walk(root):
+def _walk(root: Path, unreadable: set[Path] | None = None) -> Iterator[Path]:
+    """Files under `root`, and the run folders of an MLflow store (nothing inside them); the
+    folders and files this process may not read go to `unreadable` instead (a log written with
+    a private umask, read by a sidecar under another uid: say so rather than skip it unsaid)."""
+
+    def denied(exc: OSError) -> None:
+        if unreadable is not None and isinstance(exc, PermissionError) and exc.filename:
+            unreadable.add(Path(exc.filename))
+
+    for folder, dirs, files in os.walk(root, onerror=denied):
         here = Path(folder)
         if is_mlflow_run(here):
             dirs[:] = []
@@ -227,8 +234,13 @@ def _walk(root: Path) -> Iterator[Path]:
                 dirs[:] = experiment
                 continue
         for name in sorted(files):
-            if not name.startswith(".") and _is_regular(Path(folder) / name):
-                yield Path(folder) / name
+            path = Path(folder) / name
+            if name.startswith(".") or not _is_regular(path):
+                continue
+            if unreadable is not None and not os.access(path, os.R_OK):
+                unreadable.add(path)
+                continue
+            yield path
 
 
 def _is_regular(path: Path) -> bool:
@@ -246,11 +258,14 @@ def discover(
     *,
     pattern: str | None = None,
     sniffed: Sniffed | None = None,
+    unreadable: set[Path] | None = None,
 ) -> list[LogFile]:
     """Every log file under `paths`, in a stable order; raise UnreadableLog for a bad path.
 
     A file named directly is always taken (in the chosen format, or the detected one); files
-    found in a directory search are taken only when they are logs of the format.
+    found in a directory search are taken only when they are logs of the format. With
+    `unreadable`, the folders and files of the search this process may not read are added to it
+    (whatever their names: what cannot be read cannot be told apart from a log).
     """
     found: dict[Path, LogFile] = {}
     for root in paths:
@@ -267,7 +282,7 @@ def discover(
             continue
         if not os.access(root, os.R_OK | os.X_OK):
             raise UnreadableLog(f"{root}: directory is not readable; check its permissions")
-        for path in _walk(root):
+        for path in _walk(root, unreadable):
             if fmt == "auto":
                 kind = detect_format(path, pattern=pattern, sniffed=sniffed)
             else:

@@ -48,8 +48,11 @@ class LogSet:
         step_key: str | None = None,
         positions: Mapping[str, SourcePosition] | None = None,
         cadence: int | None = None,
+        on_unreadable: Callable[[Path], None] | None = None,
     ) -> None:
         self._positions = dict(positions or {})
+        self._on_unreadable = on_unreadable
+        self._unreadable: set[Path] = set()
         self.resumed: list[LogFile] = []
         """Files read on from a saved position rather than from their start."""
         self._paths = tuple(paths)
@@ -68,7 +71,16 @@ class LogSet:
     def refresh(self) -> list[LogFile]:
         """Search the paths again; open and return the log files not seen before."""
         new: list[LogFile] = []
-        for log in discover(self._paths, self._fmt, pattern=self._pattern, sniffed=self._sniffed):
+        denied: set[Path] = set()
+        found = discover(
+            self._paths, self._fmt, pattern=self._pattern, sniffed=self._sniffed, unreadable=denied
+        )
+        if self._on_unreadable is not None:
+            # each said once while it stays unreadable (a follower searches every poll)
+            for path in sorted(denied - self._unreadable):
+                self._on_unreadable(path)
+        self._unreadable = denied
+        for log in found:
             if log.path not in self._sources:
                 source = open_source(
                     log,
