@@ -24,7 +24,8 @@ answers an empty result in about a millisecond):
   `/api/series` sums the blocks' counts and sums instead, `grafana.datasource.history.influx_rollups`.)
 A chart of a metric no selected run logs reads nothing in the rollups (no such field), so it
 costs what a closed gate costs. The x value the trend panels plot is the bucket's last step
-(`max("step")` of the raw points, `max("last:<id>")` of the blocks).
+(`max("step")` of the raw points, `max("last:<id>")` of the blocks; for a name family, whose
+members are read by a regex, the run's last logged step: `rollup_query`).
 """
 
 from __future__ import annotations
