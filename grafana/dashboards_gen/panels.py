@@ -308,12 +308,12 @@ gets from that join (its colour alone: kept, it made the step axis start at null
 no line at all, and gave that run a legend row with no line; seen drawn on imported runs);
 `partitionByValues`, which reads only the first frame, splits it into one frame per run, run and
 colour as labels; `joinByField` outer-joins those and the empty step column on `step` into the
-single frame, ascending in step, that the trend panel needs; `renameByRegex` names a name
-family's members alike from the raw points and the rollups (`_family_names`). Those two steps leave the step
+single frame, ascending in step, that the trend panel needs. Those two steps leave the step
 column out (it has no `run`, and a join drops a frame without its field: joinDataFrames.ts);
 the last join adds no row for it. When no query answered, the last join has only it to join:
 one frame, a `step` field of length 0, so the trend panel shows the chart's `noValue` (see
-`chart_panel`) instead of "Unable to find field: step"."""
+`chart_panel`) instead of "Unable to find field: step". Last, `renameByRegex` names a name
+family's members alike whether the raw points or the rollups answered (`_family_names`)."""
 
 
 def _run_colour_pattern(colour: str) -> str:
