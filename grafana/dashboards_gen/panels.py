@@ -192,7 +192,7 @@ def _series_style(
             extra = [_prop("displayName", named[kind]), *extra]
         # a name family's columns are named by InfluxQL (`mean_<id>/<name>`), so match those
         pattern = (
-            f"/^{_literal(_FAMILY_PREFIX[kind] + m.id)}\\//"
+            f"/^{_literal(queries.FAMILY_COLUMNS[kind] + '_' + m.id)}\\//"
             if m.pattern is not None
             else f"/^{_literal(series_alias(m.id, kind))}( |$)/"
         )
@@ -220,14 +220,6 @@ def _literal(text: str) -> str:
     return re.escape(text).replace("\\ ", " ")
 
 
-_FAMILY_PREFIX = {
-    "raw": "mean_",
-    "smoothed": "exponential_moving_average_",
-    "max": "max_",
-    "slope": "derivative_",
-}
-
-
 def _thresholds(steps: Sequence[tuple[float | None, str]]) -> db.ThresholdsConfig:
     return (
         db.ThresholdsConfig()
@@ -240,6 +232,38 @@ _SERIES_FRAMES = {"id": "byRefId", "options": "/^[A-Z]/"}
 """The InfluxDB queries' frames (refIds A, B64, ...), not the run colours' (`RUN_COLOURS_REF`)."""
 _NOT_STEPS = {"id": "byRefId", "options": f"/^(?!{queries.STEPS_REF}$)/"}
 """Every frame but the empty step column's (`queries.steps_target`)."""
+
+
+def _family_names() -> dict[str, Any]:
+    """A `renameByRegex` giving a name family's member one display name from either source:
+    `<function>_<id>/<member> {color="<colour>", run="<run>"}`.
+
+    The series of a family keep the names InfluxQL gives their columns (`_series_style`), which
+    differ by source: `mean_<id>/<member>` from the raw points, `mean_mean:<id>/<member>` from
+    the rollups (`queries.FAMILY_ROLLUP_STATS`); and where the chart's one answering query is
+    the family's, the frame's name, its measurement (`reward` or `rlvitals_rollup_64`), comes
+    in as a `name` label too (`joinDataFrames`, packages/grafana-data/src/transformations/
+    transformers/joinDataFrames.ts, on the run join and the step join). Both would change the
+    legend's rows and, by name, the members' colours as the range crossed 64 steps per point.
+    So, last (after the partition has made each field's display name its `config.displayName`:
+    partitionByValues.ts; a rename before it is undone there, as it takes a field's
+    `displayNameFromDS` first), this drops the rollup statistic and the `name` label from the
+    display name of a field whose column names a member (a `/` in it; no plain metric's does).
+    `renameByRegex` (renameByRegex.ts) tests and rewrites the display name and sets it as the
+    field's `displayName`, which the overrides then match (`/^mean_<id>\\//`, `_series_style`).
+    The replacement uses named groups (`$<fn>`): Scenes interpolates a transformation's options
+    as a template (`$1` would be read as a variable named `1`, and left as it is only while no
+    such variable exists; `$<` is no variable's syntax)."""
+    functions = "|".join(sorted(set(queries.FAMILY_COLUMNS.values())))
+    stats = "|".join(re.escape(s) for s in queries.FAMILY_ROLLUP_STATS)
+    regex = (
+        f"/^(?<fn>{functions})_(?:{stats})?"
+        '(?<series>[^ ]*\\/[^ ]* \\{(?:color="[^"]*", )?)(?:name="[^"]*", )?/'
+    )
+    return {"id": "renameByRegex", "options": {"regex": regex, "renamePattern": "$<fn>_$<series>"}}
+
+
+_FAMILY_NAMES = _family_names()
 
 CHART_TRANSFORMATIONS: tuple[dict[str, Any], ...] = (
     {
@@ -271,6 +295,7 @@ CHART_TRANSFORMATIONS: tuple[dict[str, Any], ...] = (
         "filter": _NOT_STEPS,
     },
     {"id": "joinByField", "options": {"byField": "step", "mode": "outer"}},
+    _FAMILY_NAMES,
 )
 """The chain every chart runs (see docs/grafana.md). `filterByValue`, on the empty step column
 only (its `filter`), drops its one row: a `step` field of no values. `merge` makes one table of
@@ -287,7 +312,8 @@ single frame, ascending in step, that the trend panel needs. Those two steps lea
 column out (it has no `run`, and a join drops a frame without its field: joinDataFrames.ts);
 the last join adds no row for it. When no query answered, the last join has only it to join:
 one frame, a `step` field of length 0, so the trend panel shows the chart's `noValue` (see
-`chart_panel`) instead of "Unable to find field: step"."""
+`chart_panel`) instead of "Unable to find field: step". Last, `renameByRegex` names a name
+family's members alike whether the raw points or the rollups answered (`_family_names`)."""
 
 
 def _with_marks_gate(chart: Chart) -> tuple[dict[str, Any], ...]:

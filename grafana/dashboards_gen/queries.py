@@ -24,7 +24,8 @@ answers an empty result in about a millisecond):
   `/api/series` sums the blocks' counts and sums instead, `grafana.datasource.history.influx_rollups`.)
 A chart of a metric no selected run logs reads nothing in the rollups (no such field), so it
 costs what a closed gate costs. The x value the trend panels plot is the bucket's last step
-(`max("step")` of the raw points, `max("last:<id>")` of the blocks).
+(`max("step")` of the raw points, `max("last:<id>")` of the blocks; for a name family, whose
+members are read by a regex, the run's last logged step: `rollup_query`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ from .sources import INFINITY, INFLUX
 
 __all__ = [
     "EVENT_MARKS",
+    "FAMILY_COLUMNS",
+    "FAMILY_ROLLUP_STATS",
     "POINTS_PER_SERIES",
     "RAW",
     "RUNS_AT_FULL_DETAIL",
@@ -123,11 +126,40 @@ def _ident(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _family_fields(metric: Metric, prefix: str = "") -> str:
+    """A regex over a name family's member fields, `<prefix><id>/<member>`: one path segment a
+    member (the registry's aliases capture a member as `[^/]+`), so that in the rollups, which hold
+    every measurement's fields of a run, a member's `SPREAD` fields (`<id>/<member>/count`,
+    `/nonfinite`, ...) are not read as members."""
+    head = re.escape(prefix + metric.id + "/").replace("/", "\\/")
+    return f"/^{head}[^\\/]+$/"
+
+
 def _field(metric: Metric) -> str:
     """A plain field, or for a name family (`reward_component/<name>`) a regex over its members."""
     if metric.pattern is not None:
-        return "/^" + re.escape(metric.id + "/").replace("/", "\\/") + "/"
+        return _family_fields(metric)
     return _ident(metric.id)
+
+
+_EXPRS = {
+    "raw": "mean({})",
+    "smoothed": f"exponential_moving_average(mean({{}}), {_SMOOTHING})",
+    "max": "max({})",
+    "slope": "derivative(mean({}), 1000s)",
+}
+"""Each kind of series as InfluxQL, of a field (the raw points') or of a block statistic
+(`_ROLLUP_STAT`, the rollups')."""
+_ROLLUP_STAT = {"raw": ROLLUP_MEAN, "smoothed": ROLLUP_MEAN, "max": "max", "slope": ROLLUP_MEAN}
+"""The block statistic each kind of series is taken of in the rollups."""
+FAMILY_COLUMNS = {kind: expr.partition("(")[0] for kind, expr in _EXPRS.items()}
+"""A name family's series, by kind: the InfluxQL function whose name starts each member's column
+(InfluxQL names a column of a regex-selected field `<outer function>_<field>`:
+`exponential_moving_average_<id>/<member>` from the raw points)."""
+FAMILY_ROLLUP_STATS = tuple(sorted(rollup_key(stat, "") for stat in set(_ROLLUP_STAT.values())))
+"""What a name family's rollup column has after its function's name where the raw points' has
+the member's field (`mean_mean:<id>/<member>` against `mean_<id>/<member>`: `rollup_query`), so
+a chart renames it (`panels.CHART_TRANSFORMATIONS`)."""
 
 
 def metric_query(series: Series, gate: str = "") -> str:
@@ -137,17 +169,10 @@ def metric_query(series: Series, gate: str = "") -> str:
     field = _field(m)
     family = m.pattern is not None
     parts = [f'max("{STEP_FIELD}") AS "{STEP_FIELD}"']
-    exprs = {
-        "raw": f"mean({field})",
-        "smoothed": f"exponential_moving_average(mean({field}), {_SMOOTHING})",
-        "max": f"max({field})",
-        "slope": f"derivative(mean({field}), 1000s)",
-    }
     for kind in series.kinds():
+        expr = _EXPRS[kind].format(field)
         # a name family yields one column per member, named by InfluxQL (`mean_<field>`)
-        parts.append(
-            exprs[kind] if family else f"{exprs[kind]} AS {_ident(series_alias(m.id, kind))}"
-        )
+        parts.append(expr if family else f"{expr} AS {_ident(series_alias(m.id, kind))}")
     # only the points that hold the metric: a run logging other fields of the measurement would
     # get rows from `max("step")` with the metric null (a legend row with no line, empty axes
     # where the chart should say no run logs it); a comparison is false where a field is absent
@@ -173,18 +198,35 @@ def rollup_query(series: Series, level: int, gate: str = "") -> str:
     block partly logged weighs as a whole one, and a run's ranks or GPUs each weigh 1 per block
     whatever they logged. The former statement summed counts and sums in a subquery and applied the
     transformations outside it: 0.9-1.0 s against 0.35 s for this one, 20 runs x 200k steps
-    (docs/grafana.md)."""
+    (docs/grafana.md).
+
+    A name family (`reward_component/<name>`) reads its members' blocks by a regex, as its raw
+    statement reads their points (`mean(/^mean:<id>\\/[^\\/]+$/)`, one column per member, which
+    InfluxQL names `mean_mean:<id>/<member>`: the chart renames it to the raw column's name,
+    `FAMILY_ROLLUP_STATS`). Its step is the blocks' last step of `nonfinite_count`, the field the exporter
+    writes at every logged step (`step_measurement`): the bucket's last logged step of the run.
+    A member's own `last:` would give one step column per member, and a row has one step; the
+    raw statement's `max("step")` is likewise no member's own but the last step of any point of
+    the family's measurement in the bucket. The two are the same step when the run logs its
+    family's measurement at its last logged step of each bucket (a run logging its reward parts
+    with every step it logs); otherwise the rollups' x lies later in the same bucket, by less
+    than the steps between two logs of that measurement. Like the raw statement, it answers a
+    row with a step and no member for a run that logs none (the raw one: for a run that logs
+    other metrics of the family's measurement)."""
     m = series.metric
-    mean, high, last = (_ident(rollup_key(k, m.id)) for k in (ROLLUP_MEAN, "max", "last"))
-    exprs = {
-        "raw": f"mean({mean})",
-        "smoothed": f"exponential_moving_average(mean({mean}), {_SMOOTHING})",
-        "max": f"max({high})",
-        "slope": f"derivative(mean({mean}), 1000s)",
-    }
-    parts = [f'max({last}) AS "{STEP_FIELD}"'] + [
-        f"{exprs[kind]} AS {_ident(series_alias(m.id, kind))}" for kind in series.kinds()
-    ]
+    family = m.pattern is not None
+    if family:
+        # `<stat>:<id>/<member>` of every member (a stat's key with no field: `<stat>:`)
+        fields = {s: _family_fields(m, rollup_key(s, "")) for s in set(_ROLLUP_STAT.values())}
+        last = _ident(rollup_key("last", NONFINITE_FIELD))
+    else:
+        fields = {s: _ident(rollup_key(s, m.id)) for s in set(_ROLLUP_STAT.values())}
+        last = _ident(rollup_key("last", m.id))
+    parts = [f'max({last}) AS "{STEP_FIELD}"']
+    for kind in series.kinds():
+        expr = _EXPRS[kind].format(fields[_ROLLUP_STAT[kind]])
+        # a name family's columns are named by InfluxQL, as from the raw points
+        parts.append(expr if family else f"{expr} AS {_ident(series_alias(m.id, kind))}")
     return (
         f"SELECT {', '.join(parts)} FROM {_ident(rollup_measurement(level))} "
         f"WHERE {_RUN} AND {_STEPS}{gate} "
@@ -201,11 +243,9 @@ def _level_gate(i: int) -> str:
 
 def metric_targets(series: Series) -> list[tuple[str, str]]:
     """(source, statement) of every target a chart asks for one metric: the raw points and
-    each rollup level, gated so that one of them reads (see the module's docstring). A name
-    family (reward components, `reward_component/<name>`) has per-member fields a rollup
-    statement cannot divide by a pattern: it reads its raw points, bucketed, alone."""
-    if series.metric.pattern is not None:
-        return [(RAW, metric_query(series))]
+    each rollup level, gated so that one of them reads (see the module's docstring); a name
+    family (reward components, `reward_component/<name>`) too, its members' columns named
+    alike from either source once the chart renames the rollups' (`FAMILY_ROLLUP_STATS`)."""
     raw_gate = f" AND (${{bucket}} < {ROLLUP_LEVELS[0]} OR '${{dense}}' != '${{logged}}')"
     return [(RAW, metric_query(series, raw_gate))] + [
         (str(level), rollup_query(series, level, _level_gate(i)))

@@ -332,7 +332,7 @@ def _metrics_of(panel: dict[str, Any]) -> set[str]:
     for target in panel["targets"]:
         query = target.get("query", "")
         out |= set(re.findall(r'AS "([^" ]+) (?:raw|smoothed)"', query))
-        out |= set(re.findall(r"mean\(/\^([A-Za-z0-9_]+)\\//\)", query))
+        out |= set(re.findall(r"mean\(/\^(\w+)\\/", query))
     return out
 
 
