@@ -3,7 +3,8 @@
 Written once into a real InfluxDB 1.x (Debian's `influxd`, `bench/local_influx.py`) kept under
 `bench/results/`, then reused. The points are what the exporter writes (one line per registry
 group, run and step; timestamp = step in seconds; fields the canonical ids, `step`, `wall_time`;
-the names from `exporter.schema` and the registry) and beside them the step rollups the exporter
+the names from `exporter.schema` and the registry; three of the 30 are members of the
+`reward_component` name family) and beside them the step rollups the exporter
 keeps (`exporter.influx.rollups`: per field and block of 64 and 4096 steps, count, sum, min, max,
 last step and mean, in `rollup_measurement(level)`, and each run's marker). They are written as line
 protocol here, summed with numpy, because the exporter's own writer would take hours for 120M
@@ -56,14 +57,25 @@ def bench_runs(count: int) -> list[str]:
     ]
 
 
+REWARD_PARTS = ("accuracy", "format", "length")
+"""Members of the `reward_component` name family every run logs: a language-model run's reward
+split by reward function, drawn on the reward dashboard (TRL's `rewards/<func>`)."""
+
+
 def measurements(reg: registry.Registry) -> dict[str, list[str]]:
-    """Registry group -> canonical ids: the 30 metrics bench/workload.py logs, plus the
-    exporter's per-step `nonfinite_count`."""
-    ids = dict.fromkeys(reg.resolve(n, framework="sb3").metric for n in metric_names(reg))
+    """Registry group -> stored fields: 30 metrics, the first 27 bench/workload.py logs and
+    three reward components (`REWARD_PARTS`), plus the exporter's per-step `nonfinite_count`."""
+    names = metric_names(reg, 30 - len(REWARD_PARTS))
+    ids = dict.fromkeys(reg.resolve(n, framework="sb3").metric for n in names)
+    # the registry's first name family: the reward components (weighted into the raw reward)
+    family = next(m for m in reg.metrics if m.pattern is not None and m.pattern.weight_config)
+    for part in REWARD_PARTS:
+        ids[f"{family.id}/{part}"] = None
     ids[NONFINITE_FIELD] = None
     out: dict[str, list[str]] = {}
     for metric_id in ids:
-        out.setdefault(reg.metric(metric_id).group, []).append(metric_id)
+        group = reg.metric(metric_id.split("/")[0]).group
+        out.setdefault(group, []).append(metric_id)
     return out
 
 
