@@ -392,6 +392,9 @@ class Translator:
             (t.field, t.name): t for ts in (transforms or {}).values() for t in ts
         }
         self._transforms_changed = False
+        # the wall time of the call whose value first used a transform noted since the last
+        # `take_transform_rows`: a block of calls records it as its calls one at a time would
+        self._noted_wall: float | None = None
         # unknown names read as a metric by themselves (registry/auto_map.py), decided once
         self._auto = AutoReading(registry, transforms or {})
         # the values of the call being translated, by name (first finite value of a column):
@@ -418,7 +421,8 @@ class Translator:
         if not self._transforms_changed:
             return []
         self._transforms_changed = False
-        return self.transform_rows(wall_time)
+        noted, self._noted_wall = self._noted_wall, None
+        return self.transform_rows(wall_time if noted is None else noted)
 
     def transform_rows(self, wall_time: float) -> list[SampleRow]:
         """The `run_config` row recording every transform seen so far (none if none)."""
@@ -430,13 +434,20 @@ class Translator:
         text = json.dumps(record, sort_keys=True)
         return [(self._run, self._rank, 0, RUN_CONFIG, "", TRANSFORMS_FIELD, text, wall_time)]
 
-    def _note_transform(self, field: str, name: str, res: Resolution) -> None:
+    def _note_transform(
+        self, field: str, name: str, res: Resolution, wall_time: float | None = None
+    ) -> None:
+        """Record that `name` is stored as `field` through its transform, first applied to a
+        value logged at `wall_time`."""
         if (field, name) not in self._transforms:
             t = res.transform
             self._transforms[(field, name)] = FieldTransform(
                 field, name, t.kind, t.factor, res.framework
             )
             self._transforms_changed = True
+            if wall_time is not None:
+                seen = self._noted_wall
+                self._noted_wall = wall_time if seen is None else min(seen, wall_time)
 
     def _warn(self, key: str, message: str) -> None:
         if self._policy == "warn" and not self._quiet and key not in self._warned:
@@ -742,7 +753,7 @@ class Translator:
             if precedence:
                 preferred[key] = precedence
             if transform is not None:
-                self._note_transform(field, name, res)
+                self._note_transform(field, name, res, wall_time)
             rows.append((run, rank, istep, group, gpu, field, canonical, wall_time))
             latest[key] = canonical
             if spread is not None:
@@ -1026,8 +1037,9 @@ class Translator:
                 problem = limits_problem(self._registry, res, names[j], value, steps[i])
                 self._warn(f"limits:{field}", f"{problem}; rejected")
         for j, t_field, t_name, res in shape.noted:
-            if good[:, j].any():
-                self._note_transform(t_field, t_name, res)
+            first = np.flatnonzero(good[:, j])
+            if first.size:  # the first call whose value the transform was applied to
+                self._note_transform(t_field, t_name, res, wall_times[int(first[0])])
         run, rank = self._run, self._rank
         whole = [p for p, j in enumerate(shape.chosen) if good[:, j].all()]
         # block, the (accepted, unregistered) values it holds that it alone counts

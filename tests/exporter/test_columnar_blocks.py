@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import exporter
 import registry
 from exporter import run as run_module
+from exporter.schema import TRANSFORMS_FIELD
 from exporter.translate import steps as translate
 from exporter.translate.derive import StepDeriver
 
@@ -217,3 +218,24 @@ def test_a_name_logged_again_at_a_step_in_another_shape_counts_once(
     field_stats = [row for row in stats if row[3] not in ("health", "run_config")]
     assert field_stats and all(row[5] == 3 for row in field_stats)  # steps 101, 102, 103
     assert all(row[6] == pytest.approx(0.25 + 0.25 + 0.75) for row in field_stats)
+
+
+def test_a_transform_first_applied_after_a_nan_is_recorded_at_the_same_call_either_way(
+    builtin: registry.Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Found by the property above (verl's reciprocal `timing_per_token_ms/gen` NaN in the first
+    call, a value in the second): a block recorded the transform at its first call's wall time,
+    one call at a time at the call whose value it was applied to (the NaN's is never converted)."""
+    names = _cleanrl_names(builtin)
+    aliases = [a for m in builtin.metrics for a in m.aliases if not a.is_pattern]
+    reciprocal = next(a.key for a in aliases if a.transform.kind == "reciprocal")
+    assert reciprocal in names
+    plain = dict.fromkeys(names, 0.5)
+    calls = [(0, {**plain, reciprocal: float("nan")}), (0, dict(plain))]
+    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 2)
+    blocks = _store(tmp_path / "blocks", builtin, calls, "warn", "verl")
+    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 10**9)
+    single = _store(tmp_path / "single", builtin, calls, "warn", "verl")
+    noted = [r for r in single[0] if r[5] == TRANSFORMS_FIELD]
+    assert [r[7] for r in noted] == [1001.0]  # the second call's wall time (1000.0 + 1)
+    assert blocks[0] == single[0]
