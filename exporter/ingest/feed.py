@@ -351,13 +351,16 @@ class Ingest:
         if isinstance(run, DirectRun):
             run.log_block(block)
         else:
-            if log.format in SKETCHED and str(log.path) not in state.sketched:
-                state.sketched.add(str(log.path))
-                self._sketch(log, state, block)
+            sketch = log.format in SKETCHED and str(log.path) not in state.sketched
             # in slices of about a worker batch, waiting for room before each as `_log` does
             for lo in range(0, len(block), _BLOCK_SLICE):
                 self._room(run)
                 run.log_block(block.slice(lo, min(len(block), lo + _BLOCK_SLICE)))
+            if sketch:
+                # after the first steps are handed over: the worker stores them while the
+                # sketch is read (1-2 s for a long console log, which the store waited for)
+                state.sketched.add(str(log.path))
+                self._sketch(log, state, block)
         if block.position is not None:
             run.save_position(replace(block.position, path=path_key(log.path)))
 

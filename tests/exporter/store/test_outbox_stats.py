@@ -9,11 +9,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import exporter
 import registry
-from exporter.schema import NO_RANK, ROLLUP_LEVELS
+from exporter.schema import NO_RANK, ROLLUP_LEVELS, SampleBlock
 from exporter.store.outbox import _SCHEMA, Outbox
 
 Key = tuple[str, str, int, str, str]
@@ -274,4 +275,64 @@ def test_rollup_levels_follow_how_densely_a_series_is_logged(tmp_path: Path) -> 
         ("r", "every_128"): [4096],
         ("r", "every_5000"): [],
     }
+    _assert_exact(path)
+
+
+def _rollups_seen(path: Path) -> dict[tuple[str, str, int, int], tuple[int, float, float, int]]:
+    """Each rollup block's count, lowest and highest value and last step, as stored."""
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute(
+            "SELECT run, field, level, block, n, min_seen, max_seen, last_step FROM sample_rollups"
+        ).fetchall()
+    finally:
+        db.close()
+    return {tuple(r[:4]): tuple(r[4:]) for r in rows}  # type: ignore[misc]
+
+
+def _values_by_block(path: Path) -> dict[tuple[str, str, int, int], tuple[int, float, float, int]]:
+    """Brute force over the stored rows, for the levels kept: count, min, max, last step."""
+    kept = _kept_levels(path)
+    acc: dict[tuple[str, str, int, int], list[Any]] = {}
+    for run, field, _rank, measurement, _gpu, step, value in _raw(path):
+        if not _counted(value, measurement):
+            continue
+        for level in kept.get((run, field), []):
+            a = acc.setdefault((run, field, level, step // level), [0, value, value, step])
+            a[0] += 1
+            a[1], a[2], a[3] = min(a[1], value), max(a[2], value), max(a[3], step)
+    return {k: (a[0], a[1], a[2], a[3]) for k, a in acc.items()}
+
+
+def test_rollups_of_a_series_whose_first_write_is_long_hold_its_values(tmp_path: Path) -> None:
+    # A series past 256 points in its first write (an import's block, a long batch of rows) gets
+    # its rollup levels chosen and filled in that write; one with a few points stored before
+    # gets them from everything stored. Each way, every block holds the values stored in it.
+    path = tmp_path / "o.sqlite"
+    rng = np.random.default_rng(3)
+    steps = list(range(1, 5001))
+    columns = [("policy", "", "policy_kl"), ("unregistered", "", "timing/w0")]
+    with Outbox(path) as box:
+        box.write([_row(s, 0.25, "earlier") for s in range(1, 101)])  # too few to decide on
+        box.write(
+            [_row(s, 9.0, "timing/w0", measurement="unregistered") for s in range(1, 4)]
+        )  # overwritten
+        block = SampleBlock(
+            "r", NO_RANK, steps, [1000.0] * len(steps), columns, rng.random((5000, 2))
+        )
+        box.write([_row(s, float(s % 7), "earlier") for s in range(101, 3000)], blocks=[(0, block)])
+        box.write([_row(s, float(s % 5), "rows") for s in range(0, 3000)])
+        box.write([_row(s, float(s % 3), "rows") for s in range(3000, 6000)])  # a later write
+    assert set(_kept_levels(path)) == {
+        ("r", "policy_kl"),
+        ("r", "timing/w0"),
+        ("r", "earlier"),
+        ("r", "rows"),
+    }
+    assert all(levels == [64, 4096] for levels in _kept_levels(path).values())
+    stored, expected = _rollups_seen(path), _values_by_block(path)
+    assert stored.keys() == expected.keys()
+    for key, (n, low, high, last) in expected.items():
+        assert stored[key][0] == n and stored[key][3] == last, key
+        assert stored[key][1] == pytest.approx(low) and stored[key][2] == pytest.approx(high), key
     _assert_exact(path)
