@@ -241,7 +241,7 @@ def _family_names() -> dict[str, Any]:
     The series of a family keep the names InfluxQL gives their columns (`_series_style`), which
     differ by source: `mean_<id>/<member>` from the raw points, `mean_mean:<id>/<member>` from
     the rollups (`queries.FAMILY_ROLLUP_STATS`); and where the chart's one answering query is
-    the family's, the frame's name, its measurement (`reward` or `rlvitals_rollup_64`), comes
+    the family's, the frame's name, its measurement (`reward` or a rollup level's), comes
     in as a `name` label too (`joinDataFrames`, packages/grafana-data/src/transformations/
     transformers/joinDataFrames.ts, on the run join and the step join). Both would change the
     legend's rows and, by name, the members' colours as the range crossed 64 steps per point.
