@@ -311,11 +311,23 @@ class BlockTranslator(Translator):
         except KeyError:
             pass
         plan, cacheable = self._make_plan(names)
+        if plan is None:
+            # `log` takes this shape's steps one by one, after the shapes planned after it: its
+            # names are decided now, at the shape's first step, as `log` decides them there (a
+            # name read by itself depends on what the run logged by then)
+            self._decide_names(names)
         if cacheable:
             if len(self._plans) >= _PLAN_LIMIT:
                 self._plans.clear()
             self._plans[names] = plan
         return plan
+
+    def _decide_names(self, names: tuple[str, ...]) -> None:
+        framework = self._framework
+        targets = self._targets.setdefault(framework, {})
+        for name in names:
+            if name.__class__ is str and name and name not in targets:
+                self._target(name, framework)
 
     def _make_plan(self, names: tuple[str, ...]) -> tuple[StepPlan | None, bool]:
         """The plan of a shape, replaying `Translator.log`'s loop on names alone; None when a
