@@ -797,7 +797,6 @@ class _Problems:
     def __init__(self, out: TextIO) -> None:
         self._out = out
         self.count = 0
-        self.denied = 0
 
     def add(self, problem: Malformed) -> None:
         self.count += 1
@@ -809,7 +808,6 @@ class _Problems:
     def unreadable(self, path: Path) -> None:
         """A folder or file of the logs this process may not read (said once while it stays
         so): under docker compose the sidecar reads ./runs as uid 10001 (docs/compose.md)."""
-        self.denied += 1
         fix = f"chmod -R o+rX {path}" if path.is_dir() else f"chmod o+r {path}"
         print(
             f"rlvitals: warning: cannot read {path} (permission denied to uid {os.getuid()}): "

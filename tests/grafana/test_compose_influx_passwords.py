@@ -56,17 +56,22 @@ def server(tmp_path: Path) -> Iterator[InfluxServer]:
 
 
 def _apply(
-    srv: InfluxServer, tmp_path: Path, passwords: dict[str, str], admin: tuple[str, str] = ADMIN
+    srv: InfluxServer,
+    tmp_path: Path,
+    passwords: dict[str, str],
+    admin: tuple[str, str] = ADMIN,
+    users: dict[str, str] = USERS,
 ) -> subprocess.CompletedProcess[str]:
-    """apply-passwords.sh sourced as the entrypoint sources it, the .env values in the
-    environment the compose file gives the influxdb service."""
+    """apply-passwords.sh sourced as the entrypoint sources it, the .env values (`users`: the
+    user names, `passwords` by user name) in the environment the compose file gives the
+    influxdb service."""
     shim = tmp_path / "influx_cmd.py"
     shim.write_text(_SHIM)
     env = {
         **os.environ,
         "INFLUX_CMD": f"{sys.executable} {shim} {srv.url} {admin[0]} {admin[1]}",
-        **USERS,
-        **{PASSWORD_OF[k]: passwords[v] for k, v in USERS.items()},
+        **users,
+        **{PASSWORD_OF[k]: passwords[v] for k, v in users.items()},
     }
     script = START / "apply-passwords.sh"
     return subprocess.run(
@@ -119,23 +124,7 @@ def test_a_changed_admin_password_is_said_and_nothing_is_applied(
 
 def test_a_renamed_service_user_is_said(server: InfluxServer, tmp_path: Path) -> None:
     renamed = {**USERS, "RLVITALS_EXPORTER_USER": "exporter-renamed"}
-    shim = tmp_path / "influx_cmd.py"
-    shim.write_text(_SHIM)
-    env = {
-        **os.environ,
-        "INFLUX_CMD": f"{sys.executable} {shim} {server.url} {ADMIN[0]} {ADMIN[1]}",
-        **renamed,
-        "INFLUXDB_READ_USER_PASSWORD": "x",
-        "RLVITALS_EXPORTER_PASSWORD": "y",
-    }
-    done = subprocess.run(
-        ["sh", "-c", f'. "{START / "apply-passwords.sh"}"'],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    done = _apply(server, tmp_path, {"reader": "x", "exporter-renamed": "y"}, users=renamed)
     assert done.returncode != 0
     assert "'exporter-renamed'" in done.stderr and "INFLUXDB_EXPORTER_USER" in done.stderr
 
