@@ -204,6 +204,10 @@ class Run:
         outbox = self._open_outbox(quiet=False)
         self.requested_name = name
         took_over: Lease | None = None
+        # a name chosen while another process kept the store locked: recorded (run, lease, the
+        # job's rank) by the worker, which may wait; until then no lease of this rank exists, so
+        # a rank killed before it would be missing from the run's ranks
+        self._claim_pending = False
         if outbox is not None:
             try:
                 claim = outbox.claim(
@@ -216,6 +220,7 @@ class Run:
                     job=job if self._lease_rank is not None else None,
                 )
                 name, self.resumed, took_over = claim.name, claim.resumed, claim.took_over
+                self._claim_pending = not claim.recorded
             except RunHeld:
                 outbox.close()
                 raise
@@ -998,6 +1003,9 @@ class Run:
         now = time.monotonic()
         if now < due:
             return due
+        if self._claim_pending:  # still unrecorded: claiming is this beat
+            self._finish_claim(outbox)
+            return now + self._lifecycle.renew_every_s
         try:
             if self._lease_rank is not None:
                 # the job's ranks on this host watch each other: a rank gone without an end
@@ -1012,7 +1020,33 @@ class Run:
             self._report("store_error", exc)
         return now + self._lifecycle.renew_every_s
 
+    def _finish_claim(self, outbox: Outbox) -> None:
+        """Record the claim `init` could only read (the store was locked then): this run's row,
+        its lease and its rank's place in the job, under the name it already logs to."""
+        try:
+            outbox.claim(
+                self.name,
+                resume=True,  # the name is decided: rows already queued carry it
+                created=self._created,
+                wait=5.0,
+                holder=self._holder,
+                kind=self._lease_kind,
+                lease_ttl_s=self._lifecycle.lease_ttl_s,
+                job=self.job if self._lease_rank is not None else None,
+            )
+        except RunHeld as exc:
+            self._claim_pending = False  # a living writer holds it: say so once, not per beat
+            self._report("lease_lost", exc)
+        except OutboxError as exc:
+            if not exc.retryable:
+                self._claim_pending = False
+            self._report("store_error", exc)
+        else:
+            self._claim_pending = False
+
     def _start_run(self, outbox: Outbox) -> None:
+        if self._claim_pending:
+            self._finish_claim(outbox)
         now = time.time()
         try:
             before = outbox.upsert_run(

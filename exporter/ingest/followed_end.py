@@ -209,6 +209,10 @@ class WriterWatch:
         known writers are checked, the search waits for a look that may scan)."""
         for name, (evidence, files, grew) in runs.items():
             writer = evidence.writer
+            if writer is not None and evidence.zombie:
+                # a zombie seen once may be one its parent reaps a moment later (a launcher
+                # that waits, a moment late): "never reaped" only while it still is one
+                evidence.zombie = process_state(writer.pid, writer.started).state == "zombie"
             if writer is not None and evidence.gone_at is None:
                 state = process_state(writer.pid, writer.started)
                 if state.running:

@@ -458,6 +458,9 @@ class Claim:
     name: str
     resumed: bool
     took_over: Lease | None = None
+    recorded: bool = True
+    """False when the store stayed locked: the name was read, nothing was recorded (no run
+    row, no lease, no place in the job) and the writer must claim it again."""
 
 
 @dataclass(frozen=True)
@@ -1460,7 +1463,8 @@ class Outbox:
 
         This runs on the caller's thread in `init()`, so it waits at most `wait` seconds for a
         store another process keeps locked; then the name is chosen from what the store shows
-        without recording it (the worker records the run once the store frees up)."""
+        without recording it (`Claim.recorded` False: the worker claims that name again once the
+        store frees up, so its lease and its place among the job's ranks are recorded)."""
         now = time.time()
         ranked = job if job is not None and job.rank is not None and job.key else None
         rank = NO_RANK if ranked is None or ranked.rank is None else ranked.rank
@@ -1503,7 +1507,7 @@ class Outbox:
                 name, resumed = self._free_name(
                     self._db, run, resume, kind, now, lease_ttl_s, ranked
                 )
-            return Claim(name, resumed)
+            return Claim(name, resumed, recorded=False)
         except sqlite3.Error as exc:
             raise OutboxError(f"cannot record run {run!r} in {self.path}: {exc}") from exc
 

@@ -368,7 +368,12 @@ def test_each_end_has_its_own_status_and_alert_in_every_deployment(
     assert reasons[(CRASHED, "self-zombie")] == WRITER_GONE
     assert "killed by SIGKILL" in reasons[(CRASHED, "followed-zombie")]
     assert "zombie" in reasons[(CRASHED, "followed-zombie")]
-    assert "of the planned 20" in reasons[(CRASHED, "followed-kill")]
+    # the follower may see the killed trainer before this test reaps it (its exit status then
+    # read from the process table) or after (the planned length says it stopped early); a
+    # zombie reaped a moment later is not called one
+    kill_reason = reasons[(CRASHED, "followed-kill")]
+    assert "zombie" not in kill_reason, kill_reason
+    assert "of the planned 20" in kill_reason or "killed by SIGKILL" in kill_reason, kill_reason
     assert "zombie" in reasons[(CRASHED, "store-zombie")]
     assert "stopped without recording an end" in reasons[(CRASHED, "store-kill")]
 

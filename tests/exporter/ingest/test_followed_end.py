@@ -203,6 +203,24 @@ def test_a_killed_writer_left_a_zombie_crashed_naming_the_signal(follow: dict[st
     assert "killed by SIGKILL" in status.reason and "zombie" in status.reason, status
 
 
+def test_a_killed_writer_seen_a_zombie_then_reaped_crashed_naming_the_signal_not_a_zombie(
+    follow: dict[str, Any],
+) -> None:
+    # a launcher that waits, but a moment after the follower looked: the exit status read
+    # from the zombie is kept, "never reaped by its parent" is not said (seen in CI)
+    ingest, log, writer, settings = follow["start"]("late")
+    now = time.time()
+    _grow(ingest, log, _steps(10), now)
+    writer.kill(reap=False)
+    ingest.finish_idle(LIFE, now + 31)  # this look sees the zombie
+    writer.proc.wait(10)  # then its parent reaps it
+    assert ingest.finish_idle(LIFE, now + 32) == ["late"]
+    state, status = _stored(settings, "late", now + 33)
+    assert (state, status.status) == ("crashed", RunStatus.CRASHED), status
+    assert "killed by SIGKILL" in status.reason, status
+    assert "zombie" not in status.reason and "never reaped" not in status.reason, status
+
+
 def test_a_closing_record_then_a_normal_exit_finished(follow: dict[str, Any]) -> None:
     ingest, log, writer, settings = follow["start"]("hf", framework="trl")
     now = time.time()
