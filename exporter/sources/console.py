@@ -123,10 +123,15 @@ class ConsoleParser:
 
     def feed(self, text: str, *, terminated: bool = True) -> list[Record]:
         raw = strip_ansi(text).split("\r")
-        out = self._records(self._dicts.segments(raw[:-1]))
+        out: list[Record] = []
         for segment in raw[:-1]:
+            out += self._records(self._dicts.segments([segment]))
             if "Train epoch" in segment:
                 out += self._train_bar(segment)
+            else:
+                # a metric line a later carriage return drew over: a dict written by a
+                # buffered stdout just before stderr's bar redraws, on the same line
+                out += self._metric_line(segment) or []
         last = raw[-1]
         if not last.strip():
             out += self._records(self._dicts.segments([last]))
@@ -143,26 +148,32 @@ class ConsoleParser:
 
     def _content(self, last: str) -> list[Record]:
         """What the shown segment of a line holds."""
-        verl = parse_verl(last)
-        if verl is not None:
-            self._problems += verl.bad
-            self._printed = True
-            return self._emit(verl.step, verl.values)
-        orlhf = global_step_line(last)
-        if orlhf is not None:
-            self._printed = True
-            self._bars.printed_steps()
-            return self._emit(orlhf[0], orlhf[1].values)
-        if "{" in last:
-            found = self._dict(last)
-            if found is not None:
-                return found
+        found = self._metric_line(last)
+        if found is not None:
+            return found
         if "%|" in last:
             placed = self._dicts.segments([last])
             bar = self._train_bar(last)
             return self._records(placed) + bar
         self.note_header(last)
         return []
+
+    def _metric_line(self, segment: str) -> list[Record] | None:
+        """The Records of a verl line, an OpenRLHF global step line or a Trainer's dict in
+        this segment (none while a dict waits for its step); None when it holds none."""
+        verl = parse_verl(segment)
+        if verl is not None:
+            self._problems += verl.bad
+            self._printed = True
+            return self._emit(verl.step, verl.values)
+        orlhf = global_step_line(segment)
+        if orlhf is not None:
+            self._printed = True
+            self._bars.printed_steps()
+            return self._emit(orlhf[0], orlhf[1].values)
+        if "{" in segment:
+            return self._dict(segment)
+        return None
 
     def _dict(self, segment: str) -> list[Record] | None:
         """A printed dict's Records (none while it waits for its step); None when the segment

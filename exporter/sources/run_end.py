@@ -15,8 +15,9 @@ names of each record):
   - verl's `RayPPOTrainer.fit` prints `Final validation metrics: {...}` after its last step
     (`verl/trainer/ppo/ray_trainer.py`).
 - **A crash** is a Python traceback (`Traceback (most recent call last):` and its frames) ended
-  by its exception line (`RuntimeError: CUDA error: ...`), the last thing a process killed by an
-  uncaught exception prints. A traceback followed by more training records was handled (logged
+  by its exception line (`RuntimeError: CUDA error: ...`; a Ray task's error is raised in the
+  driver as `ray.exceptions.RayTaskError(RuntimeError): ray::TaskRunner.run() ...`), the last
+  thing a process killed by an uncaught exception prints. A traceback followed by more training records was handled (logged
   and gone on from): the caller drops it when it sees a step after it.
 
 Console lines often carry a prefix: ANSI colours, and Ray's `(TaskRunner pid=123)` or
@@ -40,7 +41,10 @@ _CHAINED = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
 )
-_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+# an exception line: its class (Ray's dual exception class is named after its cause:
+# `ray.exceptions.RayTaskError(RuntimeError)`, ray python/ray/exceptions.py
+# `RayTaskError.as_instanceof_cause`) and its message
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:\([A-Za-z_][\w.]*\))?)(?::\s?(.*))?$")
 _HF_CLOSING = ("train_runtime", "train_loss")
 _HF_METRICS_LINE = re.compile(r"^\s*train_runtime\s*=\s*\S")
 _VERL_CLOSING = "Final validation metrics:"

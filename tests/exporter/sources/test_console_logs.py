@@ -217,6 +217,28 @@ def test_a_later_dict_without_its_redraw_is_placed_by_its_epoch(tmp_path: Path) 
     assert sorted(r.step for r in records) == [4, 8, 12, 16, 20]
 
 
+def test_a_dict_the_bar_s_redraws_follow_on_its_line_is_read(tmp_path: Path) -> None:
+    # Seen in a real TRL GRPO log (issue 34, round 3): stdout buffered into the file, the
+    # dict written without a newline of its own before it, then stderr's bar redraws
+    # (`\r 33%|...`) continue on the same line. The dict sits before a carriage return:
+    # it must be read like a dict at the end of a line, not dropped.
+    logs = grpo_logs(4, every=5, per_epoch=100)
+    lines = hf_console(logs, max_steps=20).split("\n")
+    dicts = [i for i, line in enumerate(lines) if line.rstrip().endswith("}")]
+    assert len(dicts) == 4
+    second = dicts[1]
+    bars, _, text = lines[second].rpartition("\r")
+    # the dict moves to the front of the next line, which holds the bar's later redraws
+    lines[second] = bars
+    lines[second + 1] = text + "\r" + lines[second + 1]
+    path = tmp_path / "out.txt"
+    path.write_text("\n".join(lines))
+    records, problems, _ = _read(path)
+    assert [r.step for r in records] == [5, 10, 15, 20]
+    assert records[1].values["reward"] == pytest.approx(logs[1][1]["reward"], rel=5e-4)
+    assert problems == []
+
+
 def test_an_evaluation_dict_belongs_to_the_step_trained_last(tmp_path: Path) -> None:
     logs = grpo_logs(2, every=5)
     evaluation = {"eval_loss": 0.7, "eval_reward": 0.4, "epoch": 0.1}

@@ -79,6 +79,33 @@ def test_a_chained_traceback_ends_at_the_last_exception() -> None:
     assert marks[:-1] == [None] * 7
 
 
+def test_a_ray_task_error_raised_in_the_driver_is_a_crash_at_its_exception_line() -> None:
+    # verl's driver prints the remote failure as Ray's dual exception class, named after its
+    # cause (ray python/ray/exceptions.py: `RayTaskError({cause}.__name__)`), then the
+    # remote frames without a `Traceback` header of their own (a real verl log, issue 34)
+    scanner = EndScanner()
+    lines = [
+        VERL_STEP,
+        "Traceback (most recent call last):",
+        '  File "/venv/lib/verl/trainer/main_ppo.py", line 96, in run_ppo',
+        "    ray.get(runner.run.remote(config))",
+        "ray.exceptions.RayTaskError(RuntimeError): \x1b[36mray::TaskRunner.run()\x1b[39m "
+        "(pid=4611, ip=10.0.0.2, actor_id=ab12)",
+        '  File "/venv/lib/verl/trainer/ppo/ray_trainer.py", line 807, in _save_checkpoint',
+        "RuntimeError: [enforce fail at inline_container.cc:815] . file write failed",
+    ]
+    marks = [scanner.feed(line, n) for n, line in enumerate(lines, start=1)]
+    crashes = [m for m in marks if m is not None]
+    assert crashes == [
+        EndMark(
+            "crash",
+            "ray.exceptions.RayTaskError(RuntimeError): ray::TaskRunner.run() "
+            "(pid=4611, ip=10.0.0.2, actor_id=ab12)",
+            5,
+        )
+    ]
+
+
 def test_closing_record_from_a_records_names() -> None:
     assert closing_record(["train_runtime", "train_loss", "total_flos", "epoch"])
     assert closing_record(["train/train_runtime", "train/train_loss", "train/total_flos"])
