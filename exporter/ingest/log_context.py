@@ -388,10 +388,31 @@ def _verl_context(doc: Mapping[str, Any]) -> dict[str, Any]:
     length = _get(doc, "data.max_response_length")
     if isinstance(length, int) and not isinstance(length, bool) and length > 0:
         out["max_length"] = length
+    updates = _verl_updates_per_batch(doc)
+    if updates is not None:
+        out["updates_per_batch"] = updates
     steps = _get(doc, "trainer.total_training_steps")
     if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
         out["planned_steps"] = steps
     return out
+
+
+def _verl_updates_per_batch(doc: Mapping[str, Any]) -> int | None:
+    """Optimizer updates on each rollout batch: the actor splits the batch into mini-batches
+    of `ppo_mini_batch_size` prompts and steps once per mini-batch, `ppo_epochs` times
+    (verl/workers/actor/dp_actor.py, `update_policy`); None unless all three are printed."""
+    values = [
+        _get(doc, key)
+        for key in (
+            "data.train_batch_size",
+            "actor_rollout_ref.actor.ppo_mini_batch_size",
+            "actor_rollout_ref.actor.ppo_epochs",
+        )
+    ]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+        return None
+    batch, mini, epochs = values
+    return int(epochs) * max(1, math.ceil(int(batch) / int(mini)))
 
 
 def _trl_field(key: str, value: Any) -> dict[str, Any]:

@@ -736,13 +736,17 @@ def _mechanics(
 ) -> list[Evidence]:
     """Values explained by how the run is set up, not by its health: they replace the band and
     silence checks of the metric (alerts and rules still apply)."""
-    if metric_id == "clip_fraction" and ctx.clip_by_construction_zero:
-        text = t(
-            f"{ctx.algorithm} with num_iterations 1: each batch is used for one update, the ratio is 1"
-            " at every token and the clip fraction is 0 by construction; not judged",
-            f"{ctx.algorithm} 且 num_iterations 为 1：每批数据只更新一次，比率恒为 1，clip 比例按构造为 0；不作判断",
-        )
-        return [Evidence("mechanics", "ok", text, {"num_iterations": 1})]
+    constructed = ctx.by_construction.get(metric_id)
+    if constructed is not None:
+        setup = {
+            k: v
+            for k, v in (
+                ("num_iterations", ctx.num_iterations),
+                ("updates_per_batch", ctx.updates_per_batch),
+            )
+            if v is not None
+        }
+        return [Evidence("mechanics", "ok", t(*constructed), setup)]
     if metric_id in ("clip_fraction", "policy_kl") and ctx.lr_annealed:
         lr = series.get("learning_rate")
         last = None if lr is None or not len(lr.finite()) else float(lr.finite().values[-1])

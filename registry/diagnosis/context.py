@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_UPDATE_METRICS",
     "RunContext",
     "run_context",
+    "zero_by_construction",
 ]
 
 ActionSpace = Literal["discrete", "continuous", "token"]
@@ -67,6 +68,7 @@ CONTEXT_KEYS: tuple[str, ...] = (
     "framework",
     "algorithm",
     "num_iterations",
+    "updates_per_batch",
     "step_unit",
     "planned_steps",
     "action_space",
@@ -101,6 +103,8 @@ class RunContext:
     framework: str | None = None
     algorithm: str | None = None
     num_iterations: int | None = None
+    updates_per_batch: int | None = None
+    """Optimizer updates made on each rollout batch (verl: PPO epochs x mini-batches)."""
     step_unit: StepUnit | None = None
     cadence: float | None = None
     points: int = 0
@@ -145,7 +149,18 @@ class RunContext:
     @property
     def clip_by_construction_zero(self) -> bool:
         """GRPO/RLOO with one iteration: the ratio is 1 at every token, so nothing is clipped."""
-        return self.algorithm in ("GRPO", "RLOO") and self.num_iterations == 1
+        return "clip_fraction" in self.by_construction
+
+    @property
+    def by_construction(self) -> Mapping[str, tuple[str, str]]:
+        """Metrics this run's setup makes 0 whatever its health (see `zero_by_construction`)."""
+        return zero_by_construction(
+            {
+                "algorithm": self.algorithm,
+                "num_iterations": self.num_iterations,
+                "updates_per_batch": self.updates_per_batch,
+            }
+        )
 
     def describe(self, lang: str = "en") -> str:
         """One line: "read as: SB3 PPO, 2 discrete actions, one point per 512 env steps, clip 0.2"
@@ -230,6 +245,7 @@ class RunContext:
             "framework": self.framework,
             "algorithm": self.algorithm,
             "num_iterations": self.num_iterations,
+            "updates_per_batch": self.updates_per_batch,
             "step_unit": self.step_unit,
             "cadence": self.cadence,
             "points": self.points,
@@ -281,6 +297,39 @@ DEFAULT_UPDATE_METRICS: tuple[str, ...] = (
     "grad_norm_clipped",
     "critic_grad_norm",
 )
+
+
+def zero_by_construction(config: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """Metrics a run's setup makes 0 whatever its health, each with why (English, Chinese):
+    the one decision the cards and every rule read (a rule over such a metric is unknown, never
+    an alarm). The ratio of the new policy to the one that sampled the batch is 1 until the
+    first update on that batch: with one update per batch (verl: one PPO epoch over one
+    mini-batch) the policy KL and the clip fraction are measured before it, so both are 0; with
+    GRPO/RLOO's single iteration the clip fraction is (TRL)."""
+    out: dict[str, tuple[str, str]] = {}
+    updates = _int(config.get("updates_per_batch"))
+    if updates == 1:
+        why = (
+            "one optimizer update per rollout batch: the policy KL and the clip fraction are "
+            "measured before it, against the policy that sampled the batch, so both are 0 by "
+            "construction; not judged",
+            "每个 rollout 批次只做一次优化器更新：策略 KL 与 clip 比例都在这次更新之前、对着采样该批次的"
+            "策略测得，按构造为 0；不作判断",
+        )
+        out["policy_kl"] = why
+        out["clip_fraction"] = why
+    algorithm = config.get("algorithm")
+    if algorithm in ("GRPO", "RLOO") and _int(config.get("num_iterations")) == 1:
+        out.setdefault(
+            "clip_fraction",
+            (
+                f"{algorithm} with num_iterations 1: each batch is used for one update, the ratio "
+                "is 1 at every token and the clip fraction is 0 by construction; not judged",
+                f"{algorithm} 且 num_iterations 为 1：每批数据只更新一次，比率恒为 1，clip 比例按构造为 0；"
+                "不作判断",
+            ),
+        )
+    return out
 
 
 def _int(value: Any) -> int | None:
@@ -352,6 +401,7 @@ def run_context(
         if algorithm is not None:
             src["algorithm"] = "inferred from the logged metrics"
     num_iterations = _int(given("num_iterations"))
+    updates_per_batch = _int(given("updates_per_batch"))
 
     step_unit = given("step_unit")
     if step_unit not in ("env_steps", "updates"):
@@ -450,6 +500,7 @@ def run_context(
         framework=framework,
         algorithm=algorithm,
         num_iterations=num_iterations,
+        updates_per_batch=updates_per_batch,
         step_unit=step_unit,
         cadence=cadence,
         points=points,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ import numpy.typing as npt
 from ..catalog import Registry
 from ..model import Metric, Rule, Stages
 from .bands import band_state, early_mean, max_entropy
+from .context import zero_by_construction
 from .stats import Series, change_pct, latest, slope_per_1k
 
 __all__ = [
@@ -79,6 +80,9 @@ class RuleContext:
     # the most points a window may span: a tenth of the run (registry timing), since a change
     # over the whole run is its convergence, not an event; None: the rule's own window
     max_window: int | None = None
+    # metrics the run's setup makes 0 whatever its health (`zero_by_construction`, read from
+    # the config): a rule over one is unknown, never an alarm
+    constructed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -93,7 +97,11 @@ class RuleContext:
         if run_points is not None and "stage_boundaries" not in cfg:
             cap = max(4, math.ceil(registry.timing.early_fraction * run_points))
         return cls(
-            stages or registry.stages_for(cfg), cfg, {m.id: m for m in registry.metrics}, cap
+            stages or registry.stages_for(cfg),
+            cfg,
+            {m.id: m for m in registry.metrics},
+            cap,
+            zero_by_construction(cfg),
         )
 
     def window(self, rule: Rule) -> tuple[int, int]:
@@ -368,6 +376,10 @@ def evaluate_point(
         reason = (
             f"fewer than {min_points} finite points in the last {size} points: {', '.join(short)}"
         )
+    constructed = [m for m in rule.metrics if m in ctx.constructed]
+    if constructed:
+        why = "; ".join(f"{m}: {ctx.constructed[m][0]}" for m in constructed)
+        return PointResult(step, False, tuple(obs), why)
     return PointResult(step, not short and all(o.holds for o in obs), tuple(obs), reason)
 
 

@@ -7,8 +7,6 @@ finished" with the dead rank unnamed (seen in CI's eight-rank test)."""
 from __future__ import annotations
 
 import sqlite3
-import threading
-import time
 from pathlib import Path
 
 import exporter
@@ -23,19 +21,13 @@ def test_a_rank_started_under_a_locked_store_holds_its_lease_once_the_store_free
         first.log(0, {"grad_norm": 1.0})
         assert first.flush()
         # another process's long write: init's claim waits 2 s, then names the run from a read
-        blocker = sqlite3.connect(
-            settings.outbox_path, isolation_level=None, check_same_thread=False
-        )
+        blocker = sqlite3.connect(settings.outbox_path, isolation_level=None)
         blocker.execute("BEGIN IMMEDIATE")
-        release = threading.Timer(3.0, blocker.execute, ("COMMIT",))
-        release.start()
-        started = time.monotonic()
         second = exporter.init("dist", settings=settings, rank=1)
         try:
-            assert time.monotonic() - started < 3.0, "init waited for the lock to go"
             assert second.name == "dist"  # the job's run, read while locked
             second.log(0, {"grad_norm": 2.0})
-            release.join()
+            blocker.execute("COMMIT")  # the store frees only after init gave up waiting
             assert second.flush(30)
             outbox = Outbox(settings.outbox_path)
             try:

@@ -606,6 +606,25 @@ def test_a_verl_config_dump_broken_by_other_output_still_gives_its_named_fields(
     assert "group_size" not in context  # `n` alone says nothing about where it sits
 
 
+@pytest.mark.parametrize(
+    ("batch", "mini", "epochs", "updates"), [(2, 256, 1, 1), (1024, 256, 1, 4), (512, 256, 2, 4)]
+)
+def test_a_verl_config_gives_the_optimizer_updates_on_each_batch(
+    batch: int, mini: int, epochs: int, updates: int
+) -> None:
+    # dp_actor's update_policy: one step per mini-batch of ppo_mini_batch_size, ppo_epochs times
+    config = {
+        "actor_rollout_ref": {"actor": {"ppo_mini_batch_size": mini, "ppo_epochs": epochs}},
+        "algorithm": {"adv_estimator": "grpo"},
+        "data": {"train_batch_size": batch},
+    }
+    lines = [ray(line, actor="main_task") for line in pprint.pformat(config).splitlines()]
+    assert console_context("\n".join(lines))["updates_per_batch"] == updates
+    del config["actor_rollout_ref"]["actor"]["ppo_epochs"]  # not printed: not known
+    lines = [ray(line, actor="main_task") for line in pprint.pformat(config).splitlines()]
+    assert "updates_per_batch" not in console_context("\n".join(lines))
+
+
 # following
 
 

@@ -115,3 +115,21 @@ def test_too_short_a_return_to_judge_is_not_dead(builtin: registry.Registry) -> 
     rule = _rule(builtin, DEAD_KL)
     short = {"policy_kl": _series([1e-8] * 4), "episodic_return": _series([22, 23, 21, 22])}
     assert not _fired(builtin, rule, short)
+
+
+@pytest.mark.parametrize(("updates", "fires"), [(1, False), (2, True), (None, True)])
+def test_a_kl_measured_before_the_only_update_of_each_batch_is_not_a_policy_unmoved(
+    builtin: registry.Registry, updates: int | None, fires: bool
+) -> None:
+    # verl with one PPO epoch over one mini-batch logs actor/ppo_kl before its only update on
+    # the batch: 0 at every step although the policy moves (round 3's held-out verl GRPO run);
+    # with two updates or an unknown setup, a KL of exactly 0 is still no update moving it
+    rule = _rule(builtin, UNMOVED)
+    config = {"first_update": STEP}
+    if updates is not None:
+        config["updates_per_batch"] = updates
+    ctx = RuleContext.of(builtin, config, run_points=POINTS)
+    result = evaluate_rule(rule, {"policy_kl": _series([0.0] * POINTS)}, ctx)
+    assert result.fired is fires
+    if not fires:
+        assert result.reason is not None and "by construction" in result.reason
