@@ -76,7 +76,7 @@ HERE = "tests/test_readme_commands.py"
 LINE_1 = "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && rlvitals demo"
 LINE_2 = (
     ".ci/test-packages && pip install -e '.[test]' && (cd tests/grafana/node && npm ci) "
-    "&& python -m pytest -q"
+    "&& python -m pytest -q -n 4"
 )
 CORPUS_RUNS = (
     "tests/fixtures/runs/sb3_ppo_cartpole_healthy tests/fixtures/runs/sb3_ppo_cartpole_lr_high"
