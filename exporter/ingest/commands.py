@@ -61,6 +61,7 @@ from ..sources import (
     ScalarBlock,
     compile_pattern,
 )
+from ..sources.console import SNIFF_BYTES
 from ..sources.follow import path_key
 from ..store.outbox import Outbox
 from .arguments import add_config_arguments, add_format_arguments, add_path_arguments, given_paths
@@ -322,6 +323,21 @@ def follow_logs(
         contain=True,
         reg=reg,
         start_each=True,
+    )
+
+
+def _nothing_found(paths: list[str], passed_over: list[Path]) -> str:
+    """Why a search found no log: the text files it looked into and why each was not one."""
+    said = f"no logs found under {', '.join(paths)}"
+    if not passed_over:
+        return said + "; check the paths or --format"
+    shown = ", ".join(str(p) for p in passed_over[:5])
+    more = f" and {len(passed_over) - 5} more" if len(passed_over) > 5 else ""
+    return (
+        f"{said}: {len(passed_over)} text file(s) were read, and their first {SNIFF_BYTES >> 20} "
+        f"MB hold no metric line verl, the Hugging Face Trainer or OpenRLHF prints: {shown}"
+        f"{more}. A trainer whose console logger is off prints none (verl: `trainer.logger` "
+        "without 'console'); for another trainer's lines pass --format regex --pattern"
     )
 
 
@@ -599,9 +615,7 @@ def _run_ingest(
         found = logs.refresh()
         resumed_any = bool(logs.resumed)
         if not found and not follow:
-            return _fail(
-                f"no logs found under {', '.join(args.paths)}; check the paths or --format", err
-            )
+            return _fail(_nothing_found(args.paths, logs.passed_over), err)
         if not found:
             # a follower waits for logs to appear (as `tensorboard --logdir` does), but says so
             print(

@@ -96,6 +96,13 @@ class LogSet:
                 new.append(log)
         return new
 
+    @property
+    def passed_over(self) -> list[Path]:
+        """Text files the searches looked into and did not take: their first megabyte held no
+        metric line a known trainer prints (a trainer whose console logger is off, another
+        tool's output)."""
+        return sorted(p for p, (_, _, found) in self._sniffed.items() if not found)
+
     def position(self, log: LogFile) -> SourcePosition | None:
         """How far `log` has been read, keyed by its absolute path (None if nothing was read)."""
         entry = self._sources.get(log.path)

@@ -536,6 +536,24 @@ def test_a_file_named_directly_that_holds_no_metrics_is_refused_with_a_reason(
     assert "job.log" in err and "no metric line" in err
 
 
+def test_a_folder_whose_text_files_hold_no_metrics_names_them_and_why(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a verl job with `trainer.logger: ['wandb']` prints its config and progress, no step line
+    # (round 3's held-out WALAR log): the folder search says what it read and why it took none
+    run = tmp_path / "job"
+    run.mkdir()
+    (run / "train.log").write_text(
+        "{'trainer': {'logger': ['wandb'], 'total_epochs': 1}}\nTraining Progress:   0%|\n"
+    )
+    (run / "notes.txt").write_text("nothing to see\n")
+    assert main(["import", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "no logs found under" in err and "2 text file(s)" in err, err
+    assert "train.log" in err and "notes.txt" in err and "no metric line" in err, err
+    assert "trainer.logger" in err and "Traceback" not in err, err
+
+
 def test_import_reads_a_verl_log_with_its_framework_names_and_context(
     tmp_path: Path, store: Path
 ) -> None:
