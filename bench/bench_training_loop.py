@@ -5,6 +5,8 @@ SB3 PPO run logs plus other registered ids). The same loop runs, in one process 
 script, with each logger in turn:
 
   none           the loop alone: the baseline every slowdown is measured against
+  neighbour      no logger: another process keeps a second core busy meanwhile (what the
+                 machine alone does to the loop's wall time; on this project's VM it speeds it)
   floor          dict copy + deque.append (the least any background logger can do)
   rlvitals       exporter.init(...).log() into the embedded store (worker thread meanwhile)
   rlvitals+influx  the same with the forwarder sending to a real local InfluxDB (Debian influxd)
@@ -22,7 +24,9 @@ and how many steps were still unstored when the loop ended.
 
 Run: python bench/bench_training_loop.py [--seconds 5] [--rates 100,1000,5000] [--rounds 3]
      [--loops numpy,python] [--loggers floor,rlvitals,...]
-Prints one table; read the ratios (slowdown %), not absolute times. Nothing is asserted.
+Prints one table; read the ratios (slowdown %), not absolute times. Beside each wall-clock
+slowdown, "loop CPU" is the change in the loop thread's own CPU time: what the logger's calls
+cost it, without GIL waits and host effects. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -204,15 +208,41 @@ def _loop(
     payloads: list[dict[str, float]],
     rate: float,
 ) -> tuple[float, list[float]]:
-    """Run len(payloads) steps as fast as the work allows; seconds taken, wall time per step."""
+    """Run len(payloads) steps as fast as the work allows; seconds taken, wall time per step.
+    The loop thread's own CPU seconds go to `_LAST_CPU` (what the logger's calls cost it)."""
     logged_at = [0.0] * len(payloads)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.thread_time()
     for step, values in enumerate(payloads):
         work()
         if log is not None:
             log(step, values)
         logged_at[step] = time.time()
+    _LAST_CPU[0] = time.thread_time() - cpu
     return time.perf_counter() - start, logged_at
+
+
+_LAST_CPU = [0.0]
+
+
+def _burn(stop: Any) -> None:
+    """A neighbour: one core kept busy by another process that logs nothing."""
+    while not stop.is_set():
+        for _ in range(100_000):
+            pass
+
+
+@contextlib.contextmanager
+def _neighbour() -> Iterator[None]:
+    ctx = mp.get_context("spawn")
+    stop = ctx.Event()
+    proc = ctx.Process(target=_burn, args=(stop,), daemon=True)
+    proc.start()
+    time.sleep(0.5)  # started and busy before the loop
+    try:
+        yield
+    finally:
+        stop.set()
+        proc.join(10)
 
 
 def _worker_rate(reg: registry.Registry, tmp: Path, names: list[str], steps: int) -> str:
@@ -234,6 +264,12 @@ def _worker_rate(reg: registry.Registry, tmp: Path, names: list[str], steps: int
     )
 
 
+def _cpu(values: list[float]) -> str:
+    """The loop thread's own CPU time, median change: what the logger's calls cost it,
+    without the waits and the host's effects the wall-clock slowdown also holds."""
+    return f"loop CPU {_median(values) * 100:+.1f}%"
+
+
 def _median(values: list[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
@@ -248,8 +284,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="baseline/logger pairs per cell")
     parser.add_argument(
         "--loggers",
-        default="floor,SummaryWriter,wandb offline,rlvitals,rlvitals+influx",
-        help="which loggers to measure, comma-separated",
+        default="neighbour,floor,SummaryWriter,wandb offline,rlvitals,rlvitals+influx",
+        help="which loggers to measure, comma-separated (neighbour: no logger, a busy process "
+        "on another core, to show what the machine alone does to the loop)",
     )
     args = parser.parse_args()
     logging.getLogger("exporter").setLevel(logging.ERROR)
@@ -275,23 +312,40 @@ def main() -> None:
                         ("SummaryWriter", lambda: _summary_writer(tmp)),
                         ("wandb offline", lambda: _wandb(tmp)),
                     ]
+                    if "neighbour" in wanted:
+                        # the machine, not a logger: a busy process on the other core. On this
+                        # project's VM it makes the loop faster, not slower (host power states),
+                        # so slowdowns of a few percent here are within what the host does
+                        near: list[float] = []
+                        near_cpu: list[float] = []
+                        for _ in range(args.rounds):
+                            alone, _ = _loop(work, None, payloads, rate)
+                            cpu_alone = _LAST_CPU[0]
+                            with _neighbour():
+                                took, _ = _loop(work, None, payloads, rate)
+                            near.append(took / alone - 1)
+                            near_cpu.append(_LAST_CPU[0] / cpu_alone - 1)
+                        rows.append((label, _median(near), "neighbour", _cpu(near_cpu), ""))
                     for who, make in candidates:
                         if who not in wanted:
                             continue
                         slowdowns: list[float] = []
+                        cpus: list[float] = []
                         for _ in range(args.rounds):
                             # the baseline next to each measurement: a shared machine drifts
                             alone, _ = _loop(work, None, payloads, rate)
+                            cpu_alone = _LAST_CPU[0]
                             logger = make()
                             if logger is None:
                                 break
                             took, _ = _loop(work, logger[0], payloads, rate)
+                            cpus.append(_LAST_CPU[0] / cpu_alone - 1)
                             logger[1]()
                             slowdowns.append(took / alone - 1)
                         if not slowdowns:
                             rows.append((label, float("nan"), who, "not installed", ""))
                             continue
-                        rows.append((label, _median(slowdowns), who, "", ""))
+                        rows.append((label, _median(slowdowns), who, _cpu(cpus), ""))
                     targets = [("rlvitals", None)]
                     if server is not None:
                         targets.append(("rlvitals+influx", server.url))
@@ -299,11 +353,14 @@ def main() -> None:
                         if who not in wanted:
                             continue
                         slowdowns, lags, unstored, dropped = [], [], [], 0
+                        cpus = []
                         for r in range(args.rounds):
                             name = f"{who}-{kind}-{int(rate)}-{r}".replace("+", "-")
                             alone, _ = _loop(work, None, payloads, rate)
+                            cpu_alone = _LAST_CPU[0]
                             with _rlvitals(reg, tmp, name, url) as (logger, lag):
                                 took, logged_at = _loop(work, logger[0], payloads, rate)
+                                cpus.append(_LAST_CPU[0] / cpu_alone - 1)
                                 measured = lag(logged_at)
                             slowdowns.append(took / alone - 1)
                             lags.append(measured.max_lag_s)
@@ -314,7 +371,7 @@ def main() -> None:
                                 label,
                                 _median(slowdowns),
                                 who,
-                                f"max lag {max(lags):.2f} s",
+                                f"{_cpu(cpus)}  max lag {max(lags):.2f} s",
                                 f"unstored at end <= {max(unstored)}, dropped {dropped}",
                             )
                         )
