@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..sources.console_text import strip_ansi
+from ..sources.verl_console import parse_verl
 
 __all__ = [
     "INFERRED",
@@ -223,6 +224,9 @@ def console_context(text: str) -> dict[str, Any]:
         config = _verl_fields(lines)  # a dump other output broke: its unambiguous fields
     if config is not None:
         out.update(_verl_context(config))
+    decimals = _verl_decimals(lines)
+    if decimals is not None:
+        out["value_decimals"] = decimals
     for line in lines:
         total = _VERL_TOTAL.search(line) or _HF_TOTAL.search(line)
         if total is not None:
@@ -395,6 +399,28 @@ def _verl_context(doc: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(steps, int) and not isinstance(steps, bool) and steps > 0:
         out["planned_steps"] = steps
     return out
+
+
+def _verl_decimals(lines: list[str]) -> int | None:
+    """The decimals every value of the first verl metric line is printed with, when they are
+    all alike: verl up to v0.4 rounds each to 3 (`actor/ppo_kl:0.000`), so a value is known
+    only to half the last digit; None for Python reprs (`np.float64(...)`, v0.5 on) and
+    exponents, which are exact."""
+    for line in lines:
+        found = parse_verl(line)
+        if found is None:
+            continue
+        body = line[line.index("step:") :]
+        places: set[int] = set()
+        for pair in body.split(" - ")[1:]:
+            raw = pair.rpartition(":")[2].strip()
+            if "np." in raw or "e" in raw.lower():
+                return None
+            _, dot, frac = raw.partition(".")
+            if dot and frac.isdigit():
+                places.add(len(frac))
+        return places.pop() if len(places) == 1 else None
+    return None
 
 
 def _verl_updates_per_batch(doc: Mapping[str, Any]) -> int | None:

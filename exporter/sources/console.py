@@ -247,7 +247,8 @@ def looks_like_console_log(path: Path) -> bool:
 
 def console_header(path: Path) -> str:
     """What a console log printed before its first metric line (config dumps, banners, the
-    trainer's arguments), up to `HEADER_BYTES`: the run context is read from it."""
+    trainer's arguments), up to `HEADER_BYTES`, and that first metric line (how it prints its
+    values): the run context is read from it."""
     out: list[str] = []
     size = 0
     parser = ConsoleParser()
@@ -255,7 +256,10 @@ def console_header(path: Path) -> str:
         with open(path, encoding="utf-8", errors="replace", newline="\n") as fh:
             for line in fh:
                 try:
-                    if parser.feed(line.rstrip("\n")) or parser.holding:
+                    if parser.feed(line.rstrip("\n")):
+                        out.append(line)
+                        break
+                    if parser.holding:
                         break
                 except BadLine:
                     break

@@ -26,6 +26,7 @@ __all__ = [
     "CONTEXT_KEYS",
     "DEFAULT_UPDATE_METRICS",
     "RunContext",
+    "printed_resolution",
     "run_context",
     "zero_by_construction",
 ]
@@ -69,6 +70,7 @@ CONTEXT_KEYS: tuple[str, ...] = (
     "algorithm",
     "num_iterations",
     "updates_per_batch",
+    "value_decimals",
     "step_unit",
     "planned_steps",
     "action_space",
@@ -297,6 +299,16 @@ DEFAULT_UPDATE_METRICS: tuple[str, ...] = (
     "grad_norm_clipped",
     "critic_grad_norm",
 )
+
+
+def printed_resolution(config: Mapping[str, Any]) -> float | None:
+    """How finely the run's values are known when its log printed them rounded
+    (`value_decimals`: verl up to v0.4 prints 3): half the last printed digit. A rule level
+    finer than that cannot be told from what was printed (`0.000` is anything under 0.0005)."""
+    decimals = _int(config.get("value_decimals"))
+    if decimals is None or not 0 <= decimals <= 12:
+        return None
+    return 0.5 * 10.0**-decimals
 
 
 def zero_by_construction(config: Mapping[str, Any]) -> dict[str, tuple[str, str]]:

@@ -32,7 +32,7 @@ import numpy.typing as npt
 from ..catalog import Registry
 from ..model import Metric, Rule, Stages
 from .bands import band_state, early_mean, max_entropy
-from .context import zero_by_construction
+from .context import printed_resolution, zero_by_construction
 from .stats import Series, change_pct, latest, slope_per_1k
 
 __all__ = [
@@ -83,6 +83,9 @@ class RuleContext:
     # metrics the run's setup makes 0 whatever its health (`zero_by_construction`, read from
     # the config): a rule over one is unknown, never an alarm
     constructed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # half the last digit the run's log printed its values with (`printed_resolution`): a
+    # condition on a value's own level finer than that is unknown, never an alarm
+    resolution: float | None = None
 
     @classmethod
     def of(
@@ -102,6 +105,7 @@ class RuleContext:
             {m.id: m for m in registry.metrics},
             cap,
             zero_by_construction(cfg),
+            printed_resolution(cfg),
         )
 
     def window(self, rule: Rule) -> tuple[int, int]:
@@ -380,7 +384,31 @@ def evaluate_point(
     if constructed:
         why = "; ".join(f"{m}: {ctx.constructed[m][0]}" for m in constructed)
         return PointResult(step, False, tuple(obs), why)
+    finer = [c for c in rule.conditions if _finer_than_printed(c.stat, c.op, c.value, ctx)]
+    if finer:
+        why = "; ".join(
+            f"{c.metric} {c.stat} {c.op} {c.value:g} cannot be told from values printed to "
+            f"±{ctx.resolution:g}"
+            for c in finer
+        )
+        return PointResult(step, False, tuple(obs), why)
     return PointResult(step, not short and all(o.holds for o in obs), tuple(obs), reason)
+
+
+# statistics in the metric's own units (a level of the values themselves), as opposed to
+# ratios, slopes and shares, which rounding does not bound the same way
+_LEVEL_STATS = frozenset({"abs_max", "since_start_abs_max", "max", "min", "mean", "last"})
+
+
+def _finer_than_printed(stat: str, op: str, value: float, ctx: RuleContext) -> bool:
+    """A "at most this small" condition whose level the printed values cannot resolve: a value
+    printed as 0.000 may be anything under 0.0005, so "at most 1e-6" is not known."""
+    return (
+        ctx.resolution is not None
+        and stat in _LEVEL_STATS
+        and op in ("<=", "<")
+        and 0 <= value < ctx.resolution
+    )
 
 
 @dataclass(frozen=True)

@@ -643,6 +643,24 @@ def test_a_verl_config_gives_the_optimizer_updates_on_each_batch(
     assert "updates_per_batch" not in console_context("\n".join(lines))
 
 
+def test_a_verl_log_printing_rounded_values_gives_their_decimals_and_reprs_give_none(
+    tmp_path: Path,
+) -> None:
+    # verl <= 0.4 formats every value with 3 decimals; numpy 2's reprs (v0.5 on) are exact
+    rounded = tmp_path / "old.log"
+    rounded.write_text(
+        "Training Progress: 0%|\n"
+        + ray("step:1 - actor/ppo_kl:0.000 - actor/pg_loss:-0.012 - critic/score/mean:0.450")
+        + "\n"
+    )
+    assert console_context(console_header(rounded))["value_decimals"] == 3
+    exact = tmp_path / "new.log"
+    exact.write_text(
+        ray("step:1 - actor/ppo_kl:np.float64(0.0003) - actor/pg_loss:np.float64(-0.0123)") + "\n"
+    )
+    assert "value_decimals" not in console_context(console_header(exact))
+
+
 # following
 
 

@@ -133,3 +133,29 @@ def test_a_kl_measured_before_the_only_update_of_each_batch_is_not_a_policy_unmo
     assert result.fired is fires
     if not fires:
         assert result.reason is not None and "by construction" in result.reason
+
+
+@pytest.mark.parametrize(("decimals", "fires"), [(3, False), (7, True), (None, True)])
+def test_a_kl_printed_as_zero_to_three_decimals_is_not_a_policy_unmoved(
+    builtin: registry.Registry, decimals: int | None, fires: bool
+) -> None:
+    # verl up to v0.4 prints actor/ppo_kl:0.000 for any KL under 0.0005 (published verl PPO
+    # runs that learned): "at most 1e-6" cannot be told from it; printed to 7 decimals, it can
+    rule = _rule(builtin, UNMOVED)
+    config = {"first_update": STEP}
+    if decimals is not None:
+        config["value_decimals"] = decimals
+    ctx = RuleContext.of(builtin, config, run_points=POINTS)
+    result = evaluate_rule(rule, {"policy_kl": _series([0.0] * POINTS)}, ctx)
+    assert result.fired is fires
+    if not fires:
+        assert result.reason is not None and "printed" in result.reason
+
+
+def test_a_learning_rate_printed_as_zero_to_three_decimals_is_not_a_zero_learning_rate(
+    builtin: registry.Registry,
+) -> None:
+    # 1e-6 printed with 3 decimals is 0.000: a typical LLM learning rate, not a frozen run
+    rule = _rule(builtin, LR_ZERO)
+    ctx = RuleContext.of(builtin, {"first_update": STEP, "value_decimals": 3}, run_points=POINTS)
+    assert not evaluate_rule(rule, {"learning_rate": _series([0.0] * POINTS)}, ctx).fired
