@@ -15,6 +15,7 @@ mapped the same way by tests/test_docs_commands.py, with the helpers of this mod
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -23,6 +24,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -251,10 +253,26 @@ def _port_free(port: int) -> bool:
 
 @contextlib.contextmanager
 def _serving(command: str, workdir: Path) -> Iterator[str]:
-    """`command` (an `rlvitals serve` line of the README) running in `workdir`; its base URL."""
+    """`command` (an `rlvitals serve` line of the README) running in `workdir`; its base URL.
+    The commands as written all bind the default port, so the suite's workers (pytest-xdist)
+    take turns at it through a lock file: two at once would answer each other's requests."""
+    with open(Path(tempfile.gettempdir()) / "rlvitals-tests-port-8686.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            with _serving_alone(command, workdir) as base:
+                yield base
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _serving_alone(command: str, workdir: Path) -> Iterator[str]:
     # the README's command binds the default port; a test must not take someone else's
-    if not _port_free(8686):
-        pytest.fail("port 8686 is in use: `rlvitals serve` as written needs it")
+    deadline = time.monotonic() + 30  # the last holder's server may still be letting go
+    while not _port_free(8686):
+        if time.monotonic() > deadline:
+            pytest.fail("port 8686 is in use: `rlvitals serve` as written needs it")
+        time.sleep(0.2)
     proc = subprocess.Popen(
         [sys.executable, "-m", "rlvitals", *shlex.split(command)[1:]],
         cwd=workdir,
