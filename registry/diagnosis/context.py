@@ -149,11 +149,6 @@ class RunContext:
         return None
 
     @property
-    def clip_by_construction_zero(self) -> bool:
-        """GRPO/RLOO with one iteration: the ratio is 1 at every token, so nothing is clipped."""
-        return "clip_fraction" in self.by_construction
-
-    @property
     def by_construction(self) -> Mapping[str, tuple[str, str]]:
         """Metrics this run's setup makes 0 whatever its health (see `zero_by_construction`)."""
         return zero_by_construction(
