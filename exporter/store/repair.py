@@ -89,7 +89,8 @@ def repair_store(path: Path) -> RepairReport:
             raise RepairError(f"the salvaged copy {fresh} fails its own check ({still})")
         with closing(sqlite3.connect(fresh)) as db:
             rows = {
-                t: int(db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in DATA_TABLES
+                t: int(db.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
+                for t in (*DATA_TABLES, "samples")
             }
     except (OSError, ValueError, OutboxError, sqlite3.Error) as exc:
         _remove(fresh)

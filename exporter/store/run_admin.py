@@ -206,8 +206,8 @@ def rename_run(outbox: Outbox, old: str, new: str, *, lease_ttl_s: float = 60.0)
                     f"or delete that run first (`rlvitals runs delete {new}`)"
                 )
         _free_of_writer(db, old, "rename", lease_ttl_s)
-        # samples included: their triggers fire on a change of `value` only, and an UPDATE of
-        # the key is no slower than copying the rows anew (bench/bench_run_admin.py)
+        # a run's points are renamed by their `run_fields` rows (the view `samples` is no table),
+        # one row per field: their statistics' triggers fire on a change of `value` only
         for table in tables:
             db.execute(f"UPDATE {table} SET run = ? WHERE run = ?", (new, old))
 

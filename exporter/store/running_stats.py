@@ -55,7 +55,7 @@ __all__ = [
     "prepare",
 ]
 
-STATS_VERSION = 1
+STATS_VERSION = 2
 """`PRAGMA user_version` of a file with these tables; a lower one gets them when opened."""
 
 _TABLES = (
@@ -117,68 +117,84 @@ def _counted(row: str) -> str:
     )
 
 
-def _stats_key(row: str) -> str:
+def _finite(row: str) -> str:
+    """SQL: `row`'s value is a finite number (sqlite stores NaN as NULL)."""
     return (
-        f"run = {row}run AND field = {row}field AND rank = {row}rank "
-        f"AND measurement = {row}measurement AND gpu = {row}gpu"
+        f"typeof({row}value) IN ('real', 'integer') AND abs({row}value) <= 1.7976931348623157e308"
     )
 
 
-def _rollup_key(row: str, level: int) -> str:
+def _counted_point(row: str) -> str:
+    """`_counted` for a row of `points` ("OLD." / "NEW." in its triggers): its measurement is
+    found by its tag set's number."""
     return (
-        f"run = {row}run AND field = {row}field AND level = {level} AND block = {row}step / {level}"
+        f"{_finite(row)} AND "
+        f"(SELECT measurement FROM tag_sets WHERE id = {row}tag_set) != '{RUN_CONFIG}'"
     )
+
+
+_OLD_RUN_FIELD = "(SELECT run, field FROM run_fields WHERE id = OLD.run_field)"
+_OLD_KEY = (
+    "(SELECT f.run, f.field, t.rank, t.measurement, t.gpu FROM run_fields f, tag_sets t "
+    "WHERE f.id = OLD.run_field AND t.id = OLD.tag_set)"
+)
 
 
 def _remove() -> str:
-    """The OLD row is gone for good (deleted, or its value is no number now): counts and sums
-    drop; when it held the first or last step, the next one in from that end among the rows
+    """The OLD point is gone for good (deleted, or its value is no number now): counts and sums
+    drop; when it held the first or last step, the next one in from that end among the points
     still counted takes its place (an index walk from OLD.step, not a scan); emptied rows go."""
-    same = f"{_stats_key('OLD.')} AND {_counted('')}"
+    same = f"run_field = OLD.run_field AND tag_set = OLD.tag_set AND {_finite('')}"
     sql = f"""
     UPDATE sample_stats SET n = n - 1, total = total - OLD.value,
         total_sq = total_sq - OLD.value * OLD.value,
         first_step = CASE WHEN first_step < OLD.step THEN first_step ELSE coalesce(
-            (SELECT step FROM samples WHERE {same} AND step > OLD.step ORDER BY step LIMIT 1),
+            (SELECT step FROM points WHERE {same} AND step > OLD.step ORDER BY step LIMIT 1),
             first_step) END,
         last_step = CASE WHEN last_step > OLD.step THEN last_step ELSE coalesce(
-            (SELECT step FROM samples WHERE {same} AND step < OLD.step ORDER BY step DESC LIMIT 1),
+            (SELECT step FROM points WHERE {same} AND step < OLD.step ORDER BY step DESC LIMIT 1),
             last_step) END
-    WHERE {_stats_key("OLD.")};
-    DELETE FROM sample_stats WHERE {_stats_key("OLD.")} AND n <= 0;"""
+    WHERE (run, field, rank, measurement, gpu) = {_OLD_KEY};
+    DELETE FROM sample_stats WHERE (run, field, rank, measurement, gpu) = {_OLD_KEY}
+        AND n <= 0;"""
     for level in ROLLUP_LEVELS:
         start = f"OLD.step / {level} * {level}"
+        block = (
+            f"(run, field) = {_OLD_RUN_FIELD} AND level = {level} AND block = OLD.step / {level}"
+        )
         sql += f"""
     UPDATE sample_rollups SET n = n - 1, total = total - OLD.value,
         last_step = CASE WHEN last_step > OLD.step THEN last_step ELSE coalesce(
-            (SELECT step FROM samples WHERE run = OLD.run AND field = OLD.field
-                AND step BETWEEN {start} AND OLD.step AND {_counted("")}
-             ORDER BY step DESC LIMIT 1), last_step) END
-    WHERE {_rollup_key("OLD.", level)};
-    DELETE FROM sample_rollups WHERE {_rollup_key("OLD.", level)} AND n <= 0;"""
+            (SELECT p.step FROM points p JOIN tag_sets t ON t.id = p.tag_set
+             WHERE p.run_field = OLD.run_field AND p.step BETWEEN {start} AND OLD.step
+                 AND t.measurement != '{RUN_CONFIG}' AND {_finite("p.")}
+             ORDER BY p.step DESC LIMIT 1), last_step) END
+    WHERE {block};
+    DELETE FROM sample_rollups WHERE {block} AND n <= 0;"""
     return sql
 
 
 _FOLDED = "OLD.seq <= (SELECT seq FROM stats_folded WHERE id = 0)"
 _NOTE_REPLACED = """
     INSERT INTO stats_replaced (run, field, rank, measurement, gpu, step, value)
-    VALUES (OLD.run, OLD.field, OLD.rank, OLD.measurement, OLD.gpu, OLD.step, OLD.value);"""
+    SELECT f.run, f.field, t.rank, t.measurement, t.gpu, OLD.step, OLD.value
+    FROM run_fields f, tag_sets t WHERE f.id = OLD.run_field AND t.id = OLD.tag_set;"""
 
 # (name, event, condition, body); dropped and created again when STATS_VERSION rises.
 _TRIGGERS = (
     (
         "samples_stats_relog",
         "UPDATE OF value",
-        f"{_counted('OLD.')} AND {_counted('NEW.')} AND {_FOLDED}",
+        f"{_counted_point('OLD.')} AND {_finite('NEW.')} AND {_FOLDED}",
         _NOTE_REPLACED,
     ),
     (
         "samples_stats_unset",
         "UPDATE OF value",
-        f"{_counted('OLD.')} AND NOT ({_counted('NEW.')}) AND {_FOLDED}",
+        f"{_counted_point('OLD.')} AND NOT ({_finite('NEW.')}) AND {_FOLDED}",
         _remove(),
     ),
-    ("samples_stats_delete", "DELETE", f"{_counted('OLD.')} AND {_FOLDED}", _remove()),
+    ("samples_stats_delete", "DELETE", f"{_counted_point('OLD.')} AND {_FOLDED}", _remove()),
 )
 
 # The statistics of the rows already stored (the rollups follow, per series: `_decide`).
@@ -212,11 +228,14 @@ def _delete_untriggered(db: sqlite3.Connection, run: str) -> int:
     have = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     for name, _, _, _ in _TRIGGERS:
         db.execute(f"DROP TRIGGER IF EXISTS {name}")
-    deleted = db.execute("DELETE FROM samples WHERE run = ?", (run,)).rowcount
+    deleted = db.execute(
+        "DELETE FROM points WHERE run_field IN (SELECT id FROM run_fields WHERE run = ?)", (run,)
+    ).rowcount
+    db.execute("DELETE FROM run_fields WHERE run = ?", (run,))
     for name, event, condition, body in _TRIGGERS:
         if name in have:
             db.execute(
-                f"CREATE TRIGGER {name} AFTER {event} ON samples WHEN {condition}\nBEGIN{body}\nEND"
+                f"CREATE TRIGGER {name} AFTER {event} ON points WHEN {condition}\nBEGIN{body}\nEND"
             )
     return int(deleted)
 
@@ -280,7 +299,7 @@ def install(db: sqlite3.Connection) -> None:
     for name, event, condition, body in _TRIGGERS:
         db.execute(f"DROP TRIGGER IF EXISTS {name}")
         db.execute(
-            f"CREATE TRIGGER {name} AFTER {event} ON samples WHEN {condition}\nBEGIN{body}\nEND"
+            f"CREATE TRIGGER {name} AFTER {event} ON points WHEN {condition}\nBEGIN{body}\nEND"
         )
     for statement in _BACKFILL:
         db.execute(statement)

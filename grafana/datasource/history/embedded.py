@@ -221,7 +221,8 @@ def _damaged(exc: sqlite3.Error) -> bool:
 # the ones a file truncated at its end loses first.
 _PROBES = (
     "SELECT run FROM runs ORDER BY created, run",
-    "SELECT * FROM samples ORDER BY rowid DESC LIMIT 1",
+    "SELECT * FROM points ORDER BY rowid DESC LIMIT 1",
+    "SELECT * FROM run_fields ORDER BY rowid DESC LIMIT 1",
     "SELECT * FROM events ORDER BY rowid DESC LIMIT 1",
 )
 

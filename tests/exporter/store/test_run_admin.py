@@ -20,7 +20,10 @@ from exporter.store import run_admin
 def _tables_with_run(path: Path) -> list[str]:
     """Every table of the file that has a `run` column: found from the file, not from the code."""
     with sqlite3.connect(path) as db:
-        names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        names = [
+            r[0]
+            for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        ]
         return [
             n for n in names if any(c[1] == "run" for c in db.execute(f"PRAGMA table_info({n})"))
         ]
