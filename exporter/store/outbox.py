@@ -1843,15 +1843,42 @@ class Outbox:
 
     def pending_rows(self, limit: int) -> tuple[list[SampleRow], tuple[int, int] | None]:
         """Unsent samples as plain tuples (the forwarder's fast path) and their sequence range."""
+        # the points by their numbers, then the names of the few numbers a batch holds: joining
+        # every row to its names in SQL was half of the forwarder's time (2.9 us a row)
         rows = self._pending(
-            "samples",
-            "x.run, x.rank, x.step, x.measurement, x.gpu, x.field, x.value, x.wall_time",
-            limit,
+            "points", "x.run_field, x.tag_set, x.step, x.value, x.wall_time", limit
         )
         if not rows:
             return [], None
         seq_range = (rows[0][0], rows[-1][0])
-        return [r[1:] for r in rows], seq_range
+        numbers = orjson.dumps(sorted({r[1] for r in rows})).decode()
+        tag_numbers = orjson.dumps(sorted({r[2] for r in rows})).decode()
+        with self._lock:
+            fields = {
+                i: (run, field)
+                for i, run, field in self._db.execute(
+                    "SELECT id, run, field FROM run_fields "
+                    "WHERE id IN (SELECT value FROM json_each(?))",
+                    (numbers,),
+                )
+            }
+            tags = {
+                i: (measurement, rank, gpu)
+                for i, measurement, rank, gpu in self._db.execute(
+                    "SELECT id, measurement, rank, gpu FROM tag_sets "
+                    "WHERE id IN (SELECT value FROM json_each(?))",
+                    (tag_numbers,),
+                )
+            }
+        out: list[SampleRow] = []
+        for _, f, t, step, value, wall_time in rows:
+            named, tagged = fields.get(f), tags.get(t)
+            if named is None or tagged is None:
+                continue  # its run was deleted between the two reads: nothing to send
+            out.append(
+                (named[0], tagged[1], step, tagged[0], tagged[2], named[1], value, wall_time)
+            )
+        return out, seq_range
 
     def projects(self) -> dict[str, str | None]:
         """The project of every run (for tagging forwarded points)."""
