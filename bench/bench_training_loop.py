@@ -144,10 +144,11 @@ def _wandb(tmp: Path) -> Logger | None:
     return (lambda step, values: run.log(values, step=step)), run.finish
 
 
-def _poll_progress(path: str, run: str, stop: Any, out: Any) -> None:
+def _poll_progress(path: str, run: str, stop: Any, out: Any, ready: Any) -> None:
     """In its own process: (wall time, last stored step) every 50 ms while the loop runs."""
     seen: list[tuple[float, int]] = []
     db: sqlite3.Connection | None = None
+    ready.set()
     while not stop.is_set():
         try:
             if db is None:
@@ -177,11 +178,18 @@ def _rlvitals(
         settings = settings.replace(influx_url=influx_url, influx_database="bench")
     run = exporter.init(name, registry=reg, settings=settings, framework="sb3")
     ctx = mp.get_context("spawn")
-    stop, out = ctx.Event(), ctx.Queue()
+    stop, out, ready = ctx.Event(), ctx.Queue(), ctx.Event()
     poller = ctx.Process(
-        target=_poll_progress, args=(str(settings.outbox_path), name, stop, out), daemon=True
+        target=_poll_progress,
+        args=(str(settings.outbox_path), name, stop, out, ready),
+        daemon=True,
     )
     poller.start()
+    # Started before the loop, as the neighbour is: the poller's interpreter and the forwarder
+    # child's (a flush waits for its first pass) start up once per run, 0.3-0.5 s of a core
+    # each, which inside a 3-s loop was most of what the forwarder seemed to cost it.
+    ready.wait(30)
+    run.flush(60)
 
     def lag(logged_at: list[float]) -> _Lag:
         stop.set()
