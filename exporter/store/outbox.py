@@ -274,6 +274,18 @@ DATA_TABLES = (
 statistics, rollups) are derived from these. `samples` is the view of `points` under their `run_fields` and `tag_sets`."""
 
 
+def _statements(script: str) -> list[str]:
+    """The statements of a script, whole (a trigger's body holds semicolons of its own)."""
+    out: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            out.append(pending.strip())
+            pending = ""
+    return out
+
+
 def create_data_tables(db: sqlite3.Connection) -> None:
     """The outbox's tables in an empty file (the running statistics come when an `Outbox`
     opens it): what a salvage fills before the statistics are computed once."""
@@ -1046,6 +1058,8 @@ class Outbox:
                 "AND t.gpu = x.gpu"
             )
             db.execute("DROP TABLE samples")
+            for statement in _statements(_SCHEMA):  # the view at once: no reader sees none
+                db.execute(statement)
             db.execute("PRAGMA user_version = 0")  # statistics and their triggers built again
         elapsed = time.perf_counter() - started
         _log.info(
