@@ -191,7 +191,7 @@ def test_a_heavy_mix_the_store_cannot_finish_in_time_is_counted_not_lost(
 
 _CHILD = textwrap.dedent(
     """
-    import atexit, json, sys, time
+    import atexit, json, signal, sys, time
     import exporter
 
     logged = [0]
@@ -214,8 +214,12 @@ _CHILD = textwrap.dedent(
             v = {"value_loss": 0.5, "clip_fraction": 1.5 if step % 4 == 0 else 0.2,
                  "grad_norm": float("nan") if step % 50 == 0 else 1.0,
                  "custom/x": 1.0, "policy_kl": "bad" if step % 97 == 0 else 0.01}
+            # a SIGTERM between the call and the tally would count values the run has and
+            # this tally lacks: it waits (blocked) until both are done
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
             run.log(step, v)
             logged[0] += len(v)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
             step += 1
         if sys.argv[3] == "exit" and step >= 20000:
             sys.exit(0)  # never calls finish(): the exit hook does
