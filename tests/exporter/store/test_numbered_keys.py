@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from exporter.schema import NO_RANK, SampleBlock
+from exporter.store import running_stats
 from exporter.store.outbox import Outbox
 
 # The samples table as files written before the numbered keys hold it (a fixture of that format).
@@ -131,3 +132,40 @@ def test_a_point_costs_its_numbers_not_its_names(tmp_path: Path) -> None:
     db.close()
     assert points == steps * width
     assert pages * page_size / points < 80
+
+
+def test_statistics_a_store_kept_before_the_move_stay_exact_and_keep_counting(
+    tmp_path: Path,
+) -> None:
+    # A file of the version before: its running statistics summed over the old table (as that
+    # version kept them), then moved on open; `rlvitals doctor` finds them agreeing with the rows
+    path = tmp_path / "outbox.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    db.executescript(_BEFORE)
+    db.executescript(
+        "CREATE TABLE sequence (id INTEGER PRIMARY KEY CHECK (id = 0), n INTEGER NOT NULL);"
+        "INSERT INTO sequence VALUES (0, 0);"
+        "CREATE TABLE events (run TEXT NOT NULL, rank INTEGER NOT NULL, step INTEGER NOT NULL, "
+        "kind TEXT NOT NULL, text TEXT NOT NULL, fields TEXT NOT NULL DEFAULT '{}', "
+        "wall_time REAL NOT NULL, seq INTEGER NOT NULL, sent INTEGER NOT NULL DEFAULT 0, "
+        "PRIMARY KEY (run, rank, step, kind));"
+    )
+    db.executemany("INSERT INTO samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", _old_rows())
+    db.execute("BEGIN IMMEDIATE")
+    for statement in (*running_stats._TABLES, *running_stats._BACKFILL):
+        db.execute(statement)
+    running_stats._decide(db, running_stats._DECIDE_ALL)
+    db.execute("PRAGMA user_version = 1")
+    db.execute("COMMIT")
+    db.close()
+
+    with Outbox(path) as box:
+        assert box.disagreements() == {}
+        (kl,) = [s for s in box.stats("a") if s.field == "policy_kl"]
+        finite = [math.sin(s) for s in range(600) if s % 97]
+        assert kl.count == len(finite) and math.isclose(kl.total, sum(finite))
+        box.write([("a", NO_RANK, 5, "policy", "", "policy_kl", 42.0, 2e9)])
+        (kl,) = [s for s in box.stats("a") if s.field == "policy_kl"]
+        assert box.disagreements() == {}
+    finite = [math.sin(s) for s in range(600) if s % 97 and s != 5] + [42.0]
+    assert kl.count == len(finite) and math.isclose(kl.total, sum(finite))
