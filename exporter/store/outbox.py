@@ -925,7 +925,10 @@ class Outbox:
             if self._samples_table():
                 self._numbered_keys()
             if not self._has_schema():
-                self._db.executescript(_SCHEMA)
+                # in one transaction: a reader of a new file sees every table or none (it
+                # treats a file without `runs` as empty; with `runs` and not yet `points`, the
+                # datasource's health said the store was unreadable)
+                self._db.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\nCOMMIT;")
             self._ensure_lifecycle_columns()
             self._ensure_stats()
             running_stats.prepare(self._db)
