@@ -657,9 +657,6 @@ _LIFECYCLE_COLUMNS = (
     ("job", "TEXT"),
     ("color", "TEXT"),
 )
-_RUN_FIELDS = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS run_fields") :].split(";")[0]
-_TAG_SETS = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS tag_sets") :].split(";")[0]
-_POINTS = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS points") :].split(";")[0]
 _LEASES = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS leases") :].split(";")[0]
 _RANK_ENDS = _SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS rank_ends") :].split(";")[0]
 
@@ -1034,10 +1031,14 @@ class Outbox:
             )
             db.execute("DROP TABLE leases_before_ranks")
 
-    def _samples_table(self) -> bool:
+    def _samples_table(self, db: sqlite3.Connection | None = None) -> bool:
         """Whether the file is from before keys were numbered: its samples a table of their
         own, each row naming its run and field."""
-        row = self._db.execute("SELECT type FROM sqlite_master WHERE name = 'samples'").fetchone()
+        row = (
+            (db or self._db)
+            .execute("SELECT type FROM sqlite_master WHERE name = 'samples'")
+            .fetchone()
+        )
         return row is not None and row[0] == "table"
 
     def _numbered_keys(self) -> None:
@@ -1047,29 +1048,31 @@ class Outbox:
         becomes the view of the same rows that every reader reads."""
         started = time.perf_counter()
         with self._transaction() as db:
-            row = db.execute("SELECT type FROM sqlite_master WHERE name = 'samples'").fetchone()
-            if row is None or row[0] != "table":
+            if not self._samples_table(db):
                 return  # another process moved them first
             ((stats_version,),) = db.execute("PRAGMA user_version").fetchall()
-            for table in (_RUN_FIELDS, _TAG_SETS, _POINTS):
-                db.execute(table)
+            # the old table out of the view's way (its index and triggers go with it), then the
+            # schema as a new file gets it, in this transaction: no reader sees the file without
+            db.execute("ALTER TABLE samples RENAME TO samples_before_numbers")
+            for statement in _statements(_SCHEMA):
+                db.execute(statement)
             db.execute(
-                "INSERT INTO run_fields (run, field) SELECT DISTINCT run, field FROM samples"
+                "INSERT INTO run_fields (run, field) "
+                "SELECT DISTINCT run, field FROM samples_before_numbers"
             )
             db.execute(
                 "INSERT INTO tag_sets (measurement, rank, gpu) "
-                "SELECT DISTINCT measurement, rank, gpu FROM samples"
+                "SELECT DISTINCT measurement, rank, gpu FROM samples_before_numbers"
             )
             db.execute(
                 "INSERT INTO points (run_field, step, tag_set, value, wall_time, seq, sent) "
-                "SELECT f.id, x.step, t.id, x.value, x.wall_time, x.seq, x.sent FROM samples x "
+                "SELECT f.id, x.step, t.id, x.value, x.wall_time, x.seq, x.sent "
+                "FROM samples_before_numbers x "
                 "JOIN run_fields f ON f.run = x.run AND f.field = x.field "
                 "JOIN tag_sets t ON t.measurement = x.measurement AND t.rank = x.rank "
                 "AND t.gpu = x.gpu"
             )
-            db.execute("DROP TABLE samples")
-            for statement in _statements(_SCHEMA):  # the view at once: no reader sees none
-                db.execute(statement)
+            db.execute("DROP TABLE samples_before_numbers")
             running_stats.keep_over_numbered_keys(db, int(stats_version))
         elapsed = time.perf_counter() - started
         _log.info(

@@ -34,7 +34,7 @@ open, in one transaction (`install`).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -109,20 +109,17 @@ _TABLES = (
 )
 
 
-def _counted(row: str) -> str:
-    """SQL: the row counts (a finite number, not the run_config point); `row` is "NEW.", "OLD."
-    or "" (a plain `samples` row). sqlite stores NaN as NULL."""
-    return (
-        f"{row}measurement != '{RUN_CONFIG}' AND typeof({row}value) IN ('real', 'integer') "
-        f"AND abs({row}value) <= 1.7976931348623157e308"
-    )
-
-
 def _finite(row: str) -> str:
     """SQL: `row`'s value is a finite number (sqlite stores NaN as NULL)."""
     return (
         f"typeof({row}value) IN ('real', 'integer') AND abs({row}value) <= 1.7976931348623157e308"
     )
+
+
+def _counted(row: str) -> str:
+    """SQL: the row counts (a finite number, not the run_config point); `row` is "s." or ""
+    (a row of the `samples` view)."""
+    return f"{row}measurement != '{RUN_CONFIG}' AND {_finite(row)}"
 
 
 def _counted_point(row: str) -> str:
@@ -233,11 +230,7 @@ def _delete_untriggered(db: sqlite3.Connection, run: str) -> int:
         "DELETE FROM points WHERE run_field IN (SELECT id FROM run_fields WHERE run = ?)", (run,)
     ).rowcount
     db.execute("DELETE FROM run_fields WHERE run = ?", (run,))
-    for name, event, condition, body in _TRIGGERS:
-        if name in have:
-            db.execute(
-                f"CREATE TRIGGER {name} AFTER {event} ON points WHEN {condition}\nBEGIN{body}\nEND"
-            )
+    _create_triggers(db, have)
     return int(deleted)
 
 
@@ -292,8 +285,11 @@ def installed(db: sqlite3.Connection) -> bool:
     return int(version) >= STATS_VERSION
 
 
-def _create_triggers(db: sqlite3.Connection) -> None:
+def _create_triggers(db: sqlite3.Connection, only: Collection[str] | None = None) -> None:
+    """The statistics' triggers on `points` (of them, those named in `only`), made anew."""
     for name, event, condition, body in _TRIGGERS:
+        if only is not None and name not in only:
+            continue
         db.execute(f"DROP TRIGGER IF EXISTS {name}")
         db.execute(
             f"CREATE TRIGGER {name} AFTER {event} ON points WHEN {condition}\nBEGIN{body}\nEND"

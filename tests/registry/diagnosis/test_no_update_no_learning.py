@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import registry
-from registry.diagnosis.rules import RuleContext, evaluate_rule
+from registry.diagnosis.rules import RuleContext, RuleResult, evaluate_rule
 from registry.diagnosis.stats import Series
 from registry.model import Rule
 
@@ -117,6 +117,15 @@ def test_too_short_a_return_to_judge_is_not_dead(builtin: registry.Registry) -> 
     assert not _fired(builtin, rule, short)
 
 
+def _unmoved_on_zero_kl(builtin: registry.Registry, **setup: int | None) -> RuleResult:
+    """ "No update has moved the policy" over a KL logged as exactly 0 at every point, in a run
+    whose config holds `setup` (a key given as None is left out)."""
+    config: dict[str, int] = {"first_update": STEP}
+    config.update({k: v for k, v in setup.items() if v is not None})
+    ctx = RuleContext.of(builtin, config, run_points=POINTS)
+    return evaluate_rule(_rule(builtin, UNMOVED), {"policy_kl": _series([0.0] * POINTS)}, ctx)
+
+
 @pytest.mark.parametrize(("updates", "fires"), [(1, False), (2, True), (None, True)])
 def test_a_kl_measured_before_the_only_update_of_each_batch_is_not_a_policy_unmoved(
     builtin: registry.Registry, updates: int | None, fires: bool
@@ -124,12 +133,7 @@ def test_a_kl_measured_before_the_only_update_of_each_batch_is_not_a_policy_unmo
     # verl with one PPO epoch over one mini-batch logs actor/ppo_kl before its only update on
     # the batch: 0 at every step although the policy moves (round 3's held-out verl GRPO run);
     # with two updates or an unknown setup, a KL of exactly 0 is still no update moving it
-    rule = _rule(builtin, UNMOVED)
-    config = {"first_update": STEP}
-    if updates is not None:
-        config["updates_per_batch"] = updates
-    ctx = RuleContext.of(builtin, config, run_points=POINTS)
-    result = evaluate_rule(rule, {"policy_kl": _series([0.0] * POINTS)}, ctx)
+    result = _unmoved_on_zero_kl(builtin, updates_per_batch=updates)
     assert result.fired is fires
     if not fires:
         assert result.reason is not None and "by construction" in result.reason
@@ -141,12 +145,7 @@ def test_a_kl_printed_as_zero_to_three_decimals_is_not_a_policy_unmoved(
 ) -> None:
     # verl up to v0.4 prints actor/ppo_kl:0.000 for any KL under 0.0005 (published verl PPO
     # runs that learned): "at most 1e-6" cannot be told from it; printed to 7 decimals, it can
-    rule = _rule(builtin, UNMOVED)
-    config = {"first_update": STEP}
-    if decimals is not None:
-        config["value_decimals"] = decimals
-    ctx = RuleContext.of(builtin, config, run_points=POINTS)
-    result = evaluate_rule(rule, {"policy_kl": _series([0.0] * POINTS)}, ctx)
+    result = _unmoved_on_zero_kl(builtin, value_decimals=decimals)
     assert result.fired is fires
     if not fires:
         assert result.reason is not None and "printed" in result.reason
