@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+from serve_process import Served
 
 from grafana.datasource import ConfigError, DatasourceConfig
 
@@ -65,37 +64,14 @@ def test_bad_values_name_the_variable(env: dict[str, str], needle: str) -> None:
         DatasourceConfig.from_env(env)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def test_rlvitals_serve_answers_under_waitress(tmp_path: Path) -> None:
-    port = _free_port()
-    env = {"RLVITALS_STORE": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rlvitals.cli", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    server = Served(tmp_path, env={"RLVITALS_STORE": str(tmp_path)}, clean=True)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/runs", timeout=2) as r:
-                    assert r.status == 200
-                    assert r.read() == b'{"runs":[]}\n'
-                    break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                assert time.monotonic() < deadline
-                time.sleep(0.2)
+        with urllib.request.urlopen(f"{server.url}/api/runs", timeout=30) as r:
+            assert r.status == 200
+            assert r.read() == b'{"runs":[]}\n'
     finally:
-        proc.terminate()
-        proc.wait(10)
+        server.kill()
 
 
 def test_rlvitals_serve_refuses_bad_config_without_traceback(tmp_path: Path) -> None:

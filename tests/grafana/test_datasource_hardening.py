@@ -11,13 +11,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flask import Flask
+from serve_process import Served, ServeExited
 from werkzeug.routing import Rule
 
 import registry
@@ -215,43 +215,24 @@ def _raw_get(port: int, path: str, host: str | None) -> tuple[int, dict[str, str
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, subprocess.Popen[str]]]:
-    port = _free_port()
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """The port of a real `rlvitals serve` under waitress."""
     env = {
         "RLVITALS_STORE": str(tmp_path_factory.mktemp("store")),
         HOSTS_SETTING: "grafana.example.org",
-        "PATH": "/usr/bin:/bin",
     }
-    argv = ["serve", "--port", str(port), "--allow-host", "lab-box.example"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rlvitals.cli", *argv],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    server = Served(Path.cwd(), "--allow-host", "lab-box.example", env=env, clean=True)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if _raw_get(port, "/api/health", "localhost")[0] == 200:
-                    break
-            except OSError:
-                pass
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "rlvitals serve did not answer in 30 s"
-            time.sleep(0.2)
-        yield port, proc
+        yield server.port
     finally:
-        proc.terminate()
-        proc.wait(10)
+        server.kill()
 
 
 @pytest.mark.parametrize("path", ["/api/runs", "/terms", "/terms/", "/nowhere"])
 def test_waitress_refuses_a_rebinding_host_without_redirecting_to_it(
-    served: tuple[int, subprocess.Popen[str]], path: str
+    served: int, path: str
 ) -> None:
-    status, headers, body = _raw_get(served[0], path, FOREIGN)
+    status, headers, body = _raw_get(served, path, FOREIGN)
     assert status == 400
     assert "location" not in headers
     assert headers["content-type"].startswith("application/json")
@@ -260,9 +241,9 @@ def test_waitress_refuses_a_rebinding_host_without_redirecting_to_it(
 
 
 def test_waitress_refuses_a_request_without_a_host_header(
-    served: tuple[int, subprocess.Popen[str]],
+    served: int,
 ) -> None:
-    with socket.create_connection(("127.0.0.1", served[0]), timeout=10) as s:
+    with socket.create_connection(("127.0.0.1", served), timeout=10) as s:
         s.sendall(b"GET /api/runs HTTP/1.0\r\n\r\n")
         reply = b""
         while chunk := s.recv(65536):
@@ -273,10 +254,8 @@ def test_waitress_refuses_a_request_without_a_host_header(
 @pytest.mark.parametrize(
     "host", ["127.0.0.1", "localhost", "grafana.example.org", "lab-box.example"]
 )
-def test_waitress_serves_loopback_the_env_names_and_the_flag_names(
-    served: tuple[int, subprocess.Popen[str]], host: str
-) -> None:
-    port = served[0]
+def test_waitress_serves_loopback_the_env_names_and_the_flag_names(served: int, host: str) -> None:
+    port = served
     status, _, body = _raw_get(port, "/api/runs", f"{host}:{port}")
     assert (status, body) == (200, b'{"runs":[]}\n')
 
@@ -505,42 +484,25 @@ STRONG = "Kq3v-9ZpXw2LmT8rYb4NcH6dJ0sFgA1e"
 
 
 def _start_or_refusal(host: str, extra: list[str], token: str | None) -> tuple[int | None, str]:
-    """(exit code, stderr) when serve refuses to start; (None, stderr so far) once it answers."""
-    port = _free_port()
-    env = {"RLVITALS_STORE": tempfile.mkdtemp(), "PATH": "/usr/bin:/bin"}
+    """(exit code, stderr) when serve refuses to start; (None, its stderr) once it answers."""
+    env = {"RLVITALS_STORE": tempfile.mkdtemp()}
     if token is not None:
         env["RLVITALS_DATASOURCE_TOKEN"] = token
-    argv = ["serve", "--host", host, "--port", str(port), *extra]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rlvitals.cli", *argv],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     try:
-        deadline = time.monotonic() + 30
+        server = Served(Path.cwd(), "--host", host, *extra, env=env, clean=True)
+    except ServeExited as exc:
+        return exc.returncode, exc.stderr
+    try:
         address = host if host.startswith("127.") else "127.0.0.1"  # a wildcard has loopback
-        while proc.poll() is None:
-            try:
-                conn = http.client.HTTPConnection(address, port, timeout=5)
-                try:
-                    conn.request("GET", "/api/health", headers={"Host": "localhost"})
-                    answered = conn.getresponse().status == 200
-                finally:
-                    conn.close()
-                if answered:
-                    proc.terminate()
-                    return None, proc.communicate(timeout=10)[1]
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "serve neither answered nor exited in 30 s"
-            time.sleep(0.2)
-        return proc.returncode, proc.communicate(timeout=10)[1]
+        conn = http.client.HTTPConnection(address, server.port, timeout=30)
+        try:
+            conn.request("GET", "/api/health", headers={"Host": "localhost"})
+            assert conn.getresponse().status == 200
+        finally:
+            conn.close()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        server.kill()
+    return None, server.stderr
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::"])

@@ -10,16 +10,13 @@ from __future__ import annotations
 import dataclasses
 import http.client
 import math
-import os
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flask import Flask
+from serve_process import Served
 
 import registry
 from grafana.datasource import DatasourceConfig, create_app
@@ -160,37 +157,16 @@ def test_health_counts_wrong_tokens_and_holds(app: Flask) -> None:
 # -- against a real `rlvitals serve` ------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def test_a_guessing_loop_against_serve_gets_its_guesses_checked_a_handful_of_times(
     tmp_path: Path,
 ) -> None:
-    port = _free_port()
-    env = {**os.environ, "RLVITALS_STORE": str(tmp_path), "RLVITALS_DATASOURCE_TOKEN": TOKEN}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rlvitals.cli", "serve", "--port", str(port)],
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    env = {"RLVITALS_STORE": str(tmp_path), "RLVITALS_DATASOURCE_TOKEN": TOKEN}
+    server = Served(tmp_path, env=env)
     statuses: list[int] = []
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                conn.request("GET", "/api/health")
-                conn.getresponse().read()
-                break
-            except OSError:
-                conn.close()
-                assert proc.poll() is None and time.monotonic() < deadline
-                time.sleep(0.2)
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        conn.request("GET", "/api/health")
+        conn.getresponse().read()
         began = time.monotonic()
         for i in range(200):  # as fast as one connection goes
             conn.request("GET", "/api/runs", headers={"Authorization": f"Bearer guess-{i:04d}"})
@@ -200,8 +176,8 @@ def test_a_guessing_loop_against_serve_gets_its_guesses_checked_a_handful_of_tim
         elapsed = time.monotonic() - began
         conn.close()
     finally:
-        proc.terminate()
-        err = proc.communicate(timeout=10)[1]
+        server.kill()
+    err = server.stderr
     checked = statuses.count(401)
     assert statuses.count(429) == 200 - checked
     # after the sixth, one more check per hold passed: 1 s, then 2, 4, ... (2**k - 1 s in all)

@@ -5,18 +5,13 @@ the page asked for with its runs and charts, and the session survives a reload."
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from browser_page import Page
+from serve_process import Served
 
 import exporter
 import registry
@@ -24,12 +19,6 @@ import registry
 pytest.importorskip("playwright.sync_api", reason="PyPI playwright is in the test extra")
 
 TOKEN = "team-token-0123456789abcdef"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -44,32 +33,12 @@ def locked_serve(tmp_path: Path, builtin: registry.Registry) -> Iterator[str]:
     for step in range(0, 20_000, 2048):
         run.log(step, {"train/approx_kl": 0.01, "rollout/ep_rew_mean": step / 100})
     run.finish()
-    port = _free_port()
-    env = {**os.environ, "RLVITALS_STORE": str(store), "RLVITALS_DATASOURCE_TOKEN": TOKEN}
-    env.pop("RLVITALS_INFLUX_URL", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rlvitals", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
+    env = {"RLVITALS_STORE": str(store), "RLVITALS_DATASOURCE_TOKEN": TOKEN}
+    server = Served(tmp_path, env=env)
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(base + "/api/health", timeout=1)
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail(
-                        f"rlvitals serve exited: {proc.stderr.read() if proc.stderr else ''}"
-                    )
-                time.sleep(0.1)
-        yield base
+        yield server.url
     finally:
-        proc.terminate()
-        proc.wait(10)
+        server.kill()
 
 
 def test_a_browser_signs_in_once_and_gets_the_page_it_asked_for(

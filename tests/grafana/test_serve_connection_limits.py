@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serve_process import Served
 from slowloris import raise_open_files_limit
 
 from grafana.serving import ServerLimits
@@ -37,13 +36,6 @@ ASK_AT = (0.5, 3.0, 6.0, DEFAULTS.header_timeout + 1.5, DEFAULTS.header_timeout 
 HUNDRED = tuple(f"127.0.0.{i}" for i in range(2, 102))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _get(port: int, path: str, timeout: float) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -54,25 +46,19 @@ def _get(port: int, path: str, timeout: float) -> tuple[int, bytes]:
         conn.close()
 
 
-def _start_serve(port: int, store: Path, args: list[str]) -> subprocess.Popen[str]:
-    env = {**os.environ, "RLVITALS_STORE": str(store)}
-    env.pop("RLVITALS_DATASOURCE_TOKEN", None)  # /api/health gives its detail to anyone
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rlvitals.cli", "serve", "--port", str(port), *args],
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _start_serve(store: Path, args: list[str]) -> Served:
+    # no token: /api/health gives its detail to anyone
+    server = Served(store, *args, env={"RLVITALS_STORE": str(store)})
     deadline = time.monotonic() + 30
     while True:
         try:
-            if _get(port, "/api/health", 2)[0] == 200:
-                return proc
+            if _get(server.port, "/api/health", 2)[0] == 200:
+                return server
         except OSError:
             pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"rlvitals serve did not answer in 30 s: {proc.communicate()[1]}")
+        if server.proc.poll() is not None or time.monotonic() > deadline:
+            server.kill()
+            pytest.fail(f"rlvitals serve did not answer in 30 s: {server.stderr}")
         time.sleep(0.2)
 
 
@@ -87,13 +73,12 @@ def _start_serve(port: int, store: Path, args: list[str]) -> subprocess.Popen[st
 def test_a_normal_client_is_answered_through_1000_slowloris_connections(
     tmp_path: Path, case: str, sources: tuple[str, ...], args: list[str]
 ) -> None:
-    port = _free_port()
-    proc = _start_serve(port, tmp_path, args)
+    server = _start_serve(tmp_path, args)
     try:
-        asked, health, seen = _attack_and_ask(port, sources)
+        asked, health, seen = _attack_and_ask(server.port, sources)
     finally:
-        proc.terminate()
-        err = proc.communicate(timeout=10)[1]
+        server.kill()
+    err = server.stderr
     ARTIFACTS.mkdir(exist_ok=True)
     record = {"sockets": SOCKETS, "sources": len(sources), "args": args, "asked": asked}
     record.update(server=health["connections"], attacker=seen)

@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
-import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _bound_port(proc: subprocess.Popen[str], lines: list[str], deadline: float) -> int:
+    """The port the sidecar says it serves /metrics on."""
+    while time.monotonic() < deadline:
+        for line in list(lines):
+            found = re.search(r"serving /metrics on 127\.0\.0\.1:(\d+)", line)
+            if found:
+                return int(found.group(1))
+        assert proc.poll() is None, "".join(lines)
+        time.sleep(0.1)
+    raise AssertionError("tail never said where it serves /metrics:\n" + "".join(lines))
 
 
 def _critical_kl(text: str) -> dict[str, str]:
@@ -50,11 +57,12 @@ def test_two_runs_share_one_port_and_carry_alert_states(tmp_path: Path) -> None:
         folder.mkdir(parents=True)
         lines = [json.dumps({"step": s, "policy_kl": kl, "policy_entropy": 1.0}) for s in range(50)]
         (folder / "metrics.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    port = _free_port()
+    # port 0: the sidecar binds a free port and prints it (a number picked here could be taken
+    # by another test before the sidecar binds it)
     env = {
         **os.environ,
         "RLVITALS_STORE": str(tmp_path / "store"),
-        "RLVITALS_PROMETHEUS_PORT": str(port),
+        "RLVITALS_PROMETHEUS_PORT": "0",
     }
     env.pop("RLVITALS_INFLUX_URL", None)
     proc = subprocess.Popen(
@@ -62,8 +70,13 @@ def test_two_runs_share_one_port_and_carry_alert_states(tmp_path: Path) -> None:
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        text=True,
     )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr or ()), daemon=True)
+    reader.start()
     try:
+        port = _bound_port(proc, lines, time.monotonic() + 60)
         # wait for the runs' own gauges too: the alert states (read from the outbox) can show
         # before a busy machine has scheduled the scrape that carries the step gauges
         text = _scrape_until(
@@ -77,9 +90,10 @@ def test_two_runs_share_one_port_and_carry_alert_states(tmp_path: Path) -> None:
         )
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 0, stderr.decode()
-    assert f"serving /metrics on 127.0.0.1:{port}" in stderr.decode()
+        proc.wait(60)
+        reader.join(10)
+    stderr = "".join(lines)
+    assert proc.returncode == 0, stderr
     assert 'rlvitals_step{run="a"}' in text and 'rlvitals_step{run="b"}' in text
     # b logs policy KL 0.5 for 50 steps, far past the critical threshold; a stays at 0.01.
     assert _critical_kl(text) == {"a": "0.0", "b": "1.0"}
