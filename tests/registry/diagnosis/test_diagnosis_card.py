@@ -382,3 +382,22 @@ def test_whole_run_mean_given_with_a_window_sets_mean_and_deviation(
     assert whole.value is not None
     assert whole.deviation_pct == pytest.approx((whole.value - 1.6) / 1.6 * 100)
     assert "1,000,000 points" in whole.reading
+
+
+@pytest.mark.parametrize(("spikes", "alarmed"), [(1, False), (2, True)])
+def test_a_pre_clip_gradient_norm_spike_alarms_only_when_it_holds(
+    builtin: registry.Registry, rng: np.random.Generator, spikes: int, alarmed: bool
+) -> None:
+    # grad_norm is logged before clipping, which trainers apply by default: one batch 150x its
+    # early level has its update cut to the clip norm (registry: grad_norm's critical alert,
+    # two points). One point is the card out of its band; two in a row are the alert.
+    norm = np.abs(rng.normal(0.2, 0.02, STEPS.size))
+    norm[-spikes:] = 30.0
+    c = card(builtin, "grad_norm", {"grad_norm": (STEPS, norm)})
+    alerts = [e for e in c.evidence if e.kind == "alert" and e.severity in ("warning", "critical")]
+    if alarmed:
+        assert c.status in ("warning", "critical"), c.reading
+        assert any("(critical threshold) for 2 consecutive point(s)" in e.text for e in alerts)
+    else:
+        assert c.status == "watch", c.reading
+        assert not alerts, c.reading
