@@ -47,7 +47,10 @@ _CHAINED = (
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:\([A-Za-z_][\w.]*\))?)(?::\s?(.*))?$")
 _HF_CLOSING = ("train_runtime", "train_loss")
 _HF_METRICS_LINE = re.compile(r"^\s*train_runtime\s*=\s*\S")
-_VERL_CLOSING = "Final validation metrics:"
+# verl prints it with pprint (`pprint(f"Final validation metrics: {...}")`, ray_trainer.py), which
+# writes a string's repr: in quotes, and over 80 characters as a parenthesised run of quoted
+# pieces, its first line `("Final validation metrics: {...`. Published verl logs have all three.
+_VERL_CLOSING = re.compile(r"""^\(?["']?Final validation metrics:""")
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ def line_kind(text: str) -> Literal["traceback", "closing"] | None:
     line = strip_prefix(text)
     if line.strip() == _TRACEBACK:
         return "traceback"
-    if line.startswith(_VERL_CLOSING) or _HF_METRICS_LINE.match(line):
+    if _VERL_CLOSING.match(line) or _HF_METRICS_LINE.match(line):
         return "closing"
     if "train_runtime" in line and closing_record(_dict_keys(line)) is not None:
         return "closing"

@@ -6,6 +6,7 @@ and Python tracebacks."""
 
 from __future__ import annotations
 
+import pprint
 from pathlib import Path
 
 from exporter.sources import EndMark, EndScanner, RegexParser, closing_record
@@ -39,6 +40,24 @@ def test_each_line_kind() -> None:
     assert line_kind(TRACEBACK[0]) == "traceback"
     for line in (HF_STEP, HF_TOKENS, VERL_STEP, "Traceback is a word", "{'train_runtime': 1"):
         assert line_kind(line) is None, line
+
+
+def test_verls_closing_line_is_read_as_pprint_prints_it() -> None:
+    # verl prints `pprint(f"Final validation metrics: {metrics}")`: the string's repr, so in
+    # quotes (double when the metrics hold single ones) and, past 80 characters, a parenthesised
+    # run of quoted pieces; published verl-data and dstack-configs logs print each of these
+    metrics = {"val-core/openai/gsm8k/reward/mean@1": 0.867, "val-aux/num_turns/min": 2}
+    printed = [
+        pprint.pformat("Final validation metrics: None"),
+        pprint.pformat("Final validation metrics: {'test_score/openai/gsm8k': 0.519}"),
+        pprint.pformat(f"Final validation metrics: {metrics}"),
+    ]
+    assert printed[0].startswith("'") and printed[1].startswith('"')
+    assert printed[2].startswith('("') and "\n" in printed[2]  # the long one is wrapped
+    for text in printed:
+        first = text.splitlines()[0]
+        assert line_kind(f"(TaskRunner pid=14640) {first}") == "closing", first
+    assert line_kind("(TaskRunner pid=1) 'Final validation' is printed later") is None
 
 
 def test_ray_and_colour_prefixes_are_stripped() -> None:
