@@ -394,6 +394,7 @@ _RULE_KINDS = {
     "task_reward_halved": "reward_collapse",
     "token_entropy_surge_with_reward_collapse": "reward_collapse",
     "length_limit_with_reward_collapse": "length_limit",
+    "answers_cut_and_groups_alike": "length_limit",
     "token_entropy_cliff_with_answers_at_limit": "entropy_collapse",
     "reward_gone_groups_without_variance": "dead_policy",
     "ref_kl_surge_with_reward_collapse": "reward_collapse",

@@ -2,9 +2,10 @@
 from the numbers in its reason: the reward halved (beyond three standard errors of one point)
 with the entropy tripled, with half the answers cut at the length limit, with the reference KL
 tenfold; the reward under a tenth of its start with nine in ten groups without variance; the
-entropy halved with half the answers at the limit; the loss climbing with the KL while the
-reward is flat. Published runs motivated them (calibration/llm_corpus); these series are shapes,
-the expectations the rules' stated thresholds."""
+entropy halved with half the answers at the limit; nine in ten answers cut with nine in ten
+groups alike; the loss climbing with the KL while the reward is flat. Published runs motivated
+them (calibration/llm_corpus); these series are shapes, the expectations the rules' stated
+thresholds."""
 
 from __future__ import annotations
 
@@ -171,6 +172,35 @@ def test_entropy_halved_with_answers_at_the_limit_warns(
         "truncation_rate": _series(0.02, truncated, wobble=0.01),
     }
     assert _fires(builtin, "token_entropy_cliff_with_answers_at_limit", series) is fires
+
+
+# ------------------------------------------------------------------ answers cut, groups alike
+
+
+def _from_the_start(values: list[float]) -> Series:
+    """A run judged from its first logged point: no earlier level to compare with."""
+    return as_series((np.arange(1, len(values) + 1) * 10, np.array(values, dtype=float)))
+
+
+@pytest.mark.parametrize(
+    ("truncated", "alike", "fires"),
+    [
+        # a rule is judged from a run's second point and must hold at two: the third point
+        ([0.975, 1.0, 1.0], [0.975, 1.0, 1.0], True),  # broken from the first point
+        ([0.2, 0.9, 0.9], [0.2, 0.9, 0.9], True),  # nine in ten of both: at the boundary
+        ([0.2, 0.85, 0.9], [0.2, 0.9, 0.9], False),  # answers that still end: something to score
+        ([0.2, 0.9, 0.9], [0.2, 0.85, 0.9], False),  # groups that still differ: a signal left
+        ([0.2, 0.2, 0.95, 0.2], [0.5, 0.5, 1.0, 0.5], False),  # one point of a passing transient
+    ],
+)
+def test_answers_cut_with_groups_alike_warn_without_an_earlier_level(
+    builtin: registry.Registry, truncated: list[float], alike: list[float], fires: bool
+) -> None:
+    series = {
+        "truncation_rate": _from_the_start(truncated),
+        "zero_std_group_fraction": _from_the_start(alike),
+    }
+    assert _fires(builtin, "answers_cut_and_groups_alike", series) is fires
 
 
 # ------------------------------------------------------------------ drift without gain

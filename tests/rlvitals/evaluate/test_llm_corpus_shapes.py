@@ -10,8 +10,9 @@ steady. What is expected of each comes from the registry's promises, not from th
   (the norm is cut to the clip before the update), so the run is never warned;
 - the same spike held for two points is the alert;
 - a run broken from its first point, then reward 0 with every group alike (round 4's
-  website-sanitizer): `reward_gone_groups_without_variance` (window 5, held 2) makes it critical
-  at the sixth point and it ends critical;
+  website-sanitizer): nine in ten answers cut with nine in ten groups alike
+  (`answers_cut_and_groups_alike`) warns at its third point, and
+  `reward_gone_groups_without_variance` (window 5, held 2) makes it critical at the sixth;
 - a run whose every group ties at a reward of 0 from the start (round 4's recall-env L3): nothing
   in its values tells it from a solved run, so it is not warned, and its reward card says it has
   learned nothing.
@@ -150,10 +151,11 @@ def test_published_llm_run_shapes_get_the_verdicts_the_registry_promises(tmp_pat
         logs,
         {
             "one-spike": {"verdict": "healthy"},
-            "broken-from-the-start": {
+            "broken-from-the-start": {  # as its published run's verdict reads
                 "verdict": "destabilised",
-                "failure_step": 60,  # the sixth point: window 5, held 2
-                "failure": "dead_policy",
+                "failure_step": 10,
+                "failure": "trust_region",
+                "also": ["length_limit@10", "dead_policy@20"],
                 "dead_at_end": True,
             },
         },
@@ -166,6 +168,9 @@ def test_published_llm_run_shapes_get_the_verdicts_the_registry_promises(tmp_pat
     assert "grad_explosion" in rows["held-spike"]["flag_names"]
     broken = rows["broken-from-the-start"]
     assert broken["as_expected"], broken
+    # answers cut with groups alike: judged from the second point, held two, so the third;
+    # critical when the reward has stayed under a tenth of its start for five points, held two
+    assert broken["first"]["warning"] == 30 and "length_limit" in broken["flag_names"]
     assert broken["first"]["critical"] == 60 and broken["end"] == "critical"
     ties = rows["ties-from-the-start"]
     assert ties["first"]["warning"] is None and ties["end"] == "watch", ties
