@@ -203,6 +203,24 @@ def test_answers_cut_with_groups_alike_warn_without_an_earlier_level(
     assert _fires(builtin, "answers_cut_and_groups_alike", series) is fires
 
 
+@pytest.mark.parametrize(
+    ("alike", "fires"),
+    [
+        ([0.5] * 5 + [1.0] * 5, True),  # every group alike at five points in a row
+        ([0.5] * 6 + [1.0] * 4, False),  # four: a few prompts a step do that by chance
+        ([0.5] * 5 + [1.0, 1.0, 0.97, 1.0, 1.0], False),  # a group that differed: a signal
+    ],
+)
+def test_every_group_alike_for_five_points_is_a_watch(
+    builtin: registry.Registry, alike: list[float], fires: bool
+) -> None:
+    series = {"zero_std_group_fraction": _from_the_start(alike)}
+    # a run of 100 logged points: its window is not narrowed to a tenth of a shorter run
+    assert _fires(builtin, "groups_alike_no_signal", series, points=100) is fires
+    (rule,) = [r for r in builtin.rules if r.id == "groups_alike_no_signal"]
+    assert rule.severity == "watch"  # a solved batch looks the same: no alarm
+
+
 # ------------------------------------------------------------------ drift without gain
 
 
