@@ -375,7 +375,12 @@ def test_each_end_has_its_own_status_and_alert_in_every_deployment(
     assert "zombie" not in kill_reason, kill_reason
     assert "of the planned 20" in kill_reason or "killed by SIGKILL" in kill_reason, kill_reason
     assert "zombie" in reasons[(CRASHED, "store-zombie")]
-    assert "stopped without recording an end" in reasons[(CRASHED, "store-kill")]
+    # the same race for the store's reader: between the kill and this test's wait() the
+    # trainer is a zombie, and a reader that looks then records what it saw
+    store_kill = reasons[(CRASHED, "store-kill")]
+    assert "stopped without recording an end" in store_kill or (
+        "killed by SIGKILL" in store_kill and "zombie" in store_kill
+    ), store_kill
 
     # the embedded UI: the sidecar's store (followed and store deployments), each self-served
     # trainer's own store
