@@ -288,9 +288,10 @@ def gone_without_end(holder: Holder) -> str:
     state = holder_state(holder)
     if state is not None and state.state == "zombie":
         how = f" ({describe_exit(state.exit)})" if state.exit is not None else ""
+        # what was seen, not a prediction: a launcher that waits a moment late reaps it after
         return (
-            f"{who} exited{how} without recording an end and was never reaped by its parent "
-            "(a zombie: the launcher does not wait for it)"
+            f"{who} exited{how} without recording an end; its parent had not reaped it when "
+            "this was seen (a zombie: a launcher that does not wait for it, or has not yet)"
         )
     return (
         f"{who} stopped without recording an end (no finish(), no exception seen): killed, "

@@ -68,8 +68,12 @@ class EndEvidence:
 
     def record(self, record: Record) -> None:
         """A training record read: its step, whether it closes the run, whether it is
-        non-finite; a traceback before it was handled (training went on)."""
+        non-finite; a traceback before it was handled (training went on), and a closing
+        record before it, unless it is at the closing step (an evaluation printed after
+        training), did not end the run either (another training began in the same log: an SFT
+        then a GRPO phase of one job)."""
         self.crash = None
+        self._went_on(record.step)
         self._step(record.step)
         closing = closing_record(record.values)
         if closing is not None:
@@ -82,6 +86,7 @@ class EndEvidence:
             return
         self.crash = None
         used = {block.names[t] for t in np.unique(block.tag).tolist()}
+        self._went_on(int(block.steps[0]))
         closing = closing_record(used)
         if closing is not None:
             self.closing, self.closing_step = closing, int(block.steps[-1])
@@ -96,6 +101,10 @@ class EndEvidence:
         elif self.closing is None:
             self.closing = f"its console log's closing line ({mark.text[:120]})"
             self.closing_step = self.last_step
+
+    def _went_on(self, step: int) -> None:
+        if self.closing is not None and self.closing_step is not None and step != self.closing_step:
+            self.closing, self.closing_step = None, None
 
     def _step(self, step: int) -> None:
         self.last_step = step if self.last_step is None else max(self.last_step, step)

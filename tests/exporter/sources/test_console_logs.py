@@ -747,3 +747,34 @@ def test_openrlhf_arguments_printed_at_the_start_give_the_run_context(printed: s
         "clip_epsilon": 0.2,
         "max_length": 1024,
     }
+
+
+@pytest.mark.parametrize("after", ["grpo", "evaluation"])
+def test_a_closing_record_followed_by_more_training_does_not_end_the_run(
+    tmp_path: Path, store: Path, after: str
+) -> None:
+    # one job's console: an SFT phase the Trainer closes (train_runtime), then either a GRPO
+    # phase whose steps start again and whose file stops mid-run (published: Radar-Lei/SCU_TSC
+    # `.docker_run.log`), or the evaluation a script prints after training, at its last step
+    sft = [(k * 5, {"loss": 2.0 / k, "grad_norm": 1.0, "learning_rate": 1e-4, "epoch": k / 20})
+           for k in range(1, 9)]  # fmt: skip
+    closing = {"train_runtime": 28.8, "train_loss": 0.11, "epoch": 0.4}
+    text = hf_console(sft, max_steps=40, closing=closing)
+    if after == "grpo":
+        text += hf_console(grpo_logs(6, every=5), max_steps=1400)
+    else:
+        text += "{'eval_loss': 0.09, 'epoch': 0.4}\n"
+    run = tmp_path / "logs" / "sft-then-grpo"
+    run.mkdir(parents=True)
+    (run / "console.log").write_text(text)
+    assert main(["import", str(run)]) == 0
+    with Outbox(store) as box:
+        record = box.run("sft-then-grpo")
+        assert record is not None
+        if after == "grpo":
+            # what ended the second training the log does not say: not the first's closing
+            assert record.state == "ended", record.state_reason
+            assert "closing record" not in (record.state_reason or "")
+        else:
+            assert record.state == "finished", record.state_reason
+            assert "closing record" in (record.state_reason or "")
