@@ -287,18 +287,18 @@ class Ingest:
                 self.save_position(log, record)
                 continue
             if isinstance(record, EndMark):
-                state.evidence.mark(record)
+                state.evidence.mark(record, str(log.path))
                 continue
             if isinstance(record, ScalarBlock):
                 count += len(record)
                 if len(record):
                     self._grew(state, arrival)
-                    state.evidence.block(record)
+                    state.evidence.block(record, str(log.path))
                 self._feed_block(log, state, record)
                 continue
             count += 1
             self._grew(state, arrival)
-            state.evidence.record(record)
+            state.evidence.record(record, str(log.path))
             summary.steps += 1
             summary.values += len(record.values)
             summary.names.update(record.values)

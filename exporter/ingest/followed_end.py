@@ -49,6 +49,9 @@ class EndEvidence:
 
     closing: str | None = None
     closing_step: int | None = None
+    closing_log: str | None = None
+    """The log the closing record was read from: only training read after it in that same log
+    says the run went on (a run's other logs, read after it, hold its earlier steps)."""
     crash: EndMark | None = None
     last_step: int | None = None
     nonfinite_step: int | None = None
@@ -66,45 +69,48 @@ class EndEvidence:
         self.writer, self.writer_open, self.closed_alive = None, False, False
         self.gone_at, self.exit, self.zombie = None, None, False
 
-    def record(self, record: Record) -> None:
-        """A training record read: its step, whether it closes the run, whether it is
-        non-finite; a traceback before it was handled (training went on), and a closing
-        record before it, unless it is at the closing step (an evaluation printed after
-        training), did not end the run either (another training began in the same log: an SFT
-        then a GRPO phase of one job)."""
+    def record(self, record: Record, log: str | None = None) -> None:
+        """A training record read (from `log`): its step, whether it closes the run, whether it
+        is non-finite; a traceback before it was handled (training went on), and a closing
+        record before it in the same log, unless at the closing step (an evaluation printed
+        after training), did not end the run either (another training began in that log: an
+        SFT then a GRPO phase of one job)."""
         self.crash = None
-        self._went_on(record.step)
+        self._went_on(record.step, log)
         self._step(record.step)
         closing = closing_record(record.values)
         if closing is not None:
-            self.closing, self.closing_step = closing, record.step
+            self.closing, self.closing_step, self.closing_log = closing, record.step, log
         finite = all(_finite(v) for v in record.values.values())
         self.nonfinite_step = None if finite else record.step
 
-    def block(self, block: ScalarBlock) -> None:
+    def block(self, block: ScalarBlock, log: str | None = None) -> None:
         if not len(block):
             return
         self.crash = None
         used = {block.names[t] for t in np.unique(block.tag).tolist()}
-        self._went_on(int(block.steps[0]))
+        self._went_on(int(block.steps[0]), log)
         closing = closing_record(used)
         if closing is not None:
             self.closing, self.closing_step = closing, int(block.steps[-1])
+            self.closing_log = log
         self._step(int(block.steps[-1]))
         last = block.record(len(block) - 1)
         finite = all(_finite(v) for v in last.values.values())
         self.nonfinite_step = None if finite else last.step
 
-    def mark(self, mark: EndMark) -> None:
+    def mark(self, mark: EndMark, log: str | None = None) -> None:
         if mark.kind == "crash":
             self.crash = mark
         elif self.closing is None:
             self.closing = f"its console log's closing line ({mark.text[:120]})"
-            self.closing_step = self.last_step
+            self.closing_step, self.closing_log = self.last_step, log
 
-    def _went_on(self, step: int) -> None:
-        if self.closing is not None and self.closing_step is not None and step != self.closing_step:
-            self.closing, self.closing_step = None, None
+    def _went_on(self, step: int, log: str | None) -> None:
+        if self.closing is None or log is None or log != self.closing_log:
+            return
+        if self.closing_step is not None and step != self.closing_step:
+            self.closing, self.closing_step, self.closing_log = None, None, None
 
     def _step(self, step: int) -> None:
         self.last_step = step if self.last_step is None else max(self.last_step, step)

@@ -778,3 +778,24 @@ def test_a_closing_record_followed_by_more_training_does_not_end_the_run(
         else:
             assert record.state == "finished", record.state_reason
             assert "closing record" in (record.state_reason or "")
+
+
+@pytest.mark.parametrize(("console", "other"), [("a.log", "b.jsonl"), ("b.log", "a.jsonl")])
+def test_a_runs_other_log_read_after_its_closing_record_does_not_undo_it(
+    tmp_path: Path, store: Path, console: str, other: str
+) -> None:
+    # the Trainer's console (closed at step 40) and the same run's metrics in a JSON Lines
+    # file beside it, in either reading order: the other log's earlier steps are not training
+    # that went on after the closing record
+    logs = [(k * 5, {"loss": 1.0 / k, "learning_rate": 1e-4, "epoch": k / 8}) for k in range(1, 9)]
+    closing = {"train_runtime": 12.0, "train_loss": 0.3, "epoch": 1.0}
+    run = tmp_path / "logs" / "two-logs"
+    run.mkdir(parents=True)
+    (run / console).write_text(hf_console(logs, max_steps=40, closing=closing))
+    lines = "".join(f'{{"step": {s}, "train/grad_norm": 0.5}}\n' for s, _ in logs)
+    (run / other).write_text(lines)
+    assert main(["import", str(run)]) == 0
+    with Outbox(store) as box:
+        record = box.run("two-logs")
+        assert record is not None
+        assert record.state == "finished", record.state_reason
