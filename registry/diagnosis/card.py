@@ -993,7 +993,17 @@ def _return_reference_evidence(
         return []
     found = findings(r, tuning)
     parts_en, parts_zh = [], []
-    if "worse_than_start" in found:
+    if "worse_than_start" in found and r.mid_run:
+        parts_en.append(
+            f"worse than where its log begins: rolling mean {_num(r.now)} vs {_num(r.start)} at"
+            f" step {r.first_step:,} ({r.window}-point means, noise {_num(r.noise)}): the run is"
+            " losing what it had when its log began"
+        )
+        parts_zh.append(
+            f"比日志开头时更差：滚动均值 {_num(r.now)}，第 {r.first_step:,} 步时为 {_num(r.start)}"
+            f"（{r.window} 点均值，噪声 {_num(r.noise)}）：运行正在丢掉日志开始时已有的水平"
+        )
+    elif "worse_than_start" in found:
         parts_en.append(
             f"worse than where it started: rolling mean {_num(r.now)} vs {_num(r.start)} at the"
             f" start ({r.window}-point means, noise {_num(r.noise)}): the run is losing what a"
@@ -1032,6 +1042,15 @@ def _return_reference_evidence(
         text = t(
             f"references: start {_num(r.start)}, best {_num(r.best)}, now {_num(r.now)}{ref}",
             f"参照：起点 {_num(r.start)}，最佳 {_num(r.best)}，当前 {_num(r.now)}{ref}",
+        )
+    if r.mid_run:
+        planned = f" of the planned {ctx.planned_steps:,}" if ctx.planned_steps else ""
+        planned_zh = f"（计划共 {ctx.planned_steps:,} 步）" if ctx.planned_steps else ""
+        text += t(
+            f"; its log begins at step {r.first_step:,}{planned}: what the run learned before"
+            " is not in it, so whether it ever improved is not judged",
+            f"；日志从第 {r.first_step:,} 步开始{planned_zh}：此前学到的东西不在日志里，"
+            "因此不判断它是否有过改善",
         )
     data = r.to_dict() | {"findings": list(found)}
     severity: Status = "warning" if found else "ok"

@@ -306,6 +306,20 @@ def printed_resolution(config: Mapping[str, Any]) -> float | None:
     return 0.5 * 10.0**-decimals
 
 
+def log_starts_mid_run(planned_steps: Any, steps: np.ndarray) -> bool:
+    """Whether a run's log begins after the run did: its first logged step is past a tenth of
+    the planned length and past two of the log's own intervals (a run resumed from a checkpoint
+    into a new log, a log kept from mid-run). What the run learned before its log began is not
+    in it, so whether it ever improved, and the share of its gain it has lost since its best,
+    are unknown: the one decision the card's readings and the rules read."""
+    planned = _int(planned_steps)
+    if planned is None or planned <= 0 or steps.size < 2:
+        return False
+    first = int(steps[0])
+    interval = max(1, int(steps[1]) - first)
+    return first > planned / 10 and first > 2 * interval
+
+
 def zero_by_construction(config: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
     """Metrics a run's setup makes 0 whatever its health, each with why (English, Chinese):
     the one decision the cards and every rule read (a rule over such a metric is unknown, never

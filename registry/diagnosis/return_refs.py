@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .context import RunContext
+from .context import RunContext, log_starts_mid_run
 from .rules import SIGNIFICANCE, SMOOTH_FRACTION, SMOOTH_MIN
 from .stats import Series
 from .tuning import Tuning
@@ -47,6 +47,10 @@ class ReturnReference:
     random: float | None
     random_judged: bool  # the random level is known and the last window is after learning began
     improved: bool  # the best rolling mean rose above the start beyond the noise
+    # the log began after the run did (`log_starts_mid_run`): whether the run improved before
+    # is not in it, so "never improved" is not judged (worse than its start still is)
+    mid_run: bool = False
+    first_step: int = 0  # the first logged step
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -61,6 +65,7 @@ class ReturnReference:
             "random": self.random,
             "random_judged": self.random_judged,
             "improved": self.improved,
+            "log_starts_mid_run": self.mid_run,
         }
 
 
@@ -74,7 +79,7 @@ def findings(r: ReturnReference, tuning: Tuning) -> tuple[str, ...]:
         if r.elapsed is not None
         else r.points >= tuning.never_points
     )
-    if passed and not r.improved:
+    if passed and not r.improved and not r.mid_run:
         out.append("never_improved")
     random = r.random if r.random_judged else None
     if random is not None and r.held < random - max(r.noise, tuning.return_margin * abs(random)):
@@ -117,4 +122,6 @@ def return_reference(s: Series, ctx: RunContext) -> ReturnReference | None:
         random=ctx.random_return,
         random_judged=judged,
         improved=best - start > max(noise, 1e-12),
+        mid_run=log_starts_mid_run(ctx.planned_steps, f.steps),
+        first_step=int(f.steps[0]),
     )

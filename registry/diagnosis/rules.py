@@ -32,7 +32,7 @@ import numpy.typing as npt
 from ..catalog import Registry
 from ..model import Metric, Rule, Stages
 from .bands import band_state, early_mean, max_entropy
-from .context import printed_resolution, zero_by_construction
+from .context import log_starts_mid_run, printed_resolution, zero_by_construction
 from .stats import Series, change_pct, latest, slope_per_1k
 
 __all__ = [
@@ -132,7 +132,10 @@ def window_stat(
     `history` (the whole series up to the window's end) is what `drop_from_best` reads, `level`
     what `share_above` counts the points above."""
     if stat == "drop_from_best":
-        return drop_from_best(history if history is not None else window)
+        so_far = history if history is not None else window
+        if log_starts_mid_run(ctx.config.get("planned_steps"), so_far.steps):
+            return None  # what the run gained before its log began is not in it
+        return drop_from_best(so_far)
     if stat == "acceleration":
         return acceleration(window, history)
     if stat == "since_start_abs_max":
