@@ -92,8 +92,7 @@ class EndEvidence:
         self._went_on(int(block.steps[0]), log)
         closing = closing_record(used)
         if closing is not None:
-            self.closing, self.closing_step = closing, int(block.steps[-1])
-            self.closing_log = log
+            self.closing, self.closing_step, self.closing_log = closing, int(block.steps[-1]), log
         self._step(int(block.steps[-1]))
         last = block.record(len(block) - 1)
         finite = all(_finite(v) for v in last.values.values())

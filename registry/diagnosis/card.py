@@ -993,25 +993,25 @@ def _return_reference_evidence(
         return []
     found = findings(r, tuning)
     parts_en, parts_zh = [], []
-    if "worse_than_start" in found and r.mid_run:
+    if "worse_than_start" in found:
+        # a log begun mid-run (`log_starts_mid_run`) starts from what the run had by then
+        if r.mid_run:
+            where_en, ref_en, had_en = (
+                "where its log begins",
+                f"at step {r.first_step:,}",
+                "it had when its log began",
+            )
+            where_zh, ref_zh, had_zh = "日志开头时", f"第 {r.first_step:,} 步时为", "日志开始时已有"
+        else:
+            where_en, ref_en, had_en = "where it started", "at the start", "a fresh policy had"
+            where_zh, ref_zh, had_zh = "起点", "起点为", "初始策略就有"
         parts_en.append(
-            f"worse than where its log begins: rolling mean {_num(r.now)} vs {_num(r.start)} at"
-            f" step {r.first_step:,} ({r.window}-point means, noise {_num(r.noise)}): the run is"
-            " losing what it had when its log began"
+            f"worse than {where_en}: rolling mean {_num(r.now)} vs {_num(r.start)} {ref_en}"
+            f" ({r.window}-point means, noise {_num(r.noise)}): the run is losing what {had_en}"
         )
         parts_zh.append(
-            f"比日志开头时更差：滚动均值 {_num(r.now)}，第 {r.first_step:,} 步时为 {_num(r.start)}"
-            f"（{r.window} 点均值，噪声 {_num(r.noise)}）：运行正在丢掉日志开始时已有的水平"
-        )
-    elif "worse_than_start" in found:
-        parts_en.append(
-            f"worse than where it started: rolling mean {_num(r.now)} vs {_num(r.start)} at the"
-            f" start ({r.window}-point means, noise {_num(r.noise)}): the run is losing what a"
-            " fresh policy had"
-        )
-        parts_zh.append(
-            f"比起点更差：滚动均值 {_num(r.now)}，起点为 {_num(r.start)}（{r.window} 点均值，噪声"
-            f" {_num(r.noise)}）：运行正在丢掉初始策略就有的水平"
+            f"比{where_zh}更差：滚动均值 {_num(r.now)}，{ref_zh} {_num(r.start)}（{r.window} 点均值，"
+            f"噪声 {_num(r.noise)}）：运行正在丢掉{had_zh}的水平"
         )
     if "never_improved" in found:
         parts_en.append(
