@@ -15,7 +15,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -246,6 +246,7 @@ class Forwarder:
         self._empty_passes = 0
         self._failing = False
         self._renderer = LineRenderer()
+        self._next: _Batch | None = None  # read while the batch before it was written
         self._rollups = rollups  # step rollups kept in InfluxDB beside the points sent
         # summed and written on a thread of their own (over the rollups' own connection), so the
         # next batch is read and sent meanwhile
@@ -499,30 +500,51 @@ class Forwarder:
             self._recorded = False
 
     def _forward_once(self, outbox: Outbox) -> int:
-        """Send one batch of what is unsent; the rows and events sent (0: nothing was unsent)."""
-        batch = self._read(outbox)
+        """Send one batch of what is unsent; the rows and events sent (0: nothing was unsent).
+
+        While InfluxDB takes the batch, the next one is read and rendered (the request waits
+        on the server, which runs on another core; reading is this process's CPU): it is sent
+        by the next call, or dropped if this write fails (it is read again from the store)."""
+        batch, self._next = self._next, None
+        if batch is None:
+            batch = self._read(outbox)
         if batch is None:
             return 0
+        written = _send_in_background(self._writer, batch.body)
+        after = None
         try:
-            self._writer.write(batch.body)
+            after = self._read(outbox, after=batch)
+        except Exception as exc:  # a failed read ahead is read again next pass
+            _log.debug("rlvitals forwarder: reading ahead failed (%s)", exc)
+        try:
+            written()
         except WriteError as exc:
             if exc.retryable:
                 raise
             refused = self._isolate(exc, batch)
         else:
             refused = []
-        return self._done(outbox, batch, refused)
+        count = self._done(outbox, batch, refused)
+        self._next = after
+        return count
 
-    def _read(self, outbox: Outbox) -> _Batch | None:
-        """The next batch of unsent rows and events, rendered."""
-        rows, sample_range = outbox.pending_rows(self._batch)
-        events = outbox.pending_events(max(1, self._batch // 10))
+    def _read(self, outbox: Outbox, after: _Batch | None = None) -> _Batch | None:
+        """The next batch of unsent rows and events, rendered (`after`: past a batch not yet
+        marked sent)."""
+        past_rows = past_events = None
+        if after is not None:
+            past_rows = after.sample_range[1] if after.sample_range else after.rows_after
+            past_events = after.event_range[1] if after.event_range else after.events_after
+        rows, sample_range = outbox.pending_rows(self._batch, after=past_rows)
+        events = outbox.pending_events(max(1, self._batch // 10), after=past_events)
         if not rows and not events:
             return None
         event_range = (events[0].seq, events[-1].seq) if events else None
         projects = outbox.projects() if rows else {}
         body = join_lines(self._renderer.render(rows, events, projects))
-        return _Batch(rows, events, projects, body, sample_range, event_range)
+        return _Batch(
+            rows, events, projects, body, sample_range, event_range, past_rows, past_events
+        )
 
     def _isolate(self, exc: WriteError, batch: _Batch) -> list[tuple[RejectKey, str, str]]:
         """InfluxDB refused the batch (HTTP 400): the lines it refuses, the rest written."""
@@ -585,6 +607,33 @@ class _Batch:
     body: bytes
     sample_range: tuple[int, int] | None
     event_range: tuple[int, int] | None
+    # what it was read past (a batch read while the one before it was written): the next batch
+    # read ahead of it starts there too when it holds no rows (or no events)
+    rows_after: int | None = None
+    events_after: int | None = None
+
+
+def _send_in_background(writer: Writer, body: bytes) -> Callable[[], None]:
+    """Start writing `body` on a thread of its own; the returned call waits for the write and
+    raises what it raised. A daemon thread: a write in flight never holds up the exit (its rows
+    are not marked sent, so they are sent again)."""
+    failed: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            writer.write(body)
+        except BaseException as exc:  # handed to the waiting caller
+            failed.append(exc)
+
+    thread = threading.Thread(target=send, name="rlvitals-forwarder-send", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise failed[0]
+
+    return wait
 
 
 def _safe(read: Any, default: Any) -> Any:
