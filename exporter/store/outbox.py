@@ -2051,6 +2051,27 @@ class Outbox:
                     [(run, owner, lo, hi) for run, lo, hi in owed],
                 )
 
+    def settle_sent(self, limit: int = 10_000) -> int:
+        """Mark up to `limit` points below the watermark sent as stored, oldest first; how many
+        were. What it buys is room: a point left unmarked stays in the unsent-points index (14
+        bytes a row, a fifth of the store), a marked one leaves it and its page is used again.
+        The forwarder calls it when it has nothing to send, so the marking it no longer does
+        per batch is done while there is time for it."""
+        try:
+            with self._transaction() as db:
+                head = db.execute(
+                    "SELECT x.seq FROM points x WHERE x.sent = 0 ORDER BY x.seq LIMIT 1"
+                ).fetchone()
+                ((upto,),) = db.execute("SELECT seq FROM points_sent_upto WHERE id = 0")
+                if head is None or head[0] > upto:
+                    return 0
+                return db.execute(
+                    "UPDATE points SET sent = 1 WHERE sent = 0 AND seq BETWEEN ? AND ?",
+                    (head[0], min(upto, head[0] + limit - 1)),
+                ).rowcount
+        except sqlite3.Error as exc:
+            raise OutboxError(f"cannot mark sent points in {self.path}: {exc}") from exc
+
     def disagreements(self) -> dict[str, list[str]]:
         """Per run, where its running statistics or rollups disagree with its rows (see
         `running_stats.disagreements`); empty when they all agree."""

@@ -3,6 +3,7 @@ happens to the write in flight, every row is sent, and none is marked sent that 
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -100,3 +101,8 @@ def test_a_write_failing_in_flight_drops_the_batch_read_ahead_and_sends_both_lat
     # marked sent without reaching the server: every step arrived
     assert set(writer.steps) == set(range(500))
     assert counters.write_errors == 2 and counters.sent == 1000
+    # with nothing left to send, the forwarder marked the rows its watermark had passed
+    db = sqlite3.connect(path)
+    (unmarked,) = db.execute("SELECT count(*) FROM points WHERE sent = 0").fetchone()
+    db.close()
+    assert unmarked == 0

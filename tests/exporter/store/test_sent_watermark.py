@@ -123,3 +123,28 @@ def test_a_store_from_before_the_watermark_keeps_what_it_had_sent_and_what_it_ha
     assert [(r[2], r[6]) for r in box.pending_rows(10)[0]] == [(0, 9.0)]
     steps, values = box.series("r", "policy_kl")
     assert steps.tolist() == [0, 1, 2, 3] and values.tolist() == [9.0, 0.1, 0.2, 0.3]
+
+
+def test_points_the_watermark_passed_are_marked_while_idle_and_leave_the_unsent_index(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "o.sqlite"
+    box = Outbox(path)
+    box.write([_row(s, 0.0) for s in range(25)])
+    _, seq_range = box.pending_rows(20)
+    box.mark_ranges(seq_range, None)
+    # a chunk at a time, oldest first, never past the watermark
+    assert box.settle_sent(limit=8) == 8
+    assert box.settle_sent(limit=8) == 8
+    assert box.settle_sent(limit=8) == 4
+    assert box.settle_sent(limit=8) == 0
+    assert [sent for _, _, sent in _physical(path)] == [1] * 20 + [0] * 5
+    db = sqlite3.connect(path)
+    (indexed,) = db.execute(
+        "SELECT count(*) FROM points INDEXED BY points_unsent WHERE sent = 0"
+    ).fetchone()
+    view = db.execute("SELECT sent, count(*) FROM samples GROUP BY sent").fetchall()
+    db.close()
+    assert indexed == 5
+    assert view == [(0, 5), (1, 20)]
+    assert box.backlog() == 5 and [r[2] for r in box.pending_rows(10)[0]] == list(range(20, 25))
