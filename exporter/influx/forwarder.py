@@ -1,8 +1,10 @@
 """The forwarder: a background thread that sends unsent outbox rows to InfluxDB and marks them sent.
 
 Rows are read in sequence order, grouped into one line per (measurement, tags, step) and written in
-one request; they are marked sent only when the server answered 2xx. While InfluxDB is unreachable
-the forwarder waits with exponential backoff (memory stays one batch, whatever the outage length).
+one request; they are marked sent (the store's watermark moved past them) only when the server
+answered 2xx. The next batch is read and rendered while a request is in flight. While InfluxDB is
+unreachable the forwarder waits with exponential backoff (memory stays two batches, whatever the
+outage length).
 It forwards every unsent row in the outbox file, including rows a killed process left behind.
 """
 

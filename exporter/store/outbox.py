@@ -1887,9 +1887,7 @@ class Outbox:
 
     # -- forwarding ----------------------------------------------------------------------------
 
-    def _pending(
-        self, table: str, columns: str, limit: int, after: int | None = None
-    ) -> list[Any]:
+    def _pending(self, table: str, columns: str, limit: int, after: int | None = None) -> list[Any]:
         """Up to `limit` unsent rows in sequence order (seq first), never splitting rows that
         share a sequence number (files from before per-row numbers), so they form a range;
         `after`: only rows numbered past it (a batch read while the one before is sent)."""
