@@ -72,6 +72,15 @@ class RunSummary:
     config: dict[str, Any] = field(default_factory=dict)
     names: set[str] = field(default_factory=set)
     """Every name the run logged (how many the registry recognised is said at the end)."""
+    last_step: int | None = None
+    """The step counted last: a step whose values come in two reads (a log followed while it
+    is written) or from two files is one step, counted once."""
+
+    def count_steps(self, first: int, last: int, count: int) -> None:
+        """`count` steps read, in order, from `first` to `last` (each differing from the one
+        before it)."""
+        self.steps += count - (first == self.last_step)
+        self.last_step = last
 
 
 class _Sink(Protocol):
@@ -299,7 +308,7 @@ class Ingest:
             count += 1
             self._grew(state, arrival)
             state.evidence.record(record, str(log.path))
-            summary.steps += 1
+            summary.count_steps(record.step, record.step, 1)
             summary.values += len(record.values)
             summary.names.update(record.values)
             if state.run is None:
@@ -335,7 +344,7 @@ class Ingest:
     def _feed_block(self, log: LogFile, state: _RunState, block: ScalarBlock) -> None:
         if not len(block):
             return
-        state.summary.steps += len(block)
+        state.summary.count_steps(int(block.steps[0]), int(block.steps[-1]), len(block))
         state.summary.values += block.value_count
         state.summary.names.update(block.names)
         if state.run is None:
