@@ -38,6 +38,7 @@ run's `ROLLUP_MARKER` point, whose `MARKER_VERSION_FIELD` says its rollups are c
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -217,7 +218,9 @@ class SampleBlock:
     """Samples of consecutive log calls that logged the same names, as columns: the value of
     column j at step i is `values[i, j]`. What `SampleRow`s (run, rank, steps[i], *columns[j],
     values[i, j], wall_times[i]) in row-major order would be, without an object per sample.
-    Every value is finite (the translator leaves anything else to the row path)."""
+    Every value is finite, or NaN for a hole: a cell with no sample (a value the translator
+    rejected there), which nothing stores or sums. Non-finite values logged are not holes: the
+    translator leaves them to the row path."""
 
     run: str
     rank: int
@@ -227,8 +230,14 @@ class SampleBlock:
     values: npt.NDArray[np.float64]  # shape (len(steps), len(columns))
 
     @property
-    def size(self) -> int:
+    def cells(self) -> int:
+        """Steps × columns, holes included: the sequence numbers the block takes."""
         return len(self.steps) * len(self.columns)
+
+    @functools.cached_property
+    def size(self) -> int:
+        """The samples it holds (its cells but the holes)."""
+        return self.cells - int(np.count_nonzero(np.isnan(self.values)))
 
     def rows(self) -> list[SampleRow]:
         """The same samples as rows (for a store that cannot take the block whole)."""
@@ -237,6 +246,7 @@ class SampleBlock:
             (self.run, self.rank, step, measurement, gpu, field, row[j], wall)
             for step, wall, row in zip(self.steps, self.wall_times, values, strict=True)
             for j, (measurement, gpu, field) in enumerate(self.columns)
+            if row[j] == row[j]  # a hole (NaN) holds no sample
         ]
 
 

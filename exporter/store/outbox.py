@@ -403,7 +403,8 @@ _ROWS_CALL = "INSERT INTO temp.rows_call (first, rows) VALUES (:first, :rows)"
 # A columnar block (`SampleBlock`) in one statement whatever its size: a row into `block_call`,
 # whose trigger puts its steps and columns into two per-connection tables keyed by position, then
 # every value, numbered in row-major order, joined to its step and column by the position it has
-# in the JSON array. One statement, not five: each lets go of the GIL and must take it back
+# in the JSON array (a null there is a hole: no sample, nothing stored, its number unused).
+# One statement, not five: each lets go of the GIL and must take it back
 # (see `running_stats._FOLD_CALL`). A trigger's INSERT and DELETE name their tables unqualified.
 _BLOCK_TABLES = (
     "CREATE TEMP TABLE IF NOT EXISTS block_steps "
@@ -434,7 +435,7 @@ SELECT c.run_field, s.step, c.tag_set, v.value, s.wall_time, NEW.first + v.key, 
 FROM json_each(NEW.vals) v
 JOIN temp.block_steps s ON s.i = v.key / NEW.width
 JOIN temp.block_columns c ON c.i = v.key % NEW.width
-WHERE true
+WHERE v.type != 'null'
 ON CONFLICT (run_field, step, tag_set) DO UPDATE SET
     value = excluded.value, wall_time = excluded.wall_time, seq = excluded.seq, sent = 0;
 DELETE FROM block_steps;
@@ -1328,7 +1329,7 @@ class Outbox:
         """
         if blocks and not self._json_writes:  # an sqlite without exact JSON: rows it is
             samples, blocks = _merged(samples, blocks), ()
-        in_blocks = sum(block.size for _, block in blocks)
+        in_blocks = sum(block.cells for _, block in blocks)  # numbers taken, holes too
         if not samples and not in_blocks and not events and not positions and not progress:
             return True
         stored = len(samples) + in_blocks
@@ -1414,7 +1415,7 @@ class Outbox:
                 ranges.append((first, first + at - done - 1))
                 first = self._upsert_rows(db, samples[done:at], first)
                 done = at
-            if block is not None and block.size:
+            if block is not None and block.cells:
                 db.execute(
                     _BLOCK_CALL,
                     {
@@ -1431,7 +1432,7 @@ class Outbox:
                         ).decode(),
                     },
                 )
-                first += block.size
+                first += block.cells
         return ranges
 
     @staticmethod

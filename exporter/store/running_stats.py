@@ -503,25 +503,42 @@ def block_partials(
     values: npt.NDArray[np.float64],
 ) -> list[list[Any]]:
     """The rows `fold` sums into per series and finest block, for a block of finite values at
-    rising steps (`values[i, j]`: column j at steps[i]), computed with numpy instead of read
-    back from the file."""
+    rising steps (`values[i, j]`: column j at steps[i]; NaN a hole, no sample), computed with
+    numpy instead of read back from the file."""
     at = np.asarray(steps, dtype=np.int64)
     blocks = at // _FINE
     starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
     ends = np.r_[starts[1:], len(at)]
-    counts = (ends - starts).tolist()
-    first_steps = at[starts].tolist()
-    last_steps = at[ends - 1].tolist()
     ids = blocks[starts].tolist()
-    totals = np.add.reduceat(values, starts, axis=0).tolist()
-    squares = np.add.reduceat(values * values, starts, axis=0).tolist()
-    lows = np.minimum.reduceat(values, starts, axis=0).tolist()
-    highs = np.maximum.reduceat(values, starts, axis=0).tolist()
+    present = ~np.isnan(values)
+    if present.all():
+        counts = np.repeat((ends - starts)[:, None], values.shape[1], axis=1).tolist()
+        first_steps = np.repeat(at[starts][:, None], values.shape[1], axis=1).tolist()
+        last_steps = np.repeat(at[ends - 1][:, None], values.shape[1], axis=1).tolist()
+        filled = values
+        lows = np.minimum.reduceat(values, starts, axis=0).tolist()
+        highs = np.maximum.reduceat(values, starts, axis=0).tolist()
+    else:
+        counts = np.add.reduceat(present.astype(np.int64), starts, axis=0).tolist()
+        column_steps = np.broadcast_to(at[:, None], values.shape)
+        first_steps = np.minimum.reduceat(
+            np.where(present, column_steps, np.iinfo(np.int64).max), starts, axis=0
+        ).tolist()
+        last_steps = np.maximum.reduceat(
+            np.where(present, column_steps, -1), starts, axis=0
+        ).tolist()
+        filled = np.where(present, values, 0.0)
+        lows = np.fmin.reduceat(values, starts, axis=0).tolist()  # fmin/fmax: NaN left out
+        highs = np.fmax.reduceat(values, starts, axis=0).tolist()
+    totals = np.add.reduceat(filled, starts, axis=0).tolist()
+    squares = np.add.reduceat(filled * filled, starts, axis=0).tolist()
     out: list[list[Any]] = []
     for j, (measurement, gpu, field) in enumerate(columns):
         if measurement == RUN_CONFIG:
             continue
         for g, block in enumerate(ids):
+            if not counts[g][j]:
+                continue  # only holes in this column's block
             out.append(
                 [
                     run,
@@ -530,11 +547,11 @@ def block_partials(
                     measurement,
                     gpu,
                     block,
-                    counts[g],
+                    counts[g][j],
                     totals[g][j],
                     squares[g][j],
-                    first_steps[g],
-                    last_steps[g],
+                    first_steps[g][j],
+                    last_steps[g][j],
                     lows[g][j],
                     highs[g][j],
                 ]

@@ -1041,32 +1041,23 @@ class Translator:
             if first.size:  # the first call whose value the transform was applied to
                 self._note_transform(t_field, t_name, res, wall_times[int(first[0])])
         run, rank = self._run, self._rank
-        whole = [p for p, j in enumerate(shape.chosen) if good[:, j].all()]
+        # one block of every column that kept a value, a rejected value a hole (NaN) in it: a
+        # block a column (the steps it was kept at) made a batch with a bad value in a quarter
+        # of its calls eleven blocks, and stored at half the rate of one with none
+        kept_cols = [p for p, j in enumerate(shape.chosen) if good[:, j].any()]
         # block, the (accepted, unregistered) values it holds that it alone counts
         parts: list[tuple[SampleBlock, tuple[int, int]]] = []
-        if whole:
-            cols = [shape.chosen[p] for p in whole]
-            values = np.ascontiguousarray(canonical[:, cols])
-            columns = [shape.stored_as[p] for p in whole]
-            block = SampleBlock(run, rank, list(steps), list(wall_times), columns, values)
-            parts.append((block, (0, 0)))
-        for p, j in enumerate(shape.chosen):
-            if p in whole:
-                continue
-            at = np.flatnonzero(good[:, j])
-            if not len(at):
-                continue
-            index = at.tolist()
+        if kept_cols:
+            cols = [shape.chosen[p] for p in kept_cols]
+            values = canonical[:, cols]  # (a copy: fancy indexing)
+            holes = ~good[:, cols]
+            if holes.any():
+                values[holes] = np.nan
+            columns = [shape.stored_as[p] for p in kept_cols]
             block = SampleBlock(
-                run,
-                rank,
-                [steps[i] for i in index],
-                [wall_times[i] for i in index],
-                [shape.stored_as[p]],
-                np.ascontiguousarray(canonical[at][:, [j]]),
+                run, rank, list(steps), list(wall_times), columns, np.ascontiguousarray(values)
             )
-            unknown = isinstance(plan[j], str)
-            parts.append((block, (0, len(index)) if unknown else (len(index), 0)))
+            parts.append((block, (0, 0)))
         metric_cols = [shape.chosen[at] for _, at in shape.metrics]
         keys = [key for key, _ in shape.metrics]
         derived = (  # as `log`: a call with no metric in it derives nothing
