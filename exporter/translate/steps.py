@@ -814,9 +814,11 @@ class Translator:
         call leaves. Runs of plain calls (steps rising from the last one, values Python floats
         or ints, finite once transformed) go as columnar blocks, and a value outside its
         physical limits is rejected there as `log` rejects it (counted, said once per field):
-        rejecting costs what storing costs. A call that is not plain (a step going back, a value
-        that is not a float or int, a non-finite value, a value rejected where two names log one
-        metric, or every metric of the call rejected) goes through `log` itself, in its place.
+        rejecting costs what storing costs (a rejected value is a hole in the block; where two
+        names log one metric, the block decides per call which one is stored, as `log` does).
+        A call that is not plain (a step going back, a value that is not a float, int, str,
+        bytes or None, a non-finite value, or every metric of the call rejected) goes through
+        `log` itself, in its place.
         None, with nothing changed, when the names are not plain: `log` takes every call."""
         for name in names:
             if name.__class__ is not str or not name or text_problem("metric name", name):
@@ -882,11 +884,8 @@ class Translator:
         metric_cols = [j for j, target in enumerate(plan) if not isinstance(target, str)]
         if metric_cols:
             bad = ~good[:, metric_cols]
-            # where two names log one metric, which one is stored depends on which was
-            # rejected; with every metric of a call rejected, `log` derives nothing for it
-            contested = [k for k, j in enumerate(metric_cols) if j in shape.contested]
-            if contested:
-                plain &= ~bad[:, contested].any(axis=1)
+            # with every metric of a call rejected, `log` derives nothing for it (where two
+            # names log one metric, the block decides per call which one is stored)
             plain &= ~bad.all(axis=1)
         out: list[CallsOut] = []
         k = 0
@@ -1036,21 +1035,34 @@ class Translator:
                 value = float(canonical[i, j])
                 problem = limits_problem(self._registry, res, names[j], value, steps[i])
                 self._warn(f"limits:{field}", f"{problem}; rejected")
-        for j, t_field, t_name, res in shape.noted:
-            first = np.flatnonzero(good[:, j])
+        # each stored column's value and whether it holds one, per call
+        values_of = canonical[:, shape.chosen]  # (a copy: fancy indexing)
+        kept = good[:, shape.chosen]
+        # the transformed columns: the calls each one's value was taken at
+        noted = {j: (t_field, t_name, res) for j, t_field, t_name, res in shape.noted}
+        for j in shape.contested:  # (a name the static order passes over may stand in)
+            target = plan[j]
+            if target[3] is not None:
+                noted[j] = (target[0], names[j], target[6])
+        taken = {j: good[:, j] for j in noted}
+        self._decide_contested(shape, plan, canonical, good, values_of, kept, taken)
+        notes = []
+        for j, (t_field, t_name, res) in noted.items():
+            first = np.flatnonzero(taken[j])
             if first.size:  # the first call whose value the transform was applied to
-                self._note_transform(t_field, t_name, res, wall_times[int(first[0])])
+                notes.append((int(first[0]), j, t_field, t_name, res))
+        for row, _, t_field, t_name, res in sorted(notes, key=lambda n: n[:2]):
+            self._note_transform(t_field, t_name, res, wall_times[row])
         run, rank = self._run, self._rank
         # one block of every column that kept a value, a rejected value a hole (NaN) in it: a
         # block a column (the steps it was kept at) made a batch with a bad value in a quarter
         # of its calls eleven blocks, and stored at half the rate of one with none
-        kept_cols = [p for p, j in enumerate(shape.chosen) if good[:, j].any()]
+        kept_cols = [p for p in range(len(shape.chosen)) if kept[:, p].any()]
         # block, the (accepted, unregistered) values it holds that it alone counts
         parts: list[tuple[SampleBlock, tuple[int, int]]] = []
         if kept_cols:
-            cols = [shape.chosen[p] for p in kept_cols]
-            values = canonical[:, cols]  # (a copy: fancy indexing)
-            holes = ~good[:, cols]
+            values = values_of[:, kept_cols]
+            holes = ~kept[:, kept_cols]
             if holes.any():
                 values[holes] = np.nan
             columns = [shape.stored_as[p] for p in kept_cols]
@@ -1058,10 +1070,10 @@ class Translator:
                 run, rank, list(steps), list(wall_times), columns, np.ascontiguousarray(values)
             )
             parts.append((block, (0, 0)))
-        metric_cols = [shape.chosen[at] for _, at in shape.metrics]
+        metric_cols = [at for _, at in shape.metrics]
         keys = [key for key, _ in shape.metrics]
         derived = (  # as `log`: a call with no metric in it derives nothing
-            self._deriver.derive_steps(steps, keys, canonical[:, metric_cols], good[:, metric_cols])
+            self._deriver.derive_steps(steps, keys, values_of[:, metric_cols], kept[:, metric_cols])
             if shape.metrics
             else []
         )
@@ -1072,9 +1084,9 @@ class Translator:
         ]
         latest: dict[tuple[str, str], float] = {}
         for key, col in zip(keys, metric_cols, strict=True):
-            kept_at = np.flatnonzero(good[:, col])
+            kept_at = np.flatnonzero(kept[:, col])
             if len(kept_at):
-                latest[key] = float(canonical[kept_at[-1], col])
+                latest[key] = float(values_of[kept_at[-1], col])
         for _, _, field, value in derived:
             latest[(field, "")] = value
         rejected = shape.refused * n + rejected_cells + rejected_unregistered
@@ -1111,6 +1123,44 @@ class Translator:
         if not parts and extra:
             out.append((None, extra, [], (accepted, unregistered, 0) if self._defer else (0, 0, 0)))
         return out
+
+    @staticmethod
+    def _decide_contested(
+        shape: _CallsShape,
+        plan: Sequence[Any],
+        canonical: npt.NDArray[np.float64],
+        good: npt.NDArray[np.bool_],
+        values_of: npt.NDArray[np.float64],
+        kept: npt.NDArray[np.bool_],
+        taken: dict[int, npt.NDArray[np.bool_]],
+    ) -> None:
+        """Where two names log one metric, which one each call stores, as `log` decides it:
+        its names in call order, a rejected one skipped, the first kept one taken and replaced
+        by a later one of a lower precedence number than the precedence noted so far (0 when
+        none). Fills the metric's column of `values_of`/`kept`, and `taken`: the calls each
+        transformed column's value was taken at (its transform is noted at the first)."""
+        if not shape.contested:
+            return
+        columns_of: dict[tuple[str, str], list[int]] = {}
+        for j in sorted(shape.contested):
+            columns_of.setdefault(plan[j][8], []).append(j)
+        stored_at = dict(shape.metrics)
+        calls = np.arange(len(canonical))
+        for key, cols in columns_of.items():
+            winner = np.full(len(canonical), -1)
+            noted = np.zeros(len(canonical))
+            for j in cols:
+                precedence = plan[j][7]
+                take = good[:, j] & ((winner < 0) | (precedence < noted))
+                winner[take] = j
+                if precedence:
+                    noted[take] = precedence
+                if j in taken:
+                    taken[j] = take
+            p = stored_at[key]
+            has = winner >= 0
+            values_of[:, p] = np.where(has, canonical[calls, np.maximum(winner, 0)], np.nan)
+            kept[:, p] = has
 
     @staticmethod
     def _convert(transform: Callable[[float], float] | None, value: float) -> float:

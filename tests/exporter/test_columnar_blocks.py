@@ -180,6 +180,40 @@ def test_plain_calls_do_take_the_block_path(
     assert {row[2] for row in stored[0] if row[3] != "run_config"} == set(range(101, 601))
 
 
+def test_a_value_rejected_under_one_of_two_names_for_a_metric_keeps_the_calls_a_block(
+    builtin: registry.Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # CleanRL logs approx_kl and old_approx_kl, one metric: where the preferred one is rejected
+    # the other is stored, decided per call inside the block (these calls went one by one and
+    # cut a batch into a block every few calls)
+    calls_seen: list[int] = []
+    real = translate.Translator.log
+
+    def counting(self: translate.Translator, *args: Any, **kwargs: Any) -> Any:
+        calls_seen.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(translate.Translator, "log", counting)
+    kl = _cleanrl_names(builtin)[:2]
+    calls = []
+    for i in range(200):
+        values: dict[str, Any] = {kl[0]: 0.01, kl[1]: 0.02, "charts/episodic_return": 1.0}
+        if i % 4 == 0:
+            values[kl[i // 4 % 2]] = "n/a"  # each name rejected in turn
+        calls.append((1, values))
+    samples, _, _, _, stats, _ = _store(tmp_path, builtin, calls, "warn")
+    assert len(calls_seen) <= 2  # (the first call decides the names one at a time)
+    kl_rows = {row[2]: row[6] for row in samples if row[5] == "policy_kl"}
+    assert set(kl_rows) == set(range(101, 301))
+    preferred = kl_rows[102]  # a call with both: the registry's preferred name's value
+    for i in range(200):
+        if i % 4 == 0:  # the one not rejected
+            assert kl_rows[101 + i] == (0.02 if i // 4 % 2 == 0 else 0.01)
+        else:
+            assert kl_rows[101 + i] == preferred
+    assert stats.rejected == 50
+
+
 def test_a_refused_call_inside_a_block_is_dropped_alone(
     builtin: registry.Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
