@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,17 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+@contextlib.contextmanager
+def refused_port() -> Iterator[int]:
+    """A local port where nothing answers, for as long as the block lasts: bound and never
+    listened on, so a connection is refused at once and no other test's server can take it
+    (a port from `free_port` is free again when it returns: under parallel tests another
+    server was started on one and answered a test that expected nothing there)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
 
 
 def spawn_until_ready(

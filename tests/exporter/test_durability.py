@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from influx_server import InfluxServer, free_port
+from influx_server import InfluxServer, refused_port
 
 import exporter
 import registry
@@ -142,18 +142,18 @@ _CHILD = textwrap.dedent(
 def test_sigkilled_exporter_forwards_what_it_stored_after_restart(
     tmp_path: Path, reg: registry.Registry, influx: Any
 ) -> None:
-    dead = f"http://127.0.0.1:{free_port()}"
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(tmp_path), str(MINI), dead],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "STORED"
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(10)
+    with refused_port() as port:  # nothing answers there while the child lives
+        child = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(tmp_path), str(MINI), f"http://127.0.0.1:{port}"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "STORED"
+        finally:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(10)
     assert child.returncode == -signal.SIGKILL
     assert influx.query('SELECT * FROM "policy"') == []
     with exporter.init("restarted", registry=reg, settings=influx.settings(tmp_path)) as run:

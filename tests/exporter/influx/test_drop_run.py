@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from influx_server import free_port
+from influx_server import refused_port
 
 import exporter
 import registry
@@ -75,9 +75,10 @@ def test_an_influxdb_that_does_not_answer_leaves_the_store_as_it_was(
     two_stored: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     two_runs = two_stored
-    monkeypatch.setenv("RLVITALS_INFLUX_URL", f"http://127.0.0.1:{free_port()}")
     monkeypatch.setenv("RLVITALS_FLUSH_TIMEOUT", "2")
-    assert main(["runs", "delete", "gone", "--yes", "--store", str(two_runs)]) == 1
+    with refused_port() as port:
+        monkeypatch.setenv("RLVITALS_INFLUX_URL", f"http://127.0.0.1:{port}")
+        assert main(["runs", "delete", "gone", "--yes", "--store", str(two_runs)]) == 1
     err = capsys.readouterr().err
     assert "unreachable" in err and "left in the store as it was" in err
     with Outbox(two_runs / "outbox.sqlite") as box:

@@ -146,11 +146,12 @@ def test_v1_writer_sends_credentials_in_a_basic_auth_header_not_the_url(
 
 
 def test_unreachable_server_raises_a_retryable_write_error() -> None:
-    from influx_server import free_port
+    from influx_server import refused_port
 
-    writer = exporter.InfluxV1Writer(f"http://127.0.0.1:{free_port()}", "db")
-    with pytest.raises(exporter.WriteError, match="unreachable") as info:
-        writer.write(b"m f=1 1")
+    with refused_port() as port:
+        writer = exporter.InfluxV1Writer(f"http://127.0.0.1:{port}", "db")
+        with pytest.raises(exporter.WriteError, match="unreachable") as info:
+            writer.write(b"m f=1 1")
     assert info.value.retryable
 
 

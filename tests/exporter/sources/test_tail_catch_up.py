@@ -235,15 +235,20 @@ def test_a_tail_killed_during_its_catch_up_goes_on_and_loses_or_duplicates_nothi
 
 
 def test_a_catch_up_influxdb_does_not_take_is_read_again_into_the_outbox(tmp_path: Path) -> None:
-    from influx_server import free_port
+    from influx_server import refused_port
 
+    with refused_port() as port:
+        _catch_up_refused(tmp_path, port)
+
+
+def _catch_up_refused(tmp_path: Path, port: int) -> None:
     logs = tmp_path / "logs"
     path = write_event_file(logs / "run_c", [(s, _values(s)) for s in range(2000)])
     store = tmp_path / "store"
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
-        "RLVITALS_INFLUX_URL": f"http://127.0.0.1:{free_port()}",  # nothing answers there
+        "RLVITALS_INFLUX_URL": f"http://127.0.0.1:{port}",  # nothing answers there
         "RLVITALS_STORE": str(store),
         "RLVITALS_POLICY": "warn",
         "RLVITALS_OUTAGE_WAIT": "0.5",
