@@ -23,41 +23,9 @@ sends), `exporter.translate` and `exporter.sources`' `ScalarBlock` (the direct i
 a log's blocks on the reader's thread).
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # imported on first use (see `__getattr__`)
-    from .forwarder import Forwarder, render_lines
-    from .lineprotocol import format_line
-    from .writers import InfluxV1Writer, InfluxV2Writer, Writer, make_writer
-
-# Imported on first use, as the exporter package does: the forwarder's child imports this
-# package on its way to `forward_child` and needs only what that module imports.
-_HOME_OF = {
-    "Forwarder": ".forwarder",
-    "render_lines": ".forwarder",
-    "format_line": ".lineprotocol",
-    "InfluxV1Writer": ".writers",
-    "InfluxV2Writer": ".writers",
-    "Writer": ".writers",
-    "make_writer": ".writers",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """A name of `__all__` from its module, or a submodule, on first use."""
-    home = _HOME_OF.get(name)
-    if home is not None:
-        value = getattr(import_module(home, __name__), name)
-        globals()[name] = value
-        return value
-    try:
-        return import_module(f".{name}", __name__)
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{name}":
-            raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-
+from .forwarder import Forwarder, render_lines
+from .lineprotocol import format_line
+from .writers import InfluxV1Writer, InfluxV2Writer, Writer, make_writer
 
 __all__ = [
     "Forwarder",

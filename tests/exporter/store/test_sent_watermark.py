@@ -15,6 +15,15 @@ def _row(step: int, value: float, field: str = "policy_kl", run: str = "r") -> t
     return (run, NO_RANK, step, "policy", "", field, value, 1000.0 + step)
 
 
+def _read_as_sent(path: Path) -> list[tuple[int, int]]:
+    """(step, sent) of every sample as the `samples` view reads it (the watermark applied)."""
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("SELECT step, sent FROM samples ORDER BY step").fetchall()
+    finally:
+        db.close()
+
+
 def _physical(path: Path) -> list[tuple[int, int, int]]:
     """(step, seq, sent) of every point as the table holds it, not as the view reads it."""
     db = sqlite3.connect(path)
@@ -39,10 +48,7 @@ def test_marking_a_batch_sent_moves_the_watermark_and_leaves_the_rows_unwritten(
     assert box.backlog() == 2 and box.backlog("r") == 2 and box.backlog("other") == 0
     assert [r[2] for r in box.pending_rows(10)[0]] == [4, 5]
     assert box.backlog_oldest() == 1004.0
-    db = sqlite3.connect(path)
-    view = db.execute("SELECT step, sent FROM samples ORDER BY step").fetchall()
-    db.close()
-    assert view == [(0, 1), (1, 1), (2, 1), (3, 1), (4, 0), (5, 0)]
+    assert _read_as_sent(path) == [(0, 1), (1, 1), (2, 1), (3, 1), (4, 0), (5, 0)]
 
 
 def test_a_step_relogged_below_the_watermark_is_sent_again(tmp_path: Path) -> None:
@@ -82,10 +88,7 @@ def test_points_refused_by_influxdb_stay_refused_when_the_watermark_passes_them(
     box.reject(
         [(("sample", "r", NO_RANK, 1, "policy", ""), "policy,run=r x=1 1", "bad")], seq_range
     )
-    db = sqlite3.connect(path)
-    view = db.execute("SELECT step, sent FROM samples ORDER BY step").fetchall()
-    db.close()
-    assert view == [(0, 1), (1, 2), (2, 1)]
+    assert _read_as_sent(path) == [(0, 1), (1, 2), (2, 1)]
     assert box.backlog() == 0
 
 
