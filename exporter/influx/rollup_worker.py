@@ -32,8 +32,9 @@ _Job = tuple[Sequence[SentPart], Mapping[str, str | None], bool, Callable[[], No
 
 
 class RollupWorker:
-    """Calls `rollups.sent` for each batch handed to `sent`, in order, on its own thread. At most
-    `depth` batches wait: `sent` blocks beyond that (the batches hold their samples)."""
+    """Calls `rollups.sent` for the batches handed to `sent`, in order, on its own thread: the
+    batches that waited while it was busy in one call. At most `depth` batches wait: `sent`
+    blocks beyond that (the batches hold their samples)."""
 
     def __init__(self, rollups: InfluxRollups, name: str, depth: int = 4) -> None:
         self._rollups = rollups
@@ -106,13 +107,20 @@ class RollupWorker:
                     self._cond.wait()
                 if not self._jobs:
                     return
-                parts, projects, exact, done = self._jobs.pop(0)
+                # every batch waiting, rolled up in one call: the parts in the order they were
+                # written, as one batch of them would be (a call's requests and sums cost per
+                # call; behind a fast sender, up to `depth` batches wait)
+                jobs, self._jobs = self._jobs, []
                 self._busy = True
                 self._cond.notify_all()
+            parts = [part for job in jobs for part in job[0]]
+            projects = {run: project for job in jobs for run, project in job[1].items()}
+            exact = all(job[2] for job in jobs)  # a refused line in any: recompute its blocks
             try:
                 self._rollups.sent([], projects, exact=exact, parts=parts)
-                if done is not None:
-                    done()
+                for *_, done in jobs:
+                    if done is not None:
+                        done()
             except Exception as exc:  # `sent` never raises; a bug here must not end the thread
                 _log.error("rlvitals rollups: %s: %s", type(exc).__name__, exc)
             finally:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from bundle_data import healthy_value, logged_metrics
-from influx_server import free_port
+from influx_server import refused_port
 from prom_server import PromServer, scrape_config
 
 import exporter
@@ -131,14 +131,18 @@ def stack(
     # history is ended as soon as the reader moves on from it (here: to the next log)
     assert [r.name for r in ingest.runs] == ["followed-stall", "followed-quiet"]
     assert ingest.finish_idle(life, time.time()) == []
+    # addresses where nothing answers, held for the module: a port picked and released could be
+    # taken by another test's server meanwhile
+    dead_ports = contextlib.ExitStack()
+    dead_influx, dead_host = (dead_ports.enter_context(refused_port()) for _ in range(2))
     dead = ExporterSettings(
-        store=root / "broken", influx_url=f"http://127.0.0.1:{free_port()}", policy="warn"
+        store=root / "broken", influx_url=f"http://127.0.0.1:{dead_influx}", policy="warn"
     )
     broken = exporter.init("broken", registry=builtin, settings=dead, config={})
     endpoint.add(broken)
     port = endpoint.start()
     config = scrape_config(
-        EXPORTER_JOB, [f"127.0.0.1:{port}"], more_jobs={HOST_JOB: [f"127.0.0.1:{free_port()}"]}
+        EXPORTER_JOB, [f"127.0.0.1:{port}"], more_jobs={HOST_JOB: [f"127.0.0.1:{dead_host}"]}
     )
     prom = PromServer(root / "prom", config)
     (root / "prom").mkdir()
@@ -169,6 +173,7 @@ def stack(
         for holder in holders:
             holder.kill()
             holder.wait(10)
+        dead_ports.close()
 
 
 def _hold_open(path: Path) -> subprocess.Popen[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from flask import Flask
+from influx_server import refused_port
 from serve_process import Served, ServeExited
 from werkzeug.routing import Rule
 
@@ -196,13 +197,6 @@ def test_star_answers_any_host(reg: registry.Registry, memory_history: MemoryHis
 # -- (a, b) against a real `rlvitals serve` under waitress -------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _raw_get(port: int, path: str, host: str | None) -> tuple[int, dict[str, str], bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
@@ -380,20 +374,20 @@ def test_healthy_health_without_the_token_is_status_and_version(locked: Flask) -
 
 
 def test_unreachable_influxdb_is_not_disclosed_by_open_health(reg: registry.Registry) -> None:
-    port = _free_port()  # closed again: connecting is refused at once
-    config = DatasourceConfig(
-        influx_url=f"http://127.0.0.1:{port}",
-        influx_database="secretdb",
-        influx_timeout=2,
-        token=TOKEN,
-    )
-    app = create_app(config, reg)
-    status, body = _health(app)
-    assert status == 503 and set(body) == {"status", "version", "reason"}
-    text = json.dumps(body)
-    assert "127.0.0.1" not in text and str(port) not in text and "secretdb" not in text
-    status, body = _health(app, BEARER)
-    assert status == 503 and f"127.0.0.1:{port}" in body["store"]["error"]
+    with refused_port() as port:  # bound, never listened on: connecting is refused at once
+        config = DatasourceConfig(
+            influx_url=f"http://127.0.0.1:{port}",
+            influx_database="secretdb",
+            influx_timeout=2,
+            token=TOKEN,
+        )
+        app = create_app(config, reg)
+        status, body = _health(app)
+        assert status == 503 and set(body) == {"status", "version", "reason"}
+        text = json.dumps(body)
+        assert "127.0.0.1" not in text and str(port) not in text and "secretdb" not in text
+        status, body = _health(app, BEARER)
+        assert status == 503 and f"127.0.0.1:{port}" in body["store"]["error"]
 
 
 def test_without_a_token_configured_health_gives_the_detail(reg: registry.Registry) -> None:
