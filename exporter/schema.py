@@ -219,8 +219,7 @@ class SampleBlock:
     column j at step i is `values[i, j]`. What `SampleRow`s (run, rank, steps[i], *columns[j],
     values[i, j], wall_times[i]) in row-major order would be, without an object per sample.
     Every value is finite, or NaN for a hole: a cell with no sample (a value the translator
-    rejected there), which nothing stores or sums. Non-finite values logged are not holes: the
-    translator leaves them to the row path."""
+    rejected there, or a non-finite one it did not write), which nothing stores or sums."""
 
     run: str
     rank: int

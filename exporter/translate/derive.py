@@ -156,27 +156,33 @@ class StepDeriver:
         keys: Sequence[_Key],
         values: npt.NDArray[np.float64],
         present: npt.NDArray[np.bool_] | None = None,
+        nonfinite: npt.NDArray[np.int64] | None = None,
     ) -> list[tuple[int, str, str, float]]:
         """`derive` for consecutive calls, each at a step past the one before (the first may
         be the step the deriver is at), logging `keys` with `values[i, j]` at `steps[i]`
         (where `present[i, j]`, every cell by default: a value rejected at a step was not
-        logged there) and nothing non-finite: (step, group, field, value) to store, the
-        per-step `nonfinite_count` included. The columns a rule reads are derived as columns
-        (`derive_columns`); a call logging none of them costs next to nothing."""
+        logged there) and refusing `nonfinite[i]` non-finite values (none by default):
+        (step, group, field, value) to store, the per-step `nonfinite_count` included. The
+        columns a rule reads are derived as columns (`derive_columns`); a call logging none of
+        them costs next to nothing."""
         out: list[tuple[int, str, str, float]] = []
         if present is None:
             present = np.ones(values.shape, dtype=np.bool_)
+        counts = [0] * len(steps) if nonfinite is None else nonfinite.tolist()
         start = 0
         if len(steps) and steps[0] == self._step:  # the deriver's step again: adds to it
             logged = {key: float(values[0, j]) for j, key in enumerate(keys) if present[0, j]}
-            out += [(steps[0], *row) for row in self.derive(steps[0], logged, 0)]
+            out += [(steps[0], *row) for row in self.derive(steps[0], logged, counts[0])]
             start = 1
         rest = list(steps[start:])
         if not rest:
             return out
         group = self._nonfinite_group
         if group is not None:
-            out += [(step, group, NONFINITE_FIELD, 0.0) for step in rest]
+            out += [
+                (step, group, NONFINITE_FIELD, float(k))
+                for step, k in zip(rest, counts[start:], strict=True)
+            ]
         if not self.relevant.isdisjoint(keys):
             for rule_group, field, result, emitted in self.derive_columns(
                 rest, keys, values[start:], present[start:]
@@ -186,7 +192,7 @@ class StepDeriver:
         else:  # where `derive_columns` would leave the deriver, without its arithmetic
             self._step = rest[-1]
             self._values = {}
-            self._nonfinite_at_step = 0
+        self._nonfinite_at_step = counts[-1]  # (the last step's, which a later call adds to)
         return out
 
     def derive_columns(

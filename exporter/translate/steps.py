@@ -812,13 +812,14 @@ class Translator:
         """What `log` makes of consecutive calls that logged the same `names` (in that order;
         `rows[i]` their values at `steps[i]`), in order, with the counts and state one `log` per
         call leaves. Runs of plain calls (steps rising from the last one, values Python floats
-        or ints, finite once transformed) go as columnar blocks, and a value outside its
+        or ints) go as columnar blocks, and a value outside its
         physical limits is rejected there as `log` rejects it (counted, said once per field):
-        rejecting costs what storing costs (a rejected value is a hole in the block; where two
-        names log one metric, the block decides per call which one is stored, as `log` does).
-        A call that is not plain (a step going back, a value that is not a float, int, str,
-        bytes or None, a non-finite value, or every metric of the call rejected) goes through
-        `log` itself, in its place.
+        rejecting costs what storing costs (a rejected or non-finite value is a hole in the
+        block, a non-finite one said at its call as `log` says it; where two names log one
+        metric, the block decides per call which one is stored, as `log` does). A call that is
+        not plain (a step going back, a value that is not a float, int, str, bytes or None, or
+        every metric of the call rejected or non-finite) goes through `log` itself, in its
+        place.
         None, with nothing changed, when the names are not plain: `log` takes every call."""
         for name in names:
             if name.__class__ is not str or not name or text_problem("metric name", name):
@@ -868,14 +869,16 @@ class Translator:
                     canonical[:, j] = -matrix[:, j]
                 elif how.kind == "scale":
                     canonical[:, j] = matrix[:, j] * how.factor
-                elif how.kind == "reciprocal":
-                    canonical[:, j] = how.factor / matrix[:, j]
-            plain &= np.isfinite(canonical).all(axis=1)
-            good = (canonical >= low) & (canonical <= high)
+                elif how.kind == "reciprocal":  # of 0: +inf, as `Transform.apply`
+                    canonical[:, j] = np.where(matrix[:, j] == 0, np.inf, how.factor / matrix[:, j])
+            finite = np.isfinite(canonical)
+            good = (canonical >= low) & (canonical <= high) & finite
         not_numbers = np.zeros((count, width), dtype=np.bool_)
         for k, j in junk:
             not_numbers[k, j] = True
         good &= ~not_numbers
+        # a non-finite value is not written: the block leaves a hole and says so per call
+        nonfinite = ~finite & ~not_numbers
         shape = self._calls_shape(names, plan, steps[0])
         # a call that would store nothing goes through `log` (which leaves its step alone)
         kept = [j for j in range(width) if j not in shape.refused_cols]
@@ -907,7 +910,12 @@ class Translator:
                 steps[k:end],
                 wall_times[k:end],
                 canonical[k:end],
-                (good[k:end], not_numbers[k:end], [rows[i] for i in range(k, end)]),
+                (
+                    good[k:end],
+                    not_numbers[k:end],
+                    nonfinite[k:end],
+                    [rows[i] for i in range(k, end)],
+                ),
             )
             k = end
         return out
@@ -1001,20 +1009,31 @@ class Translator:
         steps: Sequence[int],
         wall_times: Sequence[float],
         canonical: npt.NDArray[np.float64],
-        checked: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], list[Sequence[Any]]],
+        checked: tuple[
+            npt.NDArray[np.bool_],
+            npt.NDArray[np.bool_],
+            npt.NDArray[np.bool_],
+            list[Sequence[Any]],
+        ],
     ) -> list[CallsOut]:
         """Plain calls at rising steps as columnar blocks: the columns nothing was rejected
         from as one block, each column with a rejected value as a block of the steps it was
         kept at; the derived rows beside the last. `checked`: which values are kept, which
         are not numbers, and the values as logged (for what a warning names)."""
-        good, not_numbers, logged = checked
+        good, not_numbers, nonfinite, logged = checked
         n = len(steps)
         rejected_cells = rejected_unregistered = 0
+        nonfinite_cells = nonfinite_unregistered = 0
         for j, target in enumerate(plan):
             if j in shape.refused_cols:
                 continue  # counted once per call as refused, whatever its value
             kept = good[:, j]
-            missing = n - int(np.count_nonzero(kept))
+            unwritten = int(np.count_nonzero(nonfinite[:, j]))
+            missing = n - int(np.count_nonzero(kept)) - unwritten
+            if isinstance(target, str):
+                nonfinite_unregistered += unwritten
+            else:
+                nonfinite_cells += unwritten
             if not missing:
                 continue
             if isinstance(target, str):
@@ -1023,7 +1042,7 @@ class Translator:
                 rejected_cells += missing
             if self._policy != "warn":
                 continue
-            i = int(np.flatnonzero(~kept)[0])
+            i = int(np.flatnonzero(~kept & ~nonfinite[:, j])[0])
             if not_numbers[i, j]:
                 if f"value:{names[j]}" not in self._warned:
                     problem = value_problem(names[j], logged[i][j], steps[i])
@@ -1070,15 +1089,23 @@ class Translator:
                 run, rank, list(steps), list(wall_times), columns, np.ascontiguousarray(values)
             )
             parts.append((block, (0, 0)))
+        marks, events, unwritten_at = self._unwritten(
+            shape, plan, names, steps, wall_times, canonical, nonfinite
+        )
         metric_cols = [at for _, at in shape.metrics]
         keys = [key for key, _ in shape.metrics]
-        derived = (  # as `log`: a call with no metric in it derives nothing
-            self._deriver.derive_steps(steps, keys, values_of[:, metric_cols], kept[:, metric_cols])
-            if shape.metrics
-            else []
-        )
+        if shape.metrics:
+            derived = self._deriver.derive_steps(
+                steps, keys, values_of[:, metric_cols], kept[:, metric_cols], unwritten_at
+            )
+        else:  # as `log`: a call with no metric in it derives only a non-finite count it had
+            derived = [
+                (steps[i], *row)
+                for i in np.flatnonzero(unwritten_at).tolist()
+                for row in self._deriver.derive(steps[i], {}, int(unwritten_at[i]))
+            ]
         wall_of = dict(zip(steps, wall_times, strict=True))
-        extra: list[SampleRow] = [
+        extra: list[SampleRow] = marks + [
             (run, rank, step, group, "", field, value, wall_of[step])
             for step, group, field, value in derived
         ]
@@ -1090,8 +1117,8 @@ class Translator:
         for _, _, field, value in derived:
             latest[(field, "")] = value
         rejected = shape.refused * n + rejected_cells + rejected_unregistered
-        accepted = shape.accepted * n - rejected_cells
-        unregistered = shape.unregistered * n - rejected_unregistered
+        accepted = shape.accepted * n - rejected_cells - nonfinite_cells
+        unregistered = shape.unregistered * n - rejected_unregistered - nonfinite_unregistered
         stored = bool(parts) or bool(extra)
         if stored:
             self._last_step = steps[-1]
@@ -1101,6 +1128,7 @@ class Translator:
             if not self._defer:
                 c.accepted += accepted
                 c.unregistered += unregistered
+                c.events += len(events)
             if stored:
                 c.step = steps[-1]
                 c.rate_window.extend(zip(wall_times[-64:], steps[-64:], strict=True))
@@ -1115,14 +1143,64 @@ class Translator:
                 held = (
                     accepted - own_accepted + counted[0],
                     unregistered - own_unregistered + counted[1],
-                    0,
+                    len(events),
                 )
             else:
                 held = (*counted, 0)
-            out.append((block, extra if k == len(parts) - 1 else [], [], held))
-        if not parts and extra:
-            out.append((None, extra, [], (accepted, unregistered, 0) if self._defer else (0, 0, 0)))
+            out.append(
+                (block, extra if k == len(parts) - 1 else [], events if k == 0 else [], held)
+            )
+        if not parts and (extra or events):
+            held = (accepted, unregistered, len(events)) if self._defer else (0, 0, 0)
+            out.append((None, extra, events, held))
         return out
+
+    def _unwritten(
+        self,
+        shape: _CallsShape,
+        plan: Sequence[Any],
+        names: Sequence[str],
+        steps: Sequence[int],
+        wall_times: Sequence[float],
+        canonical: npt.NDArray[np.float64],
+        nonfinite: npt.NDArray[np.bool_],
+    ) -> tuple[list[SampleRow], list[EventRow], npt.NDArray[np.int64]]:
+        """What `log` makes of these calls' non-finite values (holes in the block): at each
+        call with any, the `<field>/nonfinite` count of each registered field and a `health`
+        event naming them in the call's order; how many each call had (the deriver's
+        `nonfinite_count`); each one counted."""
+        counts = np.zeros(len(steps), dtype=np.int64)
+        marks: list[SampleRow] = []
+        events: list[EventRow] = []
+        cols = [j for j in range(nonfinite.shape[1]) if j not in shape.refused_cols]
+        if not cols:
+            return marks, events, counts
+        run, rank = self._run, self._rank
+        for i in np.flatnonzero(nonfinite[:, cols].any(axis=1)).tolist():
+            said: list[str] = []
+            per_field: dict[tuple[str, str], int] = {}
+            for j in cols:
+                if not nonfinite[i, j]:
+                    continue
+                target, name, value = plan[j], names[j], float(canonical[i, j])
+                if isinstance(target, str):
+                    field = name
+                    said.append(f"{field}={value!r} (unregistered {name!r})")
+                else:
+                    field, gpu = target[0], target[2]
+                    origin = "" if name == field else f" from {name!r}"
+                    said.append(f"{field}={value!r}{origin}")
+                    per_field[(field, gpu)] = per_field.get((field, gpu), 0) + 1
+                self._count_nonfinite(field)
+            step, wall = steps[i], wall_times[i]
+            marks += [
+                (run, rank, step, SPREAD, gpu, nonfinite_field(field), float(k), wall)
+                for (field, gpu), k in per_field.items()
+            ]
+            text = "non-finite value(s) not written: " + ", ".join(said)
+            events.append((run, rank, step, "health", text, "{}", wall))
+            counts[i] = len(said)
+        return marks, events, counts
 
     @staticmethod
     def _decide_contested(

@@ -214,6 +214,69 @@ def test_a_value_rejected_under_one_of_two_names_for_a_metric_keeps_the_calls_a_
     assert stats.rejected == 50
 
 
+def test_a_nan_among_plain_calls_is_a_hole_in_the_block_and_said_at_its_call(
+    builtin: registry.Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # each NaN call went one by one (its health event and `<field>/nonfinite` count built per
+    # call) and cut the batch: a NaN in a quarter of the calls stored at a fifth of the rate
+    calls_seen: list[int] = []
+    real = translate.Translator.log
+
+    def counting(self: translate.Translator, *args: Any, **kwargs: Any) -> Any:
+        calls_seen.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(translate.Translator, "log", counting)
+    names = ["charts/episodic_return", "losses/value_loss", "my_custom/thing"]
+    calls = []
+    for i in range(100):
+        values: dict[str, Any] = dict.fromkeys(names, 0.5)
+        if i % 4 == 0:
+            values[names[i // 4 % 3]] = float("nan") if i % 8 else float("inf")
+        calls.append((1, values))
+    samples, events, _, _, stats, _ = _store(tmp_path, builtin, calls, "warn")
+    assert len(calls_seen) <= 2
+    health = {e[2]: e[4] for e in events if e[3] == "health"}
+    assert set(health) == {101 + i for i in range(0, 100, 4)}
+    assert (
+        health[101]
+        == "non-finite value(s) not written: episodic_return=inf from 'charts/episodic_return'"
+    )
+    assert health[105] == "non-finite value(s) not written: value_loss=nan from 'losses/value_loss'"
+    assert health[109] == (
+        "non-finite value(s) not written: my_custom/thing=inf (unregistered 'my_custom/thing')"
+    )
+    marks = {(r[2], r[5]) for r in samples if r[5].endswith("/nonfinite")}
+    assert (101, "episodic_return/nonfinite") in marks and (105, "value_loss/nonfinite") in marks
+    assert not any(step == 109 for step, _ in marks)  # an unregistered name has no mark
+    assert not any(r[2] == 101 and r[5] == "episodic_return" for r in samples)  # a hole
+    assert stats.nonfinite_total == 25
+
+
+def test_a_nan_in_a_call_with_no_metric_counts_at_its_step_as_one_call_at_a_time_does(
+    builtin: registry.Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # found by CI's run of the property above: calls repeating one step, under verl, where the
+    # NaN is under a name verl does not register; one call at a time adds it to the step's
+    # `nonfinite_count` (the call derives it though it logged no metric); the block derived
+    # nothing for a call with no metric
+    names = _cleanrl_names(builtin)
+    unregistered = names[6:]  # none of them a verl key
+    calls: list[tuple[int, dict[str, Any]]] = [(0, dict.fromkeys(names, 0.25))]
+    for i in range(5):
+        values: dict[str, Any] = dict.fromkeys(unregistered, 0.5)
+        if i == 0:
+            values["eval/episodic_return"] = float("inf")
+        calls.append((0, values))
+    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 2)
+    blocks = _store(tmp_path / "blocks", builtin, calls, "warn", "verl")
+    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 10**9)
+    single = _store(tmp_path / "single", builtin, calls, "warn", "verl")
+    counts = [r for r in single[0] if r[5] == "nonfinite_count"]
+    assert [(r[2], r[6]) for r in counts] == [(100, 1.0)]  # the promise, one call at a time
+    assert blocks[0] == single[0] and blocks[1] == single[1] and blocks[5] == single[5]
+
+
 def test_a_refused_call_inside_a_block_is_dropped_alone(
     builtin: registry.Registry, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
