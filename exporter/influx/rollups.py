@@ -199,17 +199,29 @@ _Dirty = dict[_Key, dict[int, dict[str, set[int]]]]  # series -> level -> field 
 class _Series:
     """What this writer knows of one series: the newest step InfluxDB holds for it (`learned`
     when first seen, then per field as batches come: a batch may end inside a step's rows) and,
-    per level, the open block it has summed whole (None: that block is recomputed by InfluxDB)."""
+    per level, the open block it has summed whole (None: that block is recomputed by InfluxDB),
+    and the block of each field whose newest step is in an older one, summed whole (`lag`)."""
 
-    __slots__ = ("fields", "frontier", "last", "learned", "open")
+    __slots__ = ("fields", "frontier", "lag", "last", "learned", "open")
 
     def __init__(self, frontier: int) -> None:
         self.learned = frontier
         self.frontier = frontier  # the newest step of any field
         self.last: dict[str, int] = {}
         self.open: dict[int, tuple[int, _Acc] | None] = dict.fromkeys(ROLLUP_LEVELS)
+        # A field that trails the others (a value derived from a step's rows is stored after
+        # them, so a batch can end between the two): its block is kept too, or each batch would
+        # have InfluxDB recompute it (measured: 26 queries in a 20,000-step run)
+        self.lag: dict[int, dict[str, tuple[int, list[float]]]] = {
+            level: {} for level in ROLLUP_LEVELS
+        }
         # the fields sent for it: a rollup point holds the fields of every measurement of the run
         self.fields: set[str] = set()
+
+    def forget_open(self) -> None:
+        """Nothing summed here is known whole any more (recomputed by InfluxDB instead)."""
+        self.open = dict.fromkeys(ROLLUP_LEVELS)
+        self.lag = {level: {} for level in ROLLUP_LEVELS}
 
 
 @dataclass(frozen=True)
@@ -533,7 +545,7 @@ class InfluxRollups:
                     if key[1] not in backfilled:  # (a backfill just summed all of it)
                         for level, entries in by_level.items():
                             _owe(dirty, key, level, entries)
-                    state.open = dict.fromkeys(ROLLUP_LEVELS)
+                    state.forget_open()
                     _advance(state, lasts[key])
                     continue
                 lines += self._fold(key, state, by_level, lasts[key], projects.get(key[1]), dirty)
@@ -554,7 +566,7 @@ class InfluxRollups:
                     _owe(dirty, key, level, entries)
                 known = self._series.get(key)
                 if known is not None:
-                    known.open = dict.fromkeys(ROLLUP_LEVELS)
+                    known.forget_open()
             self._owed = dirty
             self._covered -= fresh  # its marker may not be written: looked at again next time
             raise
@@ -593,6 +605,8 @@ class InfluxRollups:
             held = state.open[level]
             if key[1] == run and held is not None:
                 held[1].pop(name, None)
+            if key[1] == run:
+                state.lag[level].pop(name, None)
 
     def _mark_lines(self) -> list[str]:
         """The marker's fields for levels newly not kept: sent before (in the same request as)
@@ -633,6 +647,15 @@ class InfluxRollups:
                 lines.append(f"{prefix} {self._render(accs[b])} {b * level}")
             newest = top // level
             state.open[level] = (newest, accs[newest]) if newest in accs else None
+            # each field whose newest step is in an older block keeps that block's sums
+            lag: dict[str, tuple[int, list[float]]] = {}
+            for b, acc in accs.items():
+                if b == newest:
+                    continue
+                for name, cell in acc.items():
+                    if max(lasts.get(name, -1), state.last.get(name, state.learned)) // level == b:
+                        lag[name] = (b, cell)
+            state.lag[level] = lag
         _advance(state, lasts)
         return lines
 
@@ -999,14 +1022,20 @@ class InfluxRollups:
 def _bad(entries: list[_Entry], state: _Series, level: int) -> set[int]:
     """Blocks of `level` the batch touches that this writer cannot sum: one holding a re-logged
     step of a field (at or before the newest one InfluxDB held), or the block a field goes on in
-    that was started before this writer (not the one it holds open)."""
+    that was started before this writer (not one it holds open: the series' newest, or the
+    field's own where it trails)."""
     held = state.open[level]
     known = None if held is None else held[0]
+    lag = state.lag[level]
     bad: set[int] = set()
     for e in entries:
         newest = state.last.get(e.field, state.learned)
-        if e.first <= newest or (newest >= 0 and e.block == newest // level and known != e.block):
+        if e.first <= newest:
             bad.add(e.block)
+        elif newest >= 0 and e.block == newest // level and known != e.block:
+            trailing = lag.get(e.field)
+            if trailing is None or trailing[0] != e.block:
+                bad.add(e.block)
     return bad
 
 
@@ -1019,15 +1048,22 @@ def _advance(state: _Series, lasts: Mapping[str, int]) -> None:
 
 
 def _carry(state: _Series, level: int, bad: set[int], owed: dict[str, set[int]]) -> dict[int, _Acc]:
-    """The open block summed so far, unless this batch touched it where it is not known."""
+    """The open blocks summed so far (the series' newest, and each trailing field's), unless
+    this batch touched one where it is not known."""
+    accs: dict[int, _Acc] = {}
     held = state.open[level]
-    if held is None:
-        return {}
-    if held[0] in bad:
-        for name in held[1]:
-            owed.setdefault(name, set()).add(held[0])
-        return {}
-    return {held[0]: held[1]}
+    if held is not None:
+        if held[0] in bad:
+            for name in held[1]:
+                owed.setdefault(name, set()).add(held[0])
+        else:
+            accs[held[0]] = held[1]
+    for name, (block, cell) in state.lag[level].items():
+        if block in bad:
+            owed.setdefault(name, set()).add(block)
+        else:
+            accs.setdefault(block, {})[name] = cell
+    return accs
 
 
 def _read_acc(result: list[dict[str, object]], fields: set[str]) -> _Acc | None:

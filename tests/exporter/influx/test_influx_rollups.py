@@ -300,6 +300,46 @@ def test_a_step_sent_twice_in_one_batch_counts_the_value_influxdb_kept(
     assert _kept(influx, "r", "value_loss", 4096)[0][:2] == (200, 180 * 1.0 + 20 * 5.0)
 
 
+def test_a_field_that_trails_the_others_is_summed_here_not_recomputed_by_influxdb(
+    tmp_path: Path, influx: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A value derived from a step's rows is stored after them, so a batch can end between a
+    # step's logged fields and its derived one: the derived field's newest block is then an
+    # older one than the series' newest. Its sums are kept for it, as the series' are; once
+    # each batch had InfluxDB recompute that block (`SELECT ... INTO`).
+    settings = influx.settings(tmp_path)
+    writer = make_writer(settings)
+    assert writer is not None
+    rollups = make_rollups(settings, writer)
+    assert rollups is not None
+    statements: list[str] = []
+    real = influx_rollups._Query.run
+
+    def counting(query: Any, batch: Any) -> Any:
+        statements.extend(batch)
+        return real(query, batch)
+
+    monkeypatch.setattr(influx_rollups._Query, "run", counting)
+
+    def row(step: int, field: str) -> SampleRow:
+        return ("r", NO_RANK, step, "policy", "", field, math.sin(step) + len(field), 0.0)
+
+    cut = 0  # each batch: the logged fields up to its last step, the derived one 40 steps behind
+    for last in range(99, 1000, 100):
+        rows = [row(s, f) for s in range(cut, last + 1) for f in ("policy_loss", "policy_kl")]
+        rows += [row(s, "entropy_gradient") for s in range(max(0, cut - 40), last - 39)]
+        writer.write(join_lines(LineRenderer().render(rows, (), {"r": None})))
+        rollups.sent(rows, {"r": None})
+        cut = last + 1
+    rows = [row(s, "entropy_gradient") for s in range(960, 1000)]  # the last derived values
+    writer.write(join_lines(LineRenderer().render(rows, (), {"r": None})))
+    rollups.sent(rows, {"r": None})
+    writer.close()
+    assert not [s for s in statements if " INTO " in s]
+    for field in ("policy_loss", "policy_kl", "entropy_gradient"):
+        _assert_exact(influx, "r", "policy", field)
+
+
 def test_rollups_owed_while_influxdb_is_down_are_recomputed_at_the_next_write(
     tmp_path: Path, influx_server_factory: Any
 ) -> None:
