@@ -299,6 +299,22 @@ def _members(raw: Sequence[Any]) -> list[float] | None:
     return out
 
 
+def _nonfinite_note(field: str, value: float, name: str, *, registered: bool) -> str:
+    """How a non-finite value not written is named in its call's `health` event."""
+    if not registered:
+        return f"{field}={value!r} (unregistered {name!r})"
+    origin = "" if name == field else f" from {name!r}"
+    return f"{field}={value!r}{origin}"
+
+
+def _nonfinite_event(
+    run: str, rank: int, step: int, notes: Sequence[str], wall_time: float
+) -> EventRow:
+    """The `health` event of a call that had non-finite values (`notes`, in the call's order)."""
+    text = "non-finite value(s) not written: " + ", ".join(notes)
+    return (run, rank, step, "health", text, "{}", wall_time)
+
+
 def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
     out: dict[str, float] = {}
     for key, value in config.items():
@@ -704,7 +720,7 @@ class Translator:
                     rows.append((run, rank, istep, UNREGISTERED, "", field, value, wall_time))
                     unregistered += 1
                 else:
-                    nonfinite.append(f"{field}={value!r} (unregistered {name!r})")
+                    nonfinite.append(_nonfinite_note(field, value, name, registered=False))
                     self._count_nonfinite(field)
                 continue
             field, group, gpu, transform, low, high, res, precedence, key = target
@@ -732,8 +748,7 @@ class Translator:
             # x - x is 0.0 for every finite x and NaN (true) for NaN and both infinities
             if canonical - canonical or not low <= canonical <= high:
                 if not isfinite(canonical):
-                    origin = "" if name == field else f" from {name!r}"
-                    nonfinite.append(f"{field}={canonical!r}{origin}")
+                    nonfinite.append(_nonfinite_note(field, canonical, name, registered=True))
                     self._count_nonfinite(field)
                     marks[(field, gpu)] = marks.get((field, gpu), 0) + 1
                     continue
@@ -770,8 +785,7 @@ class Translator:
                 rows.append((run, rank, istep, group, "", field, value, wall_time))
                 latest[(field, "")] = value
         if nonfinite:
-            text = "non-finite value(s) not written: " + ", ".join(nonfinite)
-            events.append((self._run, self._rank, istep, "health", text, "{}", wall_time))
+            events.append(_nonfinite_event(self._run, self._rank, istep, nonfinite, wall_time))
         if self._last_step is not None and istep < self._last_step and (rows or nonfinite):
             text = (
                 f"step went back from {self._last_step} to {istep}: resumed from a checkpoint; "
@@ -1185,11 +1199,10 @@ class Translator:
                 target, name, value = plan[j], names[j], float(canonical[i, j])
                 if isinstance(target, str):
                     field = name
-                    said.append(f"{field}={value!r} (unregistered {name!r})")
+                    said.append(_nonfinite_note(field, value, name, registered=False))
                 else:
                     field, gpu = target[0], target[2]
-                    origin = "" if name == field else f" from {name!r}"
-                    said.append(f"{field}={value!r}{origin}")
+                    said.append(_nonfinite_note(field, value, name, registered=True))
                     per_field[(field, gpu)] = per_field.get((field, gpu), 0) + 1
                 self._count_nonfinite(field)
             step, wall = steps[i], wall_times[i]
@@ -1197,8 +1210,7 @@ class Translator:
                 (run, rank, step, SPREAD, gpu, nonfinite_field(field), float(k), wall)
                 for (field, gpu), k in per_field.items()
             ]
-            text = "non-finite value(s) not written: " + ", ".join(said)
-            events.append((run, rank, step, "health", text, "{}", wall))
+            events.append(_nonfinite_event(run, rank, step, said, wall))
             counts[i] = len(said)
         return marks, events, counts
 

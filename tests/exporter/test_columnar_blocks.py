@@ -112,6 +112,35 @@ def _store(
         db.close()
 
 
+def _both_ways(
+    monkeypatch: pytest.MonkeyPatch,
+    one: Path,
+    other: Path,
+    reg: registry.Registry,
+    calls: list[tuple[int, dict[str, Any]]],
+    policy: str,
+    framework: str,
+) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """`_store` of the calls as blocks (in `one`), then one call at a time (in `other`)."""
+    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 2)
+    blocks = _store(one, reg, calls, policy, framework)
+    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 10**9)
+    return blocks, _store(other, reg, calls, policy, framework)
+
+
+def _count_log_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one at each call that goes through `Translator.log` (per call)."""
+    seen: list[int] = []
+    real = translate.Translator.log
+
+    def counting(self: translate.Translator, *args: Any, **kwargs: Any) -> Any:
+        seen.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(translate.Translator, "log", counting)
+    return seen
+
+
 @settings(
     max_examples=40,
     deadline=None,
@@ -131,10 +160,9 @@ def test_a_block_stores_and_counts_what_one_call_at_a_time_does(
 ) -> None:
     calls = data.draw(_calls(_cleanrl_names(builtin)))
     with tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as other:
-        monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 2)
-        blocks = _store(Path(one), builtin, calls, policy, framework)
-        monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 10**9)
-        single = _store(Path(other), builtin, calls, policy, framework)
+        blocks, single = _both_ways(
+            monkeypatch, Path(one), Path(other), builtin, calls, policy, framework
+        )
     samples, events, stats, rollups, counts, latest = blocks
     assert (samples, events, counts, latest) == (single[0], single[1], single[4], single[5])
     # statistics: the same counts, steps and extremes; sums equal up to the order of adding
@@ -186,14 +214,7 @@ def test_a_value_rejected_under_one_of_two_names_for_a_metric_keeps_the_calls_a_
     # CleanRL logs approx_kl and old_approx_kl, one metric: where the preferred one is rejected
     # the other is stored, decided per call inside the block (these calls went one by one and
     # cut a batch into a block every few calls)
-    calls_seen: list[int] = []
-    real = translate.Translator.log
-
-    def counting(self: translate.Translator, *args: Any, **kwargs: Any) -> Any:
-        calls_seen.append(1)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(translate.Translator, "log", counting)
+    calls_seen = _count_log_calls(monkeypatch)
     kl = _cleanrl_names(builtin)[:2]
     calls = []
     for i in range(200):
@@ -219,14 +240,7 @@ def test_a_nan_among_plain_calls_is_a_hole_in_the_block_and_said_at_its_call(
 ) -> None:
     # each NaN call went one by one (its health event and `<field>/nonfinite` count built per
     # call) and cut the batch: a NaN in a quarter of the calls stored at a fifth of the rate
-    calls_seen: list[int] = []
-    real = translate.Translator.log
-
-    def counting(self: translate.Translator, *args: Any, **kwargs: Any) -> Any:
-        calls_seen.append(1)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(translate.Translator, "log", counting)
+    calls_seen = _count_log_calls(monkeypatch)
     names = ["charts/episodic_return", "losses/value_loss", "my_custom/thing"]
     calls = []
     for i in range(100):
@@ -268,10 +282,9 @@ def test_a_nan_in_a_call_with_no_metric_counts_at_its_step_as_one_call_at_a_time
         if i == 0:
             values["eval/episodic_return"] = float("inf")
         calls.append((0, values))
-    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 2)
-    blocks = _store(tmp_path / "blocks", builtin, calls, "warn", "verl")
-    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 10**9)
-    single = _store(tmp_path / "single", builtin, calls, "warn", "verl")
+    blocks, single = _both_ways(
+        monkeypatch, tmp_path / "blocks", tmp_path / "single", builtin, calls, "warn", "verl"
+    )
     counts = [r for r in single[0] if r[5] == "nonfinite_count"]
     assert [(r[2], r[6]) for r in counts] == [(100, 1.0)]  # the promise, one call at a time
     assert blocks[0] == single[0] and blocks[1] == single[1] and blocks[5] == single[5]
@@ -306,10 +319,10 @@ def test_a_name_logged_again_at_a_step_in_another_shape_counts_once(
     names = _cleanrl_names(builtin)[4:8]
     calls = [(1, dict.fromkeys(names, 0.25)) for _ in range(3)]
     calls += [(0, dict.fromkeys(reversed(names), 0.75))]
-    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 2)
-    samples, _, stats, _, _, _ = _store(tmp_path / "blocks", builtin, calls, "warn")
-    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 10**9)
-    single = _store(tmp_path / "single", builtin, calls, "warn")
+    blocks, single = _both_ways(
+        monkeypatch, tmp_path / "blocks", tmp_path / "single", builtin, calls, "warn", "cleanrl"
+    )
+    samples, _, stats, _, _, _ = blocks
     assert samples == single[0]
     assert _close(stats, single[2])
     field_stats = [row for row in stats if row[3] not in ("health", "run_config")]
@@ -329,10 +342,9 @@ def test_a_transform_first_applied_after_a_nan_is_recorded_at_the_same_call_eith
     assert reciprocal in names
     plain = dict.fromkeys(names, 0.5)
     calls = [(0, {**plain, reciprocal: float("nan")}), (0, dict(plain))]
-    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 2)
-    blocks = _store(tmp_path / "blocks", builtin, calls, "warn", "verl")
-    monkeypatch.setattr(run_module, "_BLOCK_AT_LEAST", 10**9)
-    single = _store(tmp_path / "single", builtin, calls, "warn", "verl")
+    blocks, single = _both_ways(
+        monkeypatch, tmp_path / "blocks", tmp_path / "single", builtin, calls, "warn", "verl"
+    )
     noted = [r for r in single[0] if r[5] == TRANSFORMS_FIELD]
     assert [r[7] for r in noted] == [1001.0]  # the second call's wall time (1000.0 + 1)
     assert blocks[0] == single[0]

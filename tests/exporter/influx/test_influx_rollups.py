@@ -21,8 +21,8 @@ from exporter.influx import rollups as influx_rollups
 from exporter.influx.direct import DirectRun
 from exporter.influx.forwarder import LineRenderer
 from exporter.influx.lineprotocol import join_lines
-from exporter.influx.rollups import ROLLUP_VERSION, make_rollups
-from exporter.influx.writers import make_writer
+from exporter.influx.rollups import ROLLUP_VERSION, InfluxRollups, make_rollups
+from exporter.influx.writers import Writer, make_writer
 from exporter.schema import (
     MARKER_VERSION_FIELD,
     NO_RANK,
@@ -109,6 +109,15 @@ def _assert_means(influx: Any, run: str, field: str, level: int) -> None:
     for r in blocks:
         want = r[f"sum:{field}"] / r[f"n:{field}"]
         assert r[f"mean:{field}"] == pytest.approx(want, rel=1e-12, abs=1e-12), (level, r)
+
+
+def _writer_and_rollups(settings: exporter.ExporterSettings) -> tuple[Writer, InfluxRollups]:
+    """A writer for the raw points and the rollups kept beside them, as the forwarder has."""
+    writer = make_writer(settings)
+    assert writer is not None
+    rollups = make_rollups(settings, writer)
+    assert rollups is not None
+    return writer, rollups
 
 
 def _marked(influx: Any, run: str) -> bool:
@@ -252,10 +261,7 @@ def test_doctor_finds_a_run_rolled_up_before_block_means_and_repair_rolls_it_up_
 ) -> None:
     _version_1_run(influx, "v1", 5000)
     settings = influx.settings(tmp_path)
-    writer = make_writer(settings)
-    assert writer is not None
-    rollups = make_rollups(settings, writer)
-    assert rollups is not None
+    writer, rollups = _writer_and_rollups(settings)
     problems = rollups.check("v1")
     assert len(problems) == 1 and "version 1" in problems[0], problems
     rollups.repair("v1")
@@ -283,10 +289,7 @@ def test_a_step_sent_twice_in_one_batch_counts_the_value_influxdb_kept(
     tmp_path: Path, influx: Any
 ) -> None:
     settings = influx.settings(tmp_path)
-    writer = make_writer(settings)
-    assert writer is not None
-    rollups = make_rollups(settings, writer)
-    assert rollups is not None
+    writer, rollups = _writer_and_rollups(settings)
     for first in (0, 100):  # the second batch goes on in a block the first one opened
         rows: list[SampleRow] = []
         for step in range(first, first + 100):
@@ -308,10 +311,7 @@ def test_a_field_that_trails_the_others_is_summed_here_not_recomputed_by_influxd
     # older one than the series' newest. Its sums are kept for it, as the series' are; once
     # each batch had InfluxDB recompute that block (`SELECT ... INTO`).
     settings = influx.settings(tmp_path)
-    writer = make_writer(settings)
-    assert writer is not None
-    rollups = make_rollups(settings, writer)
-    assert rollups is not None
+    writer, rollups = _writer_and_rollups(settings)
     statements: list[str] = []
     real = influx_rollups._Query.run
 
@@ -346,10 +346,7 @@ def test_rollups_owed_while_influxdb_is_down_are_recomputed_at_the_next_write(
     server = influx_server_factory()
     server.post_query('CREATE DATABASE "d"')
     settings = InfluxDatabase(server, "d").settings(tmp_path)
-    writer = make_writer(settings)
-    assert writer is not None
-    rollups = make_rollups(settings, writer)
-    assert rollups is not None
+    writer, rollups = _writer_and_rollups(settings)
 
     def batch(first: int) -> list[SampleRow]:
         return [
@@ -493,10 +490,7 @@ def test_a_mark_in_a_request_that_failed_is_sent_with_the_next_one(
     server.post_query('CREATE DATABASE "d"')
     db = InfluxDatabase(server, "d")
     settings = db.settings(tmp_path)
-    writer = make_writer(settings)
-    assert writer is not None
-    rollups = make_rollups(settings, writer)
-    assert rollups is not None
+    writer, rollups = _writer_and_rollups(settings)
     # judged after 512 steps: in the second request, while InfluxDB is down
     for first, last, down in ((0, 500, False), (500, 3000, True), (3000, 6000, False)):
         rows = [
