@@ -43,6 +43,7 @@ from prom_rules import prometheus_rules
 from prom_server import PromServer
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporter.store.outbox import Outbox
 from grafana.dashboards_gen.alerts import EXPORTER_JOB, WRITER_GONE
 from grafana.datasource.app import create_app
 from grafana.datasource.config import DatasourceConfig
@@ -186,6 +187,13 @@ def _served(port: int) -> dict[str, tuple[str, str]]:
     return out
 
 
+def _writer_seen(store: Path, run: str, pid: int) -> bool:
+    """Whether the follower recorded `pid` as the process holding the run's logs open."""
+    with Outbox(store / "outbox.sqlite") as outbox:
+        lease = outbox.lease(run)
+    return lease is not None and lease.writer is not None and lease.writer.pid == pid
+
+
 def _ui(store: Path) -> dict[str, tuple[str, str]]:
     """The embedded UI's run list for a store: run -> (status, what set it)."""
     config = DatasourceConfig(store=store, stall_after_s=STALL_S, ended_after_s=ENDED_S)
@@ -314,6 +322,16 @@ def test_each_end_has_its_own_status_and_alert_in_every_deployment(
             while not prom.query(seen):
                 if time.monotonic() > deadline:
                     problems.append(f"{trainer.name}: never scraped")
+                    return
+                time.sleep(0.1)
+        if trainer.deployment == "followed" and trainer.case in ("kill", "zombie"):
+            # likewise a follower judges a writer's end only once it has seen the writer holding
+            # the logs (it looks once a second here): a writer killed before that left logs that
+            # do not say how the run ended, and the run rightly reads `ended` (seen in CI)
+            deadline = time.monotonic() + 60
+            while not _writer_seen(store, trainer.name, trainer.pid):
+                if time.monotonic() > deadline:
+                    problems.append(f"{trainer.name}: its writer never seen")
                     return
                 time.sleep(0.1)
         if trainer.case == "kill":
