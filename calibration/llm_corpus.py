@@ -1,6 +1,9 @@
 """Evaluate the diagnosis on the published LLM-RL runs of calibration/llm_corpus/expected.yaml.
 
-    python calibration/llm_corpus.py FOLDER [--json] [--first-pass-engine ...]
+    python calibration/llm_corpus.py FOLDER [--json] [--expected FILE]
+
+`--expected calibration/sb3_console/expected.yaml`: the published Stable-Baselines3 console
+runs instead, laid out and evaluated the same way.
 
 FOLDER holds the published files, one per run, named after the run: `<run>.log` (a console log),
 `<run>.tfevents` (a TensorBoard event file) or `<run>.trainer_state.json` (a Hugging Face
@@ -34,9 +37,9 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def lay_out(folder: Path, into: Path) -> tuple[list[Path], list[str]]:
+def lay_out(folder: Path, into: Path, expected: Path = EXPECTED) -> tuple[list[Path], list[str]]:
     """One run folder per published file under `into`; (the run folders, problems)."""
-    doc = yaml.safe_load(EXPECTED.read_text(encoding="utf-8"))
+    doc = yaml.safe_load(expected.read_text(encoding="utf-8"))
     runs = doc["runs"]
     problems = []
     out = []
@@ -74,17 +77,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--quiet-missing", action="store_true", help="do not name the listed runs not in FOLDER"
     )
+    parser.add_argument(
+        "--expected", type=Path, default=EXPECTED, help="the corpus's expected verdicts"
+    )
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         print(f"llm_corpus: {args.folder}: not a folder", file=sys.stderr)
         return 2
     from rlvitals.cli import main as rlvitals
 
-    doc = yaml.safe_load(EXPECTED.read_text(encoding="utf-8"))
+    doc = yaml.safe_load(args.expected.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory(prefix="llm-corpus-") as tmp:
         laid = Path(tmp) / "runs"
         laid.mkdir()
-        runs, problems = lay_out(args.folder, laid)
+        runs, problems = lay_out(args.folder, laid, args.expected)
         for problem in problems:
             if not (args.quiet_missing and "not in" in problem):
                 print(f"llm_corpus: {problem}", file=sys.stderr)

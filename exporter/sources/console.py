@@ -20,6 +20,8 @@ wherever it sits in a line (behind a launcher's prefix, after a progress bar it 
   like the others (their clearing's redraw), else at the step trained last.
 - **OpenRLHF**: its `Global step N: {...}` lines, or in versions without them the postfix of its
   training progress bars (`openrlhf_console.py`).
+- **Stable-Baselines3**: the table `verbose=1` prints at each logger dump, read once its closing
+  border is (`sb3_table.py`); the step is its `time/total_timesteps` row.
 
 The same metric line printed by several ranks, or twice, is read once (a line equal to the one
 before it at its step). A run resumed in the same file prints earlier steps again: they are read
@@ -38,6 +40,7 @@ from .hf_dict import parse_dict
 from .lines import BadLine
 from .openrlhf_console import TrainingBars, global_step_line
 from .record import Record
+from .sb3_table import Sb3Tables
 from .trainer_dicts import TrainerDicts
 from .verl_console import parse_verl
 
@@ -70,6 +73,7 @@ class ConsoleParser:
     def reset(self) -> None:
         self._dicts = TrainerDicts(self._given_cadence)
         self._bars = TrainingBars()  # OpenRLHF's training bars
+        self._tables = Sb3Tables()  # SB3's tables
         self._last: tuple[int, dict[str, float]] | None = None
         self._last_dict: dict[str, float] | None = None
         self._problems: list[str] = []
@@ -80,7 +84,7 @@ class ConsoleParser:
         """How this log's steps were decided: `printed` (verl's `step:N`, OpenRLHF's global
         step, a dict's step key), `progress bar` (the Trainer's bar, and the epoch it anchors),
         or `logging order`; None before any step."""
-        if self._printed:
+        if self._printed or self._tables.printed:
             return "printed"
         if self._dicts.by_bar:
             return "progress bar"
@@ -101,13 +105,13 @@ class ConsoleParser:
     @property
     def holding(self) -> bool:
         """A metric line was read and waits for a later line to be placed."""
-        return self._dicts.holding or self._bars.holding
+        return self._dicts.holding or self._bars.holding or self._tables.holding
 
     @property
     def saw_metrics(self) -> bool:
         """A metric line was read, complete or not (an OpenRLHF training bar that never
         completed prints its metrics too): this is a console log of metrics."""
-        return self._last is not None or self._bars.seen
+        return self._last is not None or self._bars.seen or self._tables.seen
 
     def note_header(self, text: str) -> None:
         """A line printed before the metrics (config dumps): the logging cadence, when given."""
@@ -136,6 +140,11 @@ class ConsoleParser:
         if not last.strip():
             out += self._records(self._dicts.segments([last]))
             return out
+        table = self._tables.line(last)
+        if table is not None:
+            placed, bad = table
+            self._problems += bad
+            return out + self._records(placed)
         held = self._dicts.holding
         mine = self._content(last)
         if not terminated and (mine or self._dicts.holding != held):
@@ -143,8 +152,13 @@ class ConsoleParser:
             raise BadLine("the log ends in the middle of this metric line (cut while printed)")
         return out + mine
 
-    def flush(self) -> list[Record]:
-        return self._records(self._dicts.flush()) + self._records(self._bars.flush())
+    def flush(self, *, final: bool = False) -> list[Record]:
+        """What is held, placed now; an SB3 table whose closing border may still come is
+        held on unless `final` (the end of the log)."""
+        tables, bad = self._tables.flush(final=final)
+        self._problems += bad
+        out = self._records(self._dicts.flush()) + self._records(self._bars.flush())
+        return out + self._records(tables)
 
     def _content(self, last: str) -> list[Record]:
         """What the shown segment of a line holds."""

@@ -78,7 +78,9 @@ class LineFileSource:
         run ended come as `EndMark`s."""
         parser = self._parser
         stream = parser if isinstance(parser, StreamParser) else None
+        number = 0
         for count, line in enumerate(self._tail.poll(final=final), start=1):
+            number = line.number
             if line.restart:
                 parser.reset()
                 if self._ends is not None:
@@ -107,5 +109,8 @@ class LineFileSource:
                     yield position
         if stream is not None:
             # what a line held back is placed now: the read position saved after this poll
-            # lies past its line
-            yield from stream.flush()
+            # lies past its line (a console log is read again from its start, never from a
+            # saved position: an SB3 table still open is held until its end, or the log's)
+            yield from stream.flush(final=final)
+            for problem in stream.problems():
+                self._report(Malformed(str(self.path), number, problem))

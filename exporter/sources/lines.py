@@ -36,8 +36,9 @@ class StreamParser(Protocol):
         but cannot be read); `terminated` is False for a last line without its newline."""
         ...
 
-    def flush(self) -> list[Record]:
-        """The Records still held back, placed with what is known now (end of a read)."""
+    def flush(self, *, final: bool = False) -> list[Record]:
+        """The Records still held back, placed with what is known now (end of a read; `final`:
+        the end of the log, nothing more will come)."""
         ...
 
     def problems(self) -> list[str]:

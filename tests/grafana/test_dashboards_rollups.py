@@ -74,9 +74,8 @@ _CHOSEN = {"smoothing": ("5", "5"), "step_from": ("0", "0")}
 
 
 def _value(run: str, metric: str, step: int) -> float:
-    """A value inside every metric's physical limits (entropy: at most 10 nats; a family's
-    std: at least 0): an out-of-limits one is rejected, and the run then logs none of that
-    metric."""
+    """A value inside every metric's physical limits (a family's std: at least 0): an
+    out-of-limits one is rejected, and the run then logs none of that metric."""
     return (
         1.0 + 0.5 * math.sin(step / (700.0 + 50 * len(metric))) + 0.01 * (step % 13) + len(run) / 10
     )

@@ -213,18 +213,15 @@ def test_a_mapping_beats_the_registrys_alias_in_both_translate_paths(
 
 def test_values_outside_a_metrics_physical_limits_rule_it_out_of_the_suggestions() -> None:
     reg = registry.load()
-    entropy = reg.metric("policy_entropy")
-    assert entropy.limits.max is not None  # the registry's limit is the promise tested
-    name = "policy/entropy_mean"
-    assert registry.suggest(reg, name, (0.1, entropy.limits.max)).metric == "policy_entropy"
-    above = (entropy.limits.max + 1.0, entropy.limits.max + 5.0)
-    found = registry.suggest(reg, name, above)
-    assert found is None or found.metric != "policy_entropy"
-    # a value range inside a metric's two declared limits (a fraction) counts for it
+    # a metric declared between two limits (a fraction): the registry's limits are the promise
     bounded = next(m for m in reg.core_metrics() if m.limits.min == 0 and m.limits.max == 1)
     word = bounded.id.split("_")[0]
-    fits = registry.suggest(reg, f"stats/{word}", (0.0, 1.0))
-    assert fits is not None and fits.values_fit
+    name = f"stats/{word}"
+    fits = registry.suggest(reg, name, (0.0, 1.0))
+    assert fits is not None and fits.metric == bounded.id and fits.values_fit
+    above = (bounded.limits.max + 1.0, bounded.limits.max + 5.0)
+    found = registry.suggest(reg, name, above)
+    assert found is None or found.metric != bounded.id
 
 
 def test_a_second_reading_of_a_logged_metric_is_named_as_such_and_never_offered_as_a_map() -> None:
