@@ -5,6 +5,10 @@ Used by `rlvitals import` (one pass) and `rlvitals tail` (repeated passes). The 
 `LogSet`, the settings and the registry and passes them in; this module prints nothing and
 reports through `progress` and the returned summaries. With `direct`, runs are `DirectRun`s that
 write straight to InfluxDB (see `direct.py` for when that keeps the durability contract).
+
+Past 800 lines: `Ingest` is the one state machine per run that import, follow and the direct
+catch-up share (a run's start, its records, its end); what it decides with lives beside it
+(how a run ends: `followed_end.py`; its setting: `log_context.py`; its sketch: `sketch.py`).
 """
 
 from __future__ import annotations
@@ -37,7 +41,15 @@ from ..sources.text_summaries import read_text_summaries
 from ..store.outbox import Outbox
 from ..translate.derive import StepDeriver
 from ..translate.steps import LoggedValue
-from .followed_end import SCAN_EVERY, EndEvidence, WriterWatch, judge_gone, judge_quiet
+from .followed_end import (
+    SCAN_EVERY,
+    EndEvidence,
+    WriterWatch,
+    judge_followed,
+    judge_gone,
+    judge_quiet,
+    part_name,
+)
 from .log_context import INFERRED, context_from_logs
 from .sketch import SKETCHED, sketch_rows
 
@@ -140,6 +152,9 @@ class _RunState:
     history only when no process holds them open for writing: a hung job the reader met)."""
     ended: bool = False
     """Finished by `finish_idle`: if its logs grow again, it resumes under its own name."""
+    followed_by: str | None = None
+    """The run a later training in the same log is read into (`Record.part`): this one is
+    over."""
     handed_over: bool = False
     """Caught up through the direct path (`hand_over`): it goes on through the outbox with the
     framework and run context it had."""
@@ -265,6 +280,65 @@ class Ingest:
             # runs) would otherwise be served, and stored with this reader's lease, for as long
             # as the pass goes on: stalled once that passed `stall_after_s`, and paged.
             self.finish_idle(self._settings.lifecycle, time.time(), runs=(judged,))
+        base, part = name, 0
+        state = self._state_of(log, name, facts)
+        summary = state.summary
+        arrival = self._arrival(log)
+        count = 0
+        for record in records:
+            if isinstance(record, SourcePosition):
+                self.save_position(log, record)
+                continue
+            if isinstance(record, EndMark):
+                state.evidence.mark(record, str(log.path))
+                continue
+            if record.part != part:
+                # a later training in this log (its steps started again): a run of its own,
+                # which ends the one before it
+                self._read_so_far(state, facts)
+                part, earlier = record.part, state
+                name = part_name(base, part)
+                state = self._state_of(log, name, facts, part=part)
+                summary = state.summary
+                if earlier is not state and earlier.followed_by is None:
+                    earlier.followed_by = name
+            if isinstance(record, ScalarBlock):
+                count += len(record)
+                if len(record):
+                    state.followed_by = None  # logging again: live (see below)
+                    self._grew(state, arrival)
+                    state.evidence.block(record, str(log.path))
+                self._feed_block(log, state, record)
+                continue
+            count += 1
+            state.followed_by = None  # (logging again, as after the log was truncated: live)
+            self._grew(state, arrival)
+            state.evidence.record(record, str(log.path))
+            summary.count_steps(record.step, record.step, 1)
+            summary.values += len(record.values)
+            summary.names.update(record.values)
+            if state.run is None:
+                state.pending.append(record)
+                if len(state.pending) >= DETECT_SAMPLE or state.handed_over:
+                    self._start(state)
+                continue
+            self._log(state.run, record)
+        self._read_so_far(state, facts)
+        if count and self._follow and not self._direct:  # a catch-up's runs are handed over
+            self._last_fed = base  # (its later trainings' runs are judged with the pass)
+        return count
+
+    def _state_of(
+        self,
+        log: LogFile,
+        name: str,
+        facts: Callable[[], Mapping[str, Any]] | None,
+        *,
+        part: int = 0,
+    ) -> _RunState:
+        """The state of run `name`, which `log` (or its training `part`) is read into; the
+        first time the log is: its writer known before the first pass, what it says of the run
+        beside its metrics."""
         state = self._runs.get(name)
         if state is None:
             state = self._runs[name] = _RunState(RunSummary(name))
@@ -280,7 +354,8 @@ class Ingest:
             if log.format == "tensorboard":
                 for tag, text in read_text_summaries(log.path).items():
                     state.texts.setdefault(tag, text)
-            elif log.format == "console":
+            elif log.format == "console" and part == 0:
+                # (a later training's setting is not in the log's head: unknown, not the first's)
                 state.texts.setdefault("console", console_header(log.path))
             elif log.format == "wandb" and (log.path.parent / _WANDB_CONSOLE).is_file():
                 # the console the W&B run captured: what it printed before its metrics
@@ -289,40 +364,13 @@ class Ingest:
             if facts is not None:
                 state.facts.append(facts)
         summary.files.add(str(log.path))
-        arrival = self._arrival(log)
-        count = 0
-        for record in records:
-            if isinstance(record, SourcePosition):
-                self.save_position(log, record)
-                continue
-            if isinstance(record, EndMark):
-                state.evidence.mark(record, str(log.path))
-                continue
-            if isinstance(record, ScalarBlock):
-                count += len(record)
-                if len(record):
-                    self._grew(state, arrival)
-                    state.evidence.block(record, str(log.path))
-                self._feed_block(log, state, record)
-                continue
-            count += 1
-            self._grew(state, arrival)
-            state.evidence.record(record, str(log.path))
-            summary.count_steps(record.step, record.step, 1)
-            summary.values += len(record.values)
-            summary.names.update(record.values)
-            if state.run is None:
-                state.pending.append(record)
-                if len(state.pending) >= DETECT_SAMPLE or state.handed_over:
-                    self._start(state)
-                continue
-            self._log(state.run, record)
+        return state
+
+    def _read_so_far(self, state: _RunState, facts: Callable[[], Mapping[str, Any]] | None) -> None:
+        """What the read established about the run, kept; its config decided again."""
         if facts is not None:
             state.known.update(facts())
         self._learn(state)
-        if count and self._follow and not self._direct:  # a catch-up's runs are handed over
-            self._last_fed = name
-        return count
 
     def _arrival(self, log: LogFile) -> tuple[float, bool]:
         """(when this file's new records arrived, whether they are new to this reader): its
@@ -501,7 +549,12 @@ class Ingest:
             holding = evidence.writer is not None and evidence.gone_at is None
             holding = holding and evidence.writer_open
             at: float | None = state.last_activity
-            if evidence.gone_at is not None and evidence.gone_at < now:
+            if state.followed_by is not None:
+                # another training began in its log: what its logs say of its end, else ended
+                end, reason = judge_quiet(evidence, config) or judge_followed(
+                    evidence, state.followed_by
+                )
+            elif evidence.gone_at is not None and evidence.gone_at < now:
                 # seen gone at an earlier look: what it wrote before going has been read since
                 end, reason = judge_gone(evidence, config, state.summary.framework)
                 at = evidence.gone_at
@@ -616,6 +669,8 @@ class Ingest:
         said = judge_quiet(state.evidence, state.summary.config)
         if said is not None:
             return said
+        if state.followed_by is not None:
+            return judge_followed(state.evidence, state.followed_by)
         return import_end(
             state.summary.config, getattr(state.run, "last_step", None), state.learned()
         )

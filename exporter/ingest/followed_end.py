@@ -31,7 +31,15 @@ from ..lease import Holder
 from ..processes import Exit, describe_exit, holds_for_writing, process_state, writers_of
 from ..sources import EndMark, Record, ScalarBlock, closing_record
 
-__all__ = ["SCAN_EVERY", "EndEvidence", "WriterWatch", "judge_gone", "judge_quiet"]
+__all__ = [
+    "SCAN_EVERY",
+    "EndEvidence",
+    "WriterWatch",
+    "judge_followed",
+    "judge_gone",
+    "judge_quiet",
+    "part_name",
+]
 
 SCAN_EVERY = 10.0
 """Seconds between two searches of the process table for the writers of logs that grew (one
@@ -192,6 +200,22 @@ def judge_quiet(evidence: EndEvidence, config: Mapping[str, Any]) -> tuple[str, 
     if closed is not None:
         return "finished", closed
     return None
+
+
+def part_name(run: str, part: int) -> str:
+    """The run a later training in a log is read into (`Record.part`): `run-part2` for the
+    second."""
+    return run if part == 0 else f"{run}-part{part + 1}"
+
+
+def judge_followed(evidence: EndEvidence, later: str) -> tuple[str, str]:
+    """(state, reason) of a run whose log went on with another training (read as run `later`)
+    and says nothing more of its end."""
+    at = f" after step {evidence.last_step:,}" if evidence.last_step is not None else ""
+    return "ended", (
+        f"another training began in its log{at} (read as run {later!r}); the log does not "
+        "record how this one ended"
+    )
 
 
 @dataclass

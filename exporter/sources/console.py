@@ -1,7 +1,7 @@
 """A trainer's console log, read for the metrics it printed.
 
 What a job printed, redirected to a file, holds metric lines among everything else (banners,
-config dumps, warnings, progress bars, tracebacks). Three kinds of metric line are read, each
+config dumps, warnings, progress bars, tracebacks). Four kinds of metric line are read, each
 wherever it sits in a line (behind a launcher's prefix, after a progress bar it overdraws):
 
 - **verl**: `step:N - key:value - ...` (`verl_console.py`); the step is printed.
@@ -57,6 +57,7 @@ HEADER_BYTES = 1 << 20
 """How much of a console log before its first metric line is kept as the run's printed config."""
 
 _STEP_KEYS = ("global_step", "step")
+_HEAD_STEPS = 8  # a part's first steps kept, to tell a later training from a re-print
 # a dict the Trainer printed, by its `epoch` entry (what could not be read of it is reported)
 _LOG_DICT = re.compile(r"""\{\s*['"][^'"]+['"]\s*:.*['"]epoch['"]\s*:""")
 _CADENCE = re.compile(r"""['"]?logging_steps['"]?\s*[=:]\s*(\d+)""")
@@ -78,6 +79,9 @@ class ConsoleParser:
         self._last_dict: dict[str, float] | None = None
         self._problems: list[str] = []
         self._printed = False  # some step came printed (verl, OpenRLHF, a dict's step key)
+        self._part = 0  # which training of the log the lines belong to (`Record.part`)
+        self._head: dict[int, dict[str, float]] = {}  # the current part's first steps
+        self._top = -1  # the current part's highest step
 
     @property
     def step_source(self) -> str | None:
@@ -234,7 +238,25 @@ class ConsoleParser:
         if self._last is not None and self._last == (step, values):
             return []  # the same line again (another rank, or printed twice)
         self._last = (step, values)
-        return [Record(step=step, values=values)]
+        self._place_in_part(step, values)
+        return [Record(step=step, values=values, part=self._part)]
+
+    def _place_in_part(self, step: int, values: dict[str, float]) -> None:
+        """Start a new part when the steps start again: a step at or before the current part's
+        first one, after it went further, with values other than the part printed there. A run
+        resumed from a checkpoint goes back only to that checkpoint (later than its first
+        step), and a rank printing the same lines again prints the same values: both stay in
+        their part, whose later values replace the earlier ones at a step."""
+        head = self._head
+        if head:
+            first = min(head)
+            if step <= first < self._top and head.get(step) != values:
+                self._part += 1
+                head.clear()
+                self._top = -1
+        if len(head) < _HEAD_STEPS:
+            head.setdefault(step, values)
+        self._top = max(self._top, step)
 
 
 def looks_like_console_log(path: Path) -> bool:
@@ -252,7 +274,8 @@ def looks_like_console_log(path: Path) -> bool:
         lines.pop()  # cut by the read
     for line in lines:
         try:
-            if parser.feed(line) or parser.holding or parser.saw_metrics:
+            # a CRLF line's carriage return ends it, as the reader (`tail.py`) takes it off
+            if parser.feed(line.removesuffix("\r")) or parser.holding or parser.saw_metrics:
                 return True
         except BadLine:
             return True  # a metric line, if not a readable one: the import names it
@@ -270,7 +293,7 @@ def console_header(path: Path) -> str:
         with open(path, encoding="utf-8", errors="replace", newline="\n") as fh:
             for line in fh:
                 try:
-                    if parser.feed(line.rstrip("\n")):
+                    if parser.feed(line.rstrip("\n").removesuffix("\r")):
                         out.append(line)
                         break
                     if parser.holding:

@@ -17,6 +17,10 @@ class Record:
     step: int
     values: Mapping[str, float | list[float]] = field(default_factory=dict)
     wall_time: float | None = None
+    part: int = 0
+    """Which training of its log the step belongs to: 0, the first; a console log whose steps
+    start again with other values holds a later training (an SFT phase, then a GRPO one; SB3's
+    second `learn()`), read as a run of its own (`console.py`)."""
 
 
 def add_value(values: dict[str, float | list[float]], name: str, value: float) -> None:

@@ -45,6 +45,8 @@ class ScalarBlock:
     """Where a reader of the file stands once these steps are read (the step after them
     begins there), when the source knows it: saved with them, a reader killed later goes on
     from there."""
+    part: int = 0
+    """Which training of its log the steps belong to (`Record.part`)."""
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -60,7 +62,9 @@ class ScalarBlock:
         for t, v in zip(self.tag[a:b].tolist(), self.value[a:b].tolist(), strict=True):
             add_value(values, names[t], v)
         wall = float(self.walls[i])
-        return Record(step=int(self.steps[i]), values=values, wall_time=wall or None)
+        return Record(
+            step=int(self.steps[i]), values=values, wall_time=wall or None, part=self.part
+        )
 
     def records(self) -> Iterator[Record]:
         for i in range(len(self.steps)):
@@ -77,6 +81,7 @@ class ScalarBlock:
             self.value,
             self.simple[lo:hi],
             self.position if hi == len(self.steps) else None,
+            self.part,
         )
 
     @staticmethod
@@ -88,6 +93,7 @@ class ScalarBlock:
         tag: npt.NDArray[np.int64],
         value: npt.NDArray[np.float64],
         position: SourcePosition | None = None,
+        part: int = 0,
     ) -> ScalarBlock:
         """A block whose `simple` flags are computed from the events."""
         count = len(steps)
@@ -104,7 +110,7 @@ class ScalarBlock:
             ordered = np.sort(key)
             repeated = owner[np.argsort(key, kind="stable")][1:][ordered[1:] == ordered[:-1]]
             simple[repeated] = False
-        return ScalarBlock(names, steps, walls, starts, tag, value, simple, position)
+        return ScalarBlock(names, steps, walls, starts, tag, value, simple, position, part)
 
 
 def blocks_of(items: Iterable[object], size: int = BLOCK_STEPS) -> Iterator[object]:
@@ -112,8 +118,9 @@ def blocks_of(items: Iterable[object], size: int = BLOCK_STEPS) -> Iterator[obje
     other item (a read position, an end mark) passes through after the steps read before it.
     A step not after the one before it (a run resumed in the same file, printing earlier steps
     again) starts a new block: a block's steps only grow, and the later value of a step is
-    stored last. A step the log gives no wall time is given the time it was read, as a Record
-    logged one at a time is (`Run.log` takes the time of the call)."""
+    stored last; so does a later training of the log (`Record.part`). A step the log gives no
+    wall time is given the time it was read, as a Record logged one at a time is (`Run.log`
+    takes the time of the call)."""
     names: list[str] = []
     index: dict[str, int] = {}
     steps: list[int] = []
@@ -122,6 +129,7 @@ def blocks_of(items: Iterable[object], size: int = BLOCK_STEPS) -> Iterator[obje
     tags: list[int] = []
     values: list[float] = []
     layouts: dict[tuple[str, ...], list[int]] = {}  # a step's names -> their slots in `names`
+    part = [0]  # the training of the log the block's steps belong to
 
     def block() -> ScalarBlock:
         return ScalarBlock.build(
@@ -131,6 +139,7 @@ def blocks_of(items: Iterable[object], size: int = BLOCK_STEPS) -> Iterator[obje
             np.asarray(starts, dtype=np.int64),
             np.asarray(tags, dtype=np.int64),
             np.asarray(values, dtype=np.float64),
+            part=part[0],
         )
 
     def reset() -> None:
@@ -150,9 +159,10 @@ def blocks_of(items: Iterable[object], size: int = BLOCK_STEPS) -> Iterator[obje
                 reset()
             yield item
             continue
-        if steps and (item.step <= steps[-1] or len(steps) >= size):
+        if steps and (item.step <= steps[-1] or len(steps) >= size or item.part != part[0]):
             yield block()
             reset()
+        part[0] = item.part
         row = item.values
         keys = tuple(row)
         slots = layouts.get(keys)

@@ -28,7 +28,7 @@ from .lofo import Fold, Judged, leave_one_family_out, lofo_table
 from .replay import (
     ReplayError,
     RunVerdict,
-    load_run,
+    load_runs,
     run_name_of,
     table,
     tags_cell,
@@ -236,8 +236,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         entry = expected.get(name)
         try:
             run_reg, run_config = given(reg, config, entry)
-            run = load_run(folder, run_reg, framework, run_config, format_argv(args))
-            steps = timeline(run_reg, run, keep=args.leave_one_family_out)
+            runs = load_runs(folder, run_reg, framework, run_config, format_argv(args))
+            replayed = [
+                (run, timeline(run_reg, run, keep=args.leave_one_family_out)) for run in runs
+            ]
         except (OSError, ValueError, ExporterError, ReplayError, registry.RegistryError) as exc:
             # one unreadable run must not cost the others their rows
             why = str(exc).splitlines()[0]
@@ -245,11 +247,14 @@ def _evaluate(args: argparse.Namespace) -> int:
             verdicts.append(_unread(name, why))
             unread += 1
             continue
-        exp = None if entry is None else entry.expected
-        verdicts.append(verdict(run_reg, run, exp, steps))
-        if args.leave_one_family_out and entry is not None and entry.family is not None:
-            judged.append(Judged(run, tuple(steps), entry.expected, entry.family))
-        print(f"rlvitals: {name}: {verdicts[-1].context}", file=sys.stderr)
+        # a console log holding several trainings gives a row for each (`name-part2`, ...)
+        for run, steps in replayed:
+            entry = expected.get(run.name)
+            exp = None if entry is None else entry.expected
+            verdicts.append(verdict(run_reg, run, exp, steps))
+            if args.leave_one_family_out and entry is not None and entry.family is not None:
+                judged.append(Judged(run, tuple(steps), entry.expected, entry.family))
+            print(f"rlvitals: {run.name}: {verdicts[-1].context}", file=sys.stderr)
     folds = leave_one_family_out(reg, judged) if judged else []
     if args.json:
         out: Any = [_as_json(v) for v in verdicts]

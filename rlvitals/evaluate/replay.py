@@ -16,7 +16,7 @@ import io
 import logging
 import math
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from exporter.config import ExporterSettings
 from exporter.ingest.commands import import_into
+from exporter.ingest.followed_end import part_name
 from exporter.schema import TRANSFORMS_FIELD, read_by_itself
 from exporter.sources import TRACKER_FORMATS, discover
 from exporter.sources.wandb_offline import is_wandb_log
@@ -59,6 +60,7 @@ __all__ = [
     "failure_kinds",
     "judged_steps",
     "load_run",
+    "load_runs",
     "run_name_of",
     "tags_cell",
     "timeline",
@@ -158,8 +160,21 @@ def load_run(
     config: Mapping[str, Any] | None = None,
     reading: Sequence[str] = (),
 ) -> LoadedRun:
-    """One run from the logs under `folder`, imported as `rlvitals import FOLDER` imports it
-    (into a store of its own, thrown away after), then read back as the datasource reads it.
+    """The run of the logs under `folder` (its first training, when a console log holds
+    several: `load_runs`)."""
+    return load_runs(folder, registry, framework, config, reading)[0]
+
+
+def load_runs(
+    folder: Path,
+    registry: Registry,
+    framework: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    reading: Sequence[str] = (),
+) -> list[LoadedRun]:
+    """The run from the logs under `folder`, imported as `rlvitals import FOLDER` imports it
+    (into a store of its own, thrown away after), then read back as the datasource reads it;
+    after it, the run of each later training its console log holds (`name-part2`, ...).
     `config` (`--config`/`--set`) overrides what the logs say; `registry` carries any `--map`;
     `reading` are import's flags for how the logs are read (`--format`, `--step-key`, ...)."""
     if not folder.exists():
@@ -184,16 +199,28 @@ def load_run(
             # the row names the run: import's own `rlvitals: error:` prefix is not repeated
             last = said[-1].removeprefix("rlvitals: error: ") if said else None
             raise ReplayError(last or f"{folder}: import exit code {code}")
-        store = EmbeddedHistory(settings.outbox_path)
-        fields = {}
-        for f in store.fields(name):
-            p = store.series(name, f, None, None, _ALL_POINTS)
-            fields[f] = (p.steps, p.values)
-        cfg = dict(store.run_config(name))
-        info = store.run_info(name)
-        logged = store.logged_fields(name)
-        with Outbox(settings.outbox_path) as box:
-            read_as = read_by_itself(box.transforms(name))
+        names = {r.name: r.names for r in received}
+        runs = [_read_back(settings, registry, name, names.get(name, ()))]
+        part = 1
+        while (later := part_name(name, part)) in names:
+            runs.append(_read_back(settings, registry, later, names[later]))
+            part += 1
+    return runs
+
+
+def _read_back(
+    settings: ExporterSettings, registry: Registry, name: str, received_names: Collection[str]
+) -> LoadedRun:
+    store = EmbeddedHistory(settings.outbox_path)
+    fields = {}
+    for f in store.fields(name):
+        p = store.series(name, f, None, None, _ALL_POINTS)
+        fields[f] = (p.steps, p.values)
+    cfg = dict(store.run_config(name))
+    info = store.run_info(name)
+    logged = store.logged_fields(name)
+    with Outbox(settings.outbox_path) as box:
+        read_as = read_by_itself(box.transforms(name))
     series = {f: as_series(p).finite() for f, p in fields.items() if "/" not in f}
     series = {f: s for f, s in series.items() if registry.has_metric(f)}
     ranges = {
@@ -201,7 +228,6 @@ def load_run(
         for f, s in ((f, as_series(fields[f]).finite()) for f in logged)
         if not registry.has_metric(f) and len(s)
     }
-    received_names = received[0].names if received else ()
     names = recognise(registry, received_names, info.framework, ranges, read_as)
     fields = {f: p for f, p in fields.items() if f != TRANSFORMS_FIELD}
     return LoadedRun(

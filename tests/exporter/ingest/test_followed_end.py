@@ -276,3 +276,24 @@ def test_a_console_traceback_with_no_writer_seen_is_a_crash_once_quiet(
     assert (state, status.status) == ("crashed", RunStatus.CRASHED), status
     assert status.reason.endswith("RuntimeError: CUDA error: out of memory"), status
     ingest.finish(30)
+
+
+def test_a_later_training_in_a_followed_log_ends_the_one_before_at_once_while_its_writer_goes_on(
+    follow: dict[str, Any],
+) -> None:
+    # one job's log: a training, then another whose steps start again (console.py's parts); the
+    # first is over when the second begins, although the job still runs and holds the log
+    ingest, log, _writer, settings = follow["start"]("phases")
+    now = time.time()
+    _grow(ingest, log, _steps(10), now)
+    assert _stored(settings, "phases", now)[1].status is RunStatus.LIVE
+    ingest.feed(log, [Record(s, {"policy_kl": 0.02}, part=1) for s in range(5)])
+    ingest.settle()
+    assert ingest.flush(30)
+    assert ingest.finish_idle(LIFE, now + 1) == ["phases"]
+    state, status = _stored(settings, "phases", now + 1)
+    assert (state, status.status) == ("ended", RunStatus.ENDED), status
+    assert "another training began in its log after step 19" in status.reason
+    assert "'phases-part2'" in status.reason
+    later, status = _stored(settings, "phases-part2", now + 1)
+    assert (later, status.status) == (None, RunStatus.LIVE), status

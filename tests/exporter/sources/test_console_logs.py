@@ -7,6 +7,7 @@ logged, not from what the reader returns."""
 
 from __future__ import annotations
 
+import json
 import math
 import pprint
 from pathlib import Path
@@ -143,6 +144,31 @@ def test_a_resumed_verl_run_printing_steps_again_stores_the_later_values(
         steps, values = box.series("verl-resumed", "policy_loss")
     assert steps.tolist() == [1, 2, 3, 4, 5, 6, 7]
     assert values.tolist() == [1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("how", ["restarted", "printed again"])
+def test_steps_starting_again_are_a_second_training_unless_they_repeat_the_first(
+    tmp_path: Path, how: str
+) -> None:
+    # a job started again from scratch in the same log prints other values from step 1: a run
+    # of its own; another rank's buffered copy of the same lines (or a restart that printed
+    # the same numbers) is the same training, read once
+    first = [
+        ray(verl_line(s, {"actor/pg_loss": 1.0 / s, "actor/entropy": 0.5})) for s in range(1, 6)
+    ]
+    if how == "restarted":
+        again = [
+            ray(verl_line(s, {"actor/pg_loss": 3.0 / s, "actor/entropy": 0.7})) for s in range(1, 4)
+        ]
+    else:
+        again = first[:3]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join([*first, "Traceback? no: a new launch", *again]) + "\n")
+    records, problems, _ = _read(path)
+    assert problems == []
+    parts = [(r.step, r.part) for r in records]
+    later = 1 if how == "restarted" else 0
+    assert parts == [(s, 0) for s in range(1, 6)] + [(s, later) for s in range(1, 4)]
 
 
 # Hugging Face Trainer / TRL
@@ -749,8 +775,8 @@ def test_openrlhf_arguments_printed_at_the_start_give_the_run_context(printed: s
     }
 
 
-@pytest.mark.parametrize("after", ["grpo", "evaluation"])
-def test_a_closing_record_followed_by_more_training_does_not_end_the_run(
+@pytest.mark.parametrize("after", ["grpo", "eval"])
+def test_a_second_training_after_a_closing_record_is_a_run_of_its_own(
     tmp_path: Path, store: Path, after: str
 ) -> None:
     # one job's console: an SFT phase the Trainer closes (train_runtime), then either a GRPO
@@ -760,8 +786,9 @@ def test_a_closing_record_followed_by_more_training_does_not_end_the_run(
            for k in range(1, 9)]  # fmt: skip
     closing = {"train_runtime": 28.8, "train_loss": 0.11, "epoch": 0.4}
     text = hf_console(sft, max_steps=40, closing=closing)
+    grpo = grpo_logs(6, every=5)
     if after == "grpo":
-        text += hf_console(grpo_logs(6, every=5), max_steps=1400)
+        text += hf_console(grpo, max_steps=1400)
     else:
         text += "{'eval_loss': 0.09, 'epoch': 0.4}\n"
     run = tmp_path / "logs" / "sft-then-grpo"
@@ -769,15 +796,38 @@ def test_a_closing_record_followed_by_more_training_does_not_end_the_run(
     (run / "console.log").write_text(text)
     assert main(["import", str(run)]) == 0
     with Outbox(store) as box:
-        record = box.run("sft-then-grpo")
-        assert record is not None
-        if after == "grpo":
-            # what ended the second training the log does not say: not the first's closing
-            assert record.state == "ended", record.state_reason
-            assert "closing record" not in (record.state_reason or "")
-        else:
-            assert record.state == "finished", record.state_reason
-            assert "closing record" in (record.state_reason or "")
+        first = box.run("sft-then-grpo")
+        second = box.run("sft-then-grpo-part2")
+        # the first training ends with its own closing record, whatever follows it
+        assert first is not None and first.state == "finished", first
+        assert "closing record" in (first.state_reason or "")
+        assert box.series("sft-then-grpo", "grad_norm")[0].tolist() == [k * 5 for k in range(1, 9)]
+        if after == "eval":
+            assert second is None
+            return
+        # the second, as its own run: its steps, none of the first's values
+        assert second is not None
+        assert second.state == "ended", second.state_reason
+        steps, norms = box.series("sft-then-grpo-part2", "grad_norm")
+        assert steps.tolist() == [step for step, _ in grpo]
+        assert norms.tolist() == [logs["grad_norm"] for _, logs in grpo]
+        # and the first keeps its own values at the steps both logged
+        assert set(box.series("sft-then-grpo", "grad_norm")[1].tolist()) == {1.0}
+
+
+def test_evaluate_gives_each_training_of_a_console_its_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sft = [(k * 5, {"loss": 2.0 / k, "grad_norm": 1.0, "learning_rate": 1e-4, "epoch": k / 20})
+           for k in range(1, 9)]  # fmt: skip
+    text = hf_console(sft, max_steps=40, closing={"train_runtime": 28.8, "epoch": 0.4})
+    text += hf_console(grpo_logs(6, every=5), max_steps=1400)
+    run = tmp_path / "sft-then-grpo"
+    run.mkdir()
+    (run / "console.log").write_text(text)
+    assert main(["evaluate", str(run), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["run"] for r in rows] == ["sft-then-grpo", "sft-then-grpo-part2"]
 
 
 @pytest.mark.parametrize(("console", "other"), [("a.log", "b.jsonl"), ("b.log", "a.jsonl")])

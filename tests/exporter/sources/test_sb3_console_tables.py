@@ -288,3 +288,58 @@ def test_the_entropy_sb3_logs_for_a_17_dimension_gaussian_policy_is_stored_not_r
         assert box.run("humanoid-sized") is not None
         _, stored = box.series("humanoid-sized", "policy_entropy")
     assert stored.tolist() == pytest.approx([-v for v in printed])
+
+
+def test_a_console_written_with_windows_line_endings_is_found_and_read(tmp_path: Path) -> None:
+    # SB3 on Windows (or a paste saved there): every line ends in CR LF
+    text = "Using cpu device\n" + "".join(
+        _table({STEP: 100 * k, "rollout/ep_rew_mean": float(k)}) for k in (1, 2)
+    )
+    path = tmp_path / "console.log"
+    path.write_bytes(text.replace("\n", "\r\n").encode())
+    assert looks_like_console_log(path)
+    records, problems, _ = _read(path)
+    assert problems == []
+    assert records == [Record(100 * k, {"rollout/ep_rew_mean": float(k)}) for k in (1, 2)]
+
+
+@pytest.mark.parametrize("reset", [True, False])
+def test_a_second_learn_call_is_a_run_of_its_own_when_its_steps_start_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reset: bool
+) -> None:
+    # a script training twice into one console: SB3's `learn()` counts from 0 again by default
+    # (a second training: a run of its own), and goes on with reset_num_timesteps=False (a
+    # curriculum's next stage: the same run)
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+
+    monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
+    monkeypatch.delenv("RLVITALS_INFLUX_URL", raising=False)
+    folder = tmp_path / "logs" / "twice"
+    folder.mkdir(parents=True)
+    with open(folder / "console.log", "w") as fh:
+        logger = Logger(str(folder), [HumanOutputFormat(fh)])
+        model = PPO("MlpPolicy", gym.make("CartPole-v1"), n_steps=128, batch_size=64, seed=1)
+        model.set_logger(logger)
+        model.learn(384)
+        print("STAGE 2", file=fh)
+        model.learn(384, reset_num_timesteps=reset)
+    records, problems, _ = _read(folder / "console.log")
+    assert problems == []
+    firsts = [128, 256, 384]
+    seconds = firsts if reset else [512, 640, 768]
+    assert [(r.step, r.part) for r in records] == [
+        *((s, 0) for s in firsts),
+        *((s, int(reset)) for s in seconds),
+    ]
+    assert main(["import", str(folder)]) == 0
+    with Outbox(tmp_path / "store" / "outbox.sqlite") as box:
+        assert box.series("twice", "episodic_return")[0].tolist() == (
+            firsts if reset else firsts + seconds
+        )
+        later = box.run("twice-part2")
+        if reset:
+            assert later is not None
+            assert box.series("twice-part2", "episodic_return")[0].tolist() == seconds
+        else:
+            assert later is None
