@@ -1,7 +1,7 @@
 """A trainer's console log, read for the metrics it printed.
 
 What a job printed, redirected to a file, holds metric lines among everything else (banners,
-config dumps, warnings, progress bars, tracebacks). Four kinds of metric line are read, each
+config dumps, warnings, progress bars, tracebacks). Five kinds of metric line are read, each
 wherever it sits in a line (behind a launcher's prefix, after a progress bar it overdraws):
 
 - **verl**: `step:N - key:value - ...` (`verl_console.py`); the step is printed.
@@ -22,6 +22,8 @@ wherever it sits in a line (behind a launcher's prefix, after a progress bar it 
   training progress bars (`openrlhf_console.py`).
 - **Stable-Baselines3**: the table `verbose=1` prints at each logger dump, read once its closing
   border is (`sb3_table.py`); the step is its `time/total_timesteps` row.
+- **CleanRL**: `global_step=N, episodic_return=R`, one line per finished episode
+  (`cleanrl_console.py`); the lines of one step are one step's returns.
 
 The same metric line printed by several ranks, or twice, is read once (a line equal to the one
 before it at its step). A run resumed in the same file prints earlier steps again: they are read
@@ -33,13 +35,15 @@ cut before its newline (the writer killed mid-print) is reported, never read as 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
+from .cleanrl_console import parse_cleanrl
 from .console_text import strip_ansi
 from .hf_dict import parse_dict
 from .lines import BadLine
 from .openrlhf_console import TrainingBars, global_step_line
-from .record import Record
+from .record import Record, add_value
 from .sb3_table import Sb3Tables
 from .trainer_dicts import TrainerDicts
 from .verl_console import parse_verl
@@ -57,6 +61,8 @@ HEADER_BYTES = 1 << 20
 """How much of a console log before its first metric line is kept as the run's printed config."""
 
 _STEP_KEYS = ("global_step", "step")
+Values = Mapping[str, float | list[float]]  # a step's values: a name printed twice holds both
+_CUT = "the log ends in the middle of this metric line (cut while printed)"
 _HEAD_STEPS = 8  # a part's first steps kept, to tell a later training from a re-print
 # a dict the Trainer printed, by its `epoch` entry (what could not be read of it is reported)
 _LOG_DICT = re.compile(r"""\{\s*['"][^'"]+['"]\s*:.*['"]epoch['"]\s*:""")
@@ -75,12 +81,15 @@ class ConsoleParser:
         self._dicts = TrainerDicts(self._given_cadence)
         self._bars = TrainingBars()  # OpenRLHF's training bars
         self._tables = Sb3Tables()  # SB3's tables
-        self._last: tuple[int, dict[str, float]] | None = None
+        self._last: tuple[int, Values] | None = None
         self._last_dict: dict[str, float] | None = None
         self._problems: list[str] = []
         self._printed = False  # some step came printed (verl, OpenRLHF, a dict's step key)
         self._part = 0  # which training of the log the lines belong to (`Record.part`)
-        self._head: dict[int, dict[str, float]] = {}  # the current part's first steps
+        self._head: dict[int, Values] = {}  # the current part's first steps
+        # CleanRL's returns at the last step printed
+        self._episodes: tuple[int, dict[str, float | list[float]]] | None = None
+        self._terminated = True  # the line being read ends with its newline
         self._top = -1  # the current part's highest step
 
     @property
@@ -109,7 +118,8 @@ class ConsoleParser:
     @property
     def holding(self) -> bool:
         """A metric line was read and waits for a later line to be placed."""
-        return self._dicts.holding or self._bars.holding or self._tables.holding
+        held = self._dicts.holding or self._bars.holding or self._tables.holding
+        return held or self._episodes is not None
 
     @property
     def saw_metrics(self) -> bool:
@@ -132,6 +142,7 @@ class ConsoleParser:
     def feed(self, text: str, *, terminated: bool = True) -> list[Record]:
         raw = strip_ansi(text).split("\r")
         out: list[Record] = []
+        self._terminated = True  # (a segment a carriage return ends is whole)
         for segment in raw[:-1]:
             out += self._records(self._dicts.segments([segment]))
             if "Train epoch" in segment:
@@ -150,10 +161,11 @@ class ConsoleParser:
             self._problems += bad
             return out + self._records(placed)
         held = self._dicts.holding
+        self._terminated = terminated
         mine = self._content(last)
         if not terminated and (mine or self._dicts.holding != held):
             self._problems.clear()
-            raise BadLine("the log ends in the middle of this metric line (cut while printed)")
+            raise BadLine(_CUT)
         return out + mine
 
     def flush(self, *, final: bool = False) -> list[Record]:
@@ -162,7 +174,7 @@ class ConsoleParser:
         tables, bad = self._tables.flush(final=final)
         self._problems += bad
         out = self._records(self._dicts.flush()) + self._records(self._bars.flush())
-        return out + self._records(tables)
+        return out + self._records(tables) + self._episodes_done()
 
     def _content(self, last: str) -> list[Record]:
         """What the shown segment of a line holds."""
@@ -191,7 +203,32 @@ class ConsoleParser:
             return self._emit(orlhf[0], orlhf[1].values)
         if "{" in segment:
             return self._dict(segment)
+        try:
+            episode = parse_cleanrl(segment)
+        except BadLine:
+            if not self._terminated:
+                raise BadLine(_CUT) from None
+            raise
+        if episode is not None:
+            return self._episode(*episode)
         return None
+
+    def _episode(self, step: int, name: str, returns: list[float]) -> list[Record]:
+        """A CleanRL episode line: held, since another env may end at the same step (its
+        line comes next); the step before it is placed now."""
+        if not self._terminated:  # (its number may be cut short: never added to the step)
+            raise BadLine(_CUT)
+        self._printed = True
+        out = [] if self._episodes is None or self._episodes[0] == step else self._episodes_done()
+        if self._episodes is None:
+            self._episodes = (step, {})
+        for value in returns:
+            add_value(self._episodes[1], name, value)
+        return out
+
+    def _episodes_done(self) -> list[Record]:
+        held, self._episodes = self._episodes, None
+        return [] if held is None else self._emit(*held)
 
     def _dict(self, segment: str) -> list[Record] | None:
         """A printed dict's Records (none while it waits for its step); None when the segment
@@ -234,14 +271,14 @@ class ConsoleParser:
             out += self._emit(step, values)
         return out
 
-    def _emit(self, step: int, values: dict[str, float]) -> list[Record]:
+    def _emit(self, step: int, values: Values) -> list[Record]:
         if self._last is not None and self._last == (step, values):
             return []  # the same line again (another rank, or printed twice)
         self._last = (step, values)
         self._place_in_part(step, values)
         return [Record(step=step, values=values, part=self._part)]
 
-    def _place_in_part(self, step: int, values: dict[str, float]) -> None:
+    def _place_in_part(self, step: int, values: Values) -> None:
         """Start a new part when the steps start again: a step at or before the current part's
         first one, after it went further, with values other than the part printed there. A run
         resumed from a checkpoint goes back only to that checkpoint (later than its first

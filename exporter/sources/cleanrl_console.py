@@ -1,0 +1,42 @@
+"""CleanRL's console lines: the episodic return of each episode that ended, at its global step.
+
+CleanRL's single-file scripts print one line per finished episode beside the TensorBoard scalar
+they write for it (vwxyzjn/cleanrl at fe8d8a03: `ppo.py`, `dqn.py`, `sac_continuous_action.py`,
+...): `print(f"global_step={global_step}, episodic_return={info['episode']['r']}")`. The value is
+a float, or, from gymnasium's `RecordEpisodeStatistics` in the versions CleanRL pins, a one-element
+array printed as `[22.]`; a few scripts print `avg_episodic_return=`. Several envs can finish at
+one step: each prints its line, and the step holds all of their returns, in order, as the
+TensorBoard file does (`Record.values` holds a list). The losses, the KL and the `SPS:` lines'
+throughput are in the TensorBoard file only (an `SPS:` line prints no step).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .console_text import number
+from .lines import BadLine
+
+__all__ = ["parse_cleanrl"]
+
+_LINE = re.compile(
+    r"(?<![\w/])global_step=(?P<step>\d+),\s*(?P<name>(?:avg_)?episodic_return)=(?P<value>.*?)\s*$"
+)
+
+
+def parse_cleanrl(segment: str) -> tuple[int, str, list[float]] | None:
+    """(step, name, values) of a CleanRL episode line; None when the segment is none (raises
+    BadLine for one whose value is not a number)."""
+    if "global_step=" not in segment:
+        return None
+    match = _LINE.search(segment)
+    if match is None:
+        return None
+    text = match.group("value")
+    inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    values = [number(part) for part in inner.replace(",", " ").split()] if inner.strip() else []
+    if not values or any(v is None for v in values):
+        raise BadLine(
+            f"a CleanRL episode line whose {match.group('name')} is not a number: {text!r}"
+        )
+    return int(match.group("step")), match.group("name"), [v for v in values if v is not None]

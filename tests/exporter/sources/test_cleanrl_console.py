@@ -1,0 +1,86 @@
+"""CleanRL's console lines, `global_step=N, episodic_return=R` (docs/console-logs.md).
+
+The lines are written as CleanRL's scripts print them (vwxyzjn/cleanrl at fe8d8a03,
+`cleanrl/ppo.py`: `print(f"global_step={global_step}, episodic_return={info['episode']['r']}")`,
+the return a one-element numpy array from gymnasium's RecordEpisodeStatistics, or a float);
+expectations are the returns printed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from exporter import Outbox
+from exporter.sources import LineFileSource, Malformed, Record
+from exporter.sources.console import ConsoleParser, looks_like_console_log
+from rlvitals.cli import main
+
+
+def _line(step: int, ret: object) -> str:
+    return f"global_step={step}, episodic_return={ret}"
+
+
+def _read(path: Path) -> tuple[list[Record], list[Malformed]]:
+    problems: list[Malformed] = []
+    source = LineFileSource(path, ConsoleParser(), problems.append)
+    records = list(source.poll(final=True))
+    source.close()
+    return records, problems
+
+
+def test_each_step_holds_the_returns_of_every_episode_that_ended_there(tmp_path: Path) -> None:
+    # two envs ending at one step print two lines; the array and the float spellings alike
+    episodes = [(128, 22.0), (256, 9.0), (256, 31.0), (384, 40.5)]
+    lines = [
+        "global_step=0 is not a line of returns",
+        *(_line(s, np.array([r], dtype=np.float32)) for s, r in episodes[:2]),
+    ]
+    lines += [_line(s, float(r)) for s, r in episodes[2:]]
+    lines.insert(2, "SPS: 1534")
+    path = tmp_path / "console.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert looks_like_console_log(path)
+    records, problems = _read(path)
+    assert problems == []
+    assert records == [
+        Record(128, {"episodic_return": 22.0}),
+        Record(256, {"episodic_return": [9.0, 31.0]}),
+        Record(384, {"episodic_return": 40.5}),
+    ]
+
+
+def test_a_return_that_is_not_a_number_and_a_line_cut_at_the_end_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "console.log"
+    path.write_text(
+        _line(100, 5.0)
+        + "\n"
+        + _line(200, "[nope]")
+        + "\n"
+        + _line(300, 7.0)
+        + "\n"
+        + _line(400, "[12")
+    )
+    records, problems = _read(path)
+    assert records == [Record(100, {"episodic_return": 5.0}), Record(300, {"episodic_return": 7.0})]
+    assert [p.line for p in problems] == [2, 4]
+    assert "not a number" in problems[0].reason
+    assert "cut while printed" in problems[1].reason
+
+
+def test_a_cleanrl_console_imports_its_returns_under_the_registry_s_metric(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
+    monkeypatch.delenv("RLVITALS_INFLUX_URL", raising=False)
+    run = tmp_path / "logs" / "cleanrl-ppo"
+    run.mkdir(parents=True)
+    lines = [_line(s * 128, np.array([float(s)], dtype=np.float32)) for s in range(1, 30)]
+    (run / "stdout.txt").write_text("\n".join(["SPS: 900", *lines]) + "\n")
+    assert main(["import", str(run)]) == 0
+    with Outbox(tmp_path / "store" / "outbox.sqlite") as box:
+        steps, values = box.series("cleanrl-ppo", "episodic_return")
+    assert steps.tolist() == [s * 128 for s in range(1, 30)]
+    assert values.tolist() == [float(s) for s in range(1, 30)]
