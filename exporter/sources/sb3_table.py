@@ -32,7 +32,8 @@ SB3_TABLE_STEP = "time/total_timesteps"
 Placed = tuple[int, dict[str, float]]
 
 # a border: dashes to the end of the line, behind whatever prefix a launcher adds
-_BORDER = re.compile(r"(?:^|\s)-{9,}\s*$")
+_DASHES = "-" * 9
+_BORDER = re.compile(r"(?:^|\s)-{9,}$")
 # a row: `| key | value |`, the key cell as printed (its indent kept)
 _ROW = re.compile(r"\|\s(?P<key>.*?)\s*\|\s(?P<value>.*?)\s*\|\s*$")
 _CUT = "..."
@@ -59,14 +60,17 @@ class Sb3Tables:
     def line(self, segment: str) -> tuple[list[Placed], list[str]] | None:
         """The values a line completes and the problems in them; None when the line is no
         part of a table (another reader may look at it)."""
-        if _BORDER.search(segment):
+        tail = segment.rstrip()
+        # (the regular expressions only for lines ending as a table's do: any other line of a
+        # console log, a verl line of 5 KB among them, costs two string tests)
+        if tail.endswith(_DASHES) and _BORDER.search(tail):
             if self._rows:
                 return self._close()
             self._rows = []  # an opening border
             return [], []
-        if self._rows is None:
+        if self._rows is None or not tail.endswith("|"):
             return None
-        match = _ROW.search(segment)
+        match = _ROW.search(tail)
         if match is None:
             return None  # other output between a table's lines: the table goes on
         self._rows.append((match.group("key"), match.group("value")))

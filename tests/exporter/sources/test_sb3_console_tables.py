@@ -343,3 +343,27 @@ def test_a_second_learn_call_is_a_run_of_its_own_when_its_steps_start_again(
             assert box.series("twice-part2", "episodic_return")[0].tolist() == seconds
         else:
             assert later is None
+
+
+def test_a_growing_sb3_console_is_found_once_a_table_appears_and_read_as_it_grows(
+    tmp_path: Path,
+) -> None:
+    # what a follower (`tail`, `serve LOGDIR`) sees of a job's stdout while SB3 trains
+    from exporter.sources import LogSet
+
+    problems: list[Malformed] = []
+    path = tmp_path / "run" / "stdout.txt"
+    path.parent.mkdir()
+    path.write_text("Using cpu device\nWrapping the env with a `Monitor` wrapper\n")
+    logs = LogSet([tmp_path], problems.append)
+    assert [r for _, rs in logs.poll() for r in rs] == []  # a banner: not a log yet
+    tables = [_table({STEP: 2048 * k, "rollout/ep_rew_mean": 10.0 * k}) for k in (1, 2, 3)]
+    with open(path, "a") as fh:
+        fh.write(tables[0] + tables[1][: len(tables[1]) // 2])  # the second being printed
+    assert [r.step for _, rs in logs.poll() for r in rs] == [2048]
+    with open(path, "a") as fh:
+        fh.write(tables[1][len(tables[1]) // 2 :] + tables[2])
+    got = [(r.step, dict(r.values)) for _, rs in logs.poll() for r in rs]
+    assert got == [(4096, {"rollout/ep_rew_mean": 20.0}), (6144, {"rollout/ep_rew_mean": 30.0})]
+    assert problems == []
+    logs.close()
