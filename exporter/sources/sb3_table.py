@@ -25,9 +25,11 @@ import re
 from .console_text import number
 from .lines import BadLine, as_step
 
-__all__ = ["SB3_TABLE_STEP", "Sb3Tables"]
+__all__ = ["MAX_ROWS", "SB3_TABLE_STEP", "Sb3Tables"]
 
 SB3_TABLE_STEP = "time/total_timesteps"
+MAX_ROWS = 4096
+"""The most rows a table is held for: SB3 prints one per key it logged (a few dozen)."""
 
 Placed = tuple[int, dict[str, float]]
 
@@ -73,6 +75,12 @@ class Sb3Tables:
         match = _ROW.search(tail)
         if match is None:
             return None  # other output between a table's lines: the table goes on
+        if len(self._rows) >= MAX_ROWS:  # (held in memory until its border: bounded)
+            self._rows = None
+            return [], [
+                f"more than {MAX_ROWS:,} rows of `| key | value |` without a closing border: "
+                "not a table SB3 prints (one row per logged key); not read"
+            ]
         self._rows.append((match.group("key"), match.group("value")))
         return [], []
 

@@ -367,3 +367,16 @@ def test_a_growing_sb3_console_is_found_once_a_table_appears_and_read_as_it_grow
     assert got == [(4096, {"rollout/ep_rew_mean": 20.0}), (6144, {"rollout/ep_rew_mean": 30.0})]
     assert problems == []
     logs.close()
+
+
+def test_endless_table_rows_without_a_border_are_named_once_not_held(tmp_path: Path) -> None:
+    # what no SB3 prints: a border, then rows without end (a crafted or broken log): the
+    # reader holds a table in memory until its border, so it stops holding one this long
+    from exporter.sources.sb3_table import MAX_ROWS
+
+    rows = "".join(f"|    key_{i} | {i} |\n" for i in range(MAX_ROWS + 10))
+    path = tmp_path / "console.log"
+    path.write_text("-" * 20 + "\n| train/ |  |\n" + rows + _table({STEP: 7, "train/loss": 0.5}))
+    records, problems, _ = _read(path)
+    assert records == [Record(7, {"train/loss": 0.5})]
+    assert len(problems) == 1 and "without a closing border" in problems[0].reason
