@@ -24,10 +24,10 @@ import re
 
 from .console_text import number
 from .lines import BadLine, as_step
+from .sb3_csv import SB3_STEP_KEY
 
-__all__ = ["MAX_ROWS", "SB3_TABLE_STEP", "Sb3Tables"]
+__all__ = ["MAX_ROWS", "Sb3Tables"]
 
-SB3_TABLE_STEP = "time/total_timesteps"
 MAX_ROWS = 4096
 """The most rows a table is held for: SB3 prints one per key it logged (a few dozen)."""
 
@@ -124,20 +124,20 @@ class Sb3Tables:
                 bad.append(f"{key}={text!r} is not a number")
                 continue
             values[key] = value
-        raw = values.pop(SB3_TABLE_STEP, None)
+        raw = values.pop(SB3_STEP_KEY, None)
         if raw is None:
             if not values or cut:
                 return [], bad  # (a cut table's step may be in the rows never printed)
             if self.printed:
                 return [], [
                     *bad,
-                    f"an SB3 table without {SB3_TABLE_STEP} among tables that print it: its "
+                    f"an SB3 table without {SB3_STEP_KEY} among tables that print it: its "
                     f"{len(values)} values have no step and are not read",
                 ]
             self._unstepped += 1
             return [(self._unstepped, values)], bad
         try:
-            step = as_step(raw, SB3_TABLE_STEP)
+            step = as_step(raw, SB3_STEP_KEY)
         except BadLine as exc:
             return [], [*bad, f"an SB3 table whose values are not read: {exc}"]
         self.printed = True
