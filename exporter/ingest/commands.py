@@ -925,6 +925,11 @@ def _framework_line(summary: RunSummary) -> str:
             f"; a run named {summary.renamed_from!r} is already in the store, so this one is "
             f"{summary.name!r} (--resume goes on with the old one)"
         )
+    if summary.follows is not None:
+        line += (
+            f"; a later training in the log of run {summary.follows!r} (its steps started again), "
+            "read as a run of its own"
+        )
     if summary.config:
         shown = ", ".join(
             f"{k}={v}" for k, v in summary.config.items() if k not in ("framework", CONFIG_SOURCES)

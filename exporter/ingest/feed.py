@@ -81,6 +81,8 @@ class RunSummary:
     stats: RunStats | None = None
     renamed_from: str | None = None
     """The name asked for, when a run of that name was already in the store."""
+    follows: str | None = None
+    """The run whose log this one's training came later in (`Record.part`)."""
     config: dict[str, Any] = field(default_factory=dict)
     names: set[str] = field(default_factory=set)
     """Every name the run logged (how many the registry recognised is said at the end)."""
@@ -302,6 +304,8 @@ class Ingest:
                 summary = state.summary
                 if earlier is not state and earlier.followed_by is None:
                     earlier.followed_by = name
+                if summary.follows is None and earlier is not state:
+                    summary.follows = earlier.summary.name
             if isinstance(record, ScalarBlock):
                 count += len(record)
                 if len(record):

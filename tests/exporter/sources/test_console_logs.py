@@ -777,7 +777,7 @@ def test_openrlhf_arguments_printed_at_the_start_give_the_run_context(printed: s
 
 @pytest.mark.parametrize("after", ["grpo", "eval"])
 def test_a_second_training_after_a_closing_record_is_a_run_of_its_own(
-    tmp_path: Path, store: Path, after: str
+    tmp_path: Path, store: Path, after: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # one job's console: an SFT phase the Trainer closes (train_runtime), then either a GRPO
     # phase whose steps start again and whose file stops mid-run (published: Radar-Lei/SCU_TSC
@@ -795,6 +795,9 @@ def test_a_second_training_after_a_closing_record_is_a_run_of_its_own(
     run.mkdir(parents=True)
     (run / "console.log").write_text(text)
     assert main(["import", str(run)]) == 0
+    said = capsys.readouterr().err
+    part2 = "run 'sft-then-grpo-part2': framework trl (detected from the keys); a later training"
+    assert (part2 in said) == (after == "grpo"), said
     with Outbox(store) as box:
         first = box.run("sft-then-grpo")
         second = box.run("sft-then-grpo-part2")
