@@ -306,16 +306,16 @@ class Ingest:
                     earlier.followed_by = name
                 if summary.follows is None and earlier is not state:
                     summary.follows = earlier.summary.name
+            if not isinstance(record, ScalarBlock) or len(record):
+                state.followed_by = None  # logging again (as after its log was truncated): live
             if isinstance(record, ScalarBlock):
                 count += len(record)
                 if len(record):
-                    state.followed_by = None  # logging again: live (see below)
                     self._grew(state, arrival)
                     state.evidence.block(record, str(log.path))
                 self._feed_block(log, state, record)
                 continue
             count += 1
-            state.followed_by = None  # (logging again, as after the log was truncated: live)
             self._grew(state, arrival)
             state.evidence.record(record, str(log.path))
             summary.count_steps(record.step, record.step, 1)

@@ -206,18 +206,18 @@ class ConsoleParser:
         try:
             episode = parse_cleanrl(segment)
         except BadLine:
-            if not self._terminated:
-                raise BadLine(_CUT) from None
-            raise
-        if episode is not None:
-            return self._episode(*episode)
-        return None
+            if self._terminated:
+                raise
+            raise BadLine(_CUT) from None
+        if episode is None:
+            return None
+        if not self._terminated:  # an episode line cut while printed: never added to its step
+            raise BadLine(_CUT)
+        return self._episode(*episode)
 
     def _episode(self, step: int, name: str, returns: list[float]) -> list[Record]:
         """A CleanRL episode line: held, since another env may end at the same step (its
         line comes next); the step before it is placed now."""
-        if not self._terminated:  # (its number may be cut short: never added to the step)
-            raise BadLine(_CUT)
         self._printed = True
         out = [] if self._episodes is None or self._episodes[0] == step else self._episodes_done()
         if self._episodes is None:

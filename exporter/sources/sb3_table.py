@@ -49,6 +49,7 @@ class Sb3Tables:
 
     def reset(self) -> None:
         self._rows: list[tuple[str, str]] | None = None  # None: outside a table
+        self._named = False  # a row of the open table has a key with a `/` (SB3's)
         self._unstepped = 0  # tables read without their step
         self.printed = False  # a table printed its step
         self.seen = False  # an SB3 table was read
@@ -56,8 +57,7 @@ class Sb3Tables:
     @property
     def holding(self) -> bool:
         """Rows of an SB3 table were read and its closing border was not (yet)."""
-        rows = self._rows or ()
-        return any("/" in key for key, _ in rows)
+        return self._named
 
     def line(self, segment: str) -> tuple[list[Placed], list[str]] | None:
         """The values a line completes and the problems in them; None when the line is no
@@ -68,7 +68,7 @@ class Sb3Tables:
         if tail.endswith(_DASHES) and _BORDER.search(tail):
             if self._rows:
                 return self._close()
-            self._rows = []  # an opening border
+            self._rows, self._named = [], False  # an opening border
             return [], []
         if self._rows is None or not tail.endswith("|"):
             return None
@@ -76,12 +76,13 @@ class Sb3Tables:
         if match is None:
             return None  # other output between a table's lines: the table goes on
         if len(self._rows) >= MAX_ROWS:  # (held in memory until its border: bounded)
-            self._rows = None
+            self._rows, self._named = None, False
             return [], [
                 f"more than {MAX_ROWS:,} rows of `| key | value |` without a closing border: "
                 "not a table SB3 prints (one row per logged key); not read"
             ]
         self._rows.append((match.group("key"), match.group("value")))
+        self._named = self._named or "/" in match.group("key")
         return [], []
 
     def flush(self, *, final: bool = False) -> tuple[list[Placed], list[str]]:
@@ -98,8 +99,9 @@ class Sb3Tables:
         return [], [*bad, note]
 
     def _close(self, *, cut: bool = False) -> tuple[list[Placed], list[str]]:
-        rows, self._rows = self._rows or [], None
-        if not any("/" in key for key, _ in rows):
+        rows, named = self._rows or [], self._named
+        self._rows, self._named = None, False
+        if not named:
             return [], []  # a table of something else
         self.seen = True
         values: dict[str, float] = {}
