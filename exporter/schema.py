@@ -81,6 +81,7 @@ __all__ = [
     "WALL_TIME_FIELD",
     "EventRow",
     "FieldTransform",
+    "PendingPoints",
     "SampleBlock",
     "SampleRow",
     "SourcePosition",
@@ -247,6 +248,41 @@ class SampleBlock:
             for j, (measurement, gpu, field) in enumerate(self.columns)
             if row[j] == row[j]  # a hole (NaN) holds no sample
         ]
+
+
+@dataclass(frozen=True)
+class PendingPoints:
+    """Unsent points as the store reads them for the forwarder: by their numbers, a column per
+    attribute (row i is `run_fields[i]`, `tag_sets[i]`, `steps[i]`, ...), and the names of the
+    numbers they hold. Rendering and the rollups' sums work on the columns, so a row costs no
+    Python object of its own; `rows` names them (a refused line's rows, a caller that wants
+    `SampleRow`s). Every run field and tag set a row holds is named (the store drops rows whose
+    run was deleted between its two reads)."""
+
+    seq_range: tuple[int, int]
+    run_fields: Sequence[int]
+    tag_sets: Sequence[int]
+    steps: Sequence[int]
+    values: Sequence[float | str]
+    wall_times: Sequence[float]
+    fields: Mapping[int, tuple[str, str]]  # run field -> (run, field)
+    tags: Mapping[int, tuple[str, int, str]]  # tag set -> (measurement, rank, gpu)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @functools.cached_property
+    def rows(self) -> list[SampleRow]:
+        """The points as `SampleRow`s, in the order read."""
+        fields, tags = self.fields, self.tags
+        out: list[SampleRow] = []
+        for f, t, step, value, wall in zip(
+            self.run_fields, self.tag_sets, self.steps, self.values, self.wall_times, strict=True
+        ):
+            run, field = fields[f]
+            measurement, rank, gpu = tags[t]
+            out.append((run, rank, step, measurement, gpu, field, value, wall))
+        return out
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """InfluxDB: the stored rows as line protocol, sent in batches, with step rollups beside them.
 
 - `lineprotocol`: escaping and one point per line. `step_lines` (a batch of translated calls) and
-  `block_lines` (columnar steps) render the same points faster for the direct import.
+  `block_lines` (columnar steps) render the same points faster for the direct import, and
+  `point_lines` (unsent points read by their numbers) for the forwarder.
 - `writers`: the same bytes to 1.x `/write` or 2.x/3.x `/api/v2/write`.
 - `forwarder`: `Forwarder`, the thread that sends unsent outbox rows and marks them sent (with
   backoff through outages, a warning repeated while they last), records in the outbox the

@@ -21,19 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
+import numpy as np
 
 from ..counts import RunCounters
 from ..errors import OutboxError, WriteError
-from ..schema import EVENTS, NO_RANK, PROJECT_TAG, RANK_TAG, RUN_TAG, SampleRow
+from ..schema import EVENTS, NO_RANK, PROJECT_TAG, RANK_TAG, RUN_TAG, PendingPoints, SampleRow
 from ..store.outbox import ForwarderState, Outbox, PendingEvent, PendingSample, RejectKey
 from .lineprotocol import (
     FieldValue,
     escape_field_key,
-    format_field_value,
     format_line,
     join_lines,
+    value_texts,
 )
+from .point_lines import render_points
 from .rollup_worker import RollupWorker
 from .rollups import InfluxRollups
 from .writers import Writer
@@ -61,7 +62,7 @@ class LineRenderer:
     """Renders outbox rows as line protocol: one line per (measurement, tags, step), one per event.
 
     The escaped `measurement,tags` prefix of each series and the escaped field keys are cached
-    (bounded), and a batch's floats are written by one call (`_value_texts`), so a row costs a
+    (bounded), and a batch's floats are written by one call (`value_texts`), so a row costs a
     tuple unpack and a dict lookup or two.
     """
 
@@ -84,7 +85,8 @@ class LineRenderer:
             prefix = self._prefixes[key] = line[: -len(" x=0i")]
         return prefix
 
-    def _key(self, field: str) -> str:
+    def key(self, field: str) -> str:
+        """The escaped field key of `field`."""
         escaped = self._keys.get(field)
         if escaped is None:
             if len(self._keys) >= self._CACHE_LIMIT:
@@ -101,7 +103,7 @@ class LineRenderer:
         """Lines for outbox-shaped rows (`projects`: each run's project tag) and events."""
         project_of = (projects or {}).get
         rows = rows if isinstance(rows, list) else list(rows)
-        texts = _value_texts([row[6] for row in rows])
+        texts = value_texts([row[6] for row in rows])
         # one point per (measurement, run, rank, gpu, step): its newest wall time and the text
         # of each field (a field given twice: the later one, as InfluxDB would keep it)
         points: dict[tuple[str, str, int, str, int], list[Any]] = {}
@@ -120,7 +122,7 @@ class LineRenderer:
         append = lines.append
         keys = self._keys
         prefixes = self._prefixes
-        walls = _value_texts([float(point[0]) for point in points.values()])
+        walls = value_texts([float(point[0]) for point in points.values()])
         for ((measurement, run, rank, gpu, step), (_, values)), wall in zip(
             points.items(), walls, strict=True
         ):
@@ -129,7 +131,7 @@ class LineRenderer:
             values["step"] = f"{step}i"
             values["wall_time"] = wall
             parts = [
-                f"{keys.get(name) or self._key(name)}={text}"
+                f"{keys.get(name) or self.key(name)}={text}"
                 for name in sorted(values)
                 if (text := values[name]) is not None
             ]
@@ -146,26 +148,6 @@ class LineRenderer:
             if line is not None:
                 append(line)
         return lines
-
-
-def _value_texts(values: list[Any]) -> list[str | None]:
-    """Each value as a line-protocol field value (None: not writable, as a NaN). The floats,
-    nearly always all of them, are written by one `orjson.dumps` of the list: the shortest
-    digits that read back as the same double, as `repr` finds them (spelt `1.0`, `1e-7`), in C
-    for a tenth of a `repr` each; the block renderer writes its values so too."""
-    if not values:
-        return []
-    # anything else holds the place of an empty string, which no float is written as
-    floats = [v if v.__class__ is float else "" for v in values]
-    joined = orjson.dumps(floats).decode()
-    texts: list[str | None] = list(joined[1:-1].split(","))
-    if "null" in joined:  # NaN and infinities: never written
-        texts = [None if t == "null" else t for t in texts]
-    if '"' in joined:
-        for i, v in enumerate(values):
-            if v.__class__ is not float:
-                texts[i] = format_field_value(v)
-    return texts
 
 
 def render_lines(samples: Sequence[PendingSample], events: Sequence[PendingEvent]) -> list[str]:
@@ -549,15 +531,26 @@ class Forwarder:
         if after is not None:
             past_rows = after.sample_range[1] if after.sample_range else after.rows_after
             past_events = after.event_range[1] if after.event_range else after.events_after
-        rows, sample_range = outbox.pending_rows(self._batch, after=past_rows)
+        points = outbox.pending_points(self._batch, after=past_rows)
         events = outbox.pending_events(max(1, self._batch // 10), after=past_events)
-        if not rows and not events:
+        if not points and not events:  # (no points: None, or a deleted run's, left unnamed)
             return None
+        sample_range = points.seq_range if points is not None else None
         event_range = (events[0].seq, events[-1].seq) if events else None
-        projects = outbox.projects() if rows else {}
-        body = join_lines(self._renderer.render(rows, events, projects))
+        projects = outbox.projects() if points else {}
+        text = render_points(self._renderer, points, projects) if points else ""
+        if events:
+            lines = self._renderer.render((), events)
+            text = "\n".join([text, *lines]) if text else "\n".join(lines)
         return _Batch(
-            rows, events, projects, body, sample_range, event_range, past_rows, past_events
+            points,
+            events,
+            projects,
+            text.encode("utf-8"),
+            sample_range,
+            event_range,
+            past_rows,
+            past_events,
         )
 
     def _isolate(self, exc: WriteError, batch: _Batch) -> list[tuple[RejectKey, str, str]]:
@@ -579,9 +572,9 @@ class Forwarder:
         self, outbox: Outbox, batch: _Batch, refused: list[tuple[RejectKey, str, str]]
     ) -> int:
         """Mark a written batch sent (its rollups owed with it), hand it to the rollups."""
-        rows, events = batch.rows, batch.events
-        count = len(rows) + len(events)
-        owed = _spans(rows) if self._rollups is not None else []
+        points, events = batch.points, batch.events
+        count = (len(points) if points is not None else 0) + len(events)
+        owed = _spans(points) if self._rollups is not None and points else []
         settled = (
             self._recorded
             and self._rollups is not None
@@ -601,9 +594,9 @@ class Forwarder:
         lost = 0
         if refused:
             outbox.reject(refused, batch.sample_range, batch.event_range)
-            lost = sum(_rows_of(key, rows, events) for key, _, _ in refused)
-        if self._rolling is not None and rows:
-            self._rolling.sent([rows], batch.projects, exact=not refused)
+            lost = sum(_rows_of(key, batch.rows, events) for key, _, _ in refused)
+        if self._rolling is not None and points:
+            self._rolling.sent([points], batch.projects, exact=not refused)
         with self._counters.lock:
             self._counters.sent += count - lost
             self._counters.server_rejected += lost
@@ -613,9 +606,9 @@ class Forwarder:
 
 @dataclass(frozen=True)
 class _Batch:
-    """Rows and events read to be sent together, and their rendering."""
+    """Points and events read to be sent together, and their rendering."""
 
-    rows: list[SampleRow]
+    points: PendingPoints | None
     events: list[PendingEvent]
     projects: Mapping[str, str | None]
     body: bytes
@@ -625,6 +618,11 @@ class _Batch:
     # read ahead of it starts there too when it holds no rows (or no events)
     rows_after: int | None = None
     events_after: int | None = None
+
+    @property
+    def rows(self) -> list[SampleRow]:
+        """The points as rows (to find the rows of a line InfluxDB refused)."""
+        return [] if self.points is None else self.points.rows
 
 
 def _send_in_background(writer: Writer, body: bytes) -> Callable[[], None]:
@@ -657,18 +655,17 @@ def _safe(read: Any, default: Any) -> Any:
         return default
 
 
-def _spans(rows: Sequence[SampleRow]) -> list[tuple[str, int, int]]:
-    """(run, first step, last step) of each run's rows in a batch."""
-    spans: dict[str, list[int]] = {}
-    for row in rows:
-        step = row[2]
-        span = spans.get(row[0])
-        if span is None:
-            spans[row[0]] = [step, step]
-        elif step < span[0]:
-            span[0] = step
-        elif step > span[1]:
-            span[1] = step
+def _spans(points: PendingPoints) -> list[tuple[str, int, int]]:
+    """(run, first step, last step) of each run's points in a batch."""
+    spans: dict[str, tuple[int, int]] = {}
+    fields = np.fromiter(points.run_fields, np.int64, len(points))
+    steps = np.fromiter(points.steps, np.int64, len(points))
+    for number in np.unique(fields).tolist():
+        run = points.fields[number][0]
+        of_field = steps[fields == number]
+        lo, hi = int(of_field.min()), int(of_field.max())
+        known = spans.get(run)
+        spans[run] = (lo, hi) if known is None else (min(known[0], lo), max(known[1], hi))
     return [(run, lo, hi) for run, (lo, hi) in spans.items()]
 
 

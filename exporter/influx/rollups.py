@@ -105,6 +105,7 @@ from ..schema import (
     ROLLUP_STATS,
     RUN_CONFIG,
     RUN_TAG,
+    PendingPoints,
     SampleRow,
     is_rollup_measurement,
     rollup_key,
@@ -257,8 +258,9 @@ class SentColumns:
     values: npt.NDArray[np.float64]
 
 
-SentPart = Sequence[SampleRow] | SentColumns
-"""What one request carried, in the order it carried it: rows, or samples as columns."""
+SentPart = Sequence[SampleRow] | SentColumns | PendingPoints
+"""What one request carried, in the order it carried it: rows, samples as columns, or points as
+the store read them."""
 
 
 @dataclass(frozen=True)
@@ -346,6 +348,9 @@ def _batch(parts: Sequence[SentPart]) -> _Batch | None:
         if isinstance(part, SentColumns):
             _add_columns(part, index, codes_parts, steps_parts, values_parts, usable_parts)
             continue
+        if isinstance(part, PendingPoints):
+            _add_points(part, index, codes_parts, steps_parts, values_parts, usable_parts)
+            continue
         rows = part
         if not rows:
             continue
@@ -408,6 +413,41 @@ def _add_columns(
     steps_parts.append(np.repeat(np.asarray(part.steps, dtype=np.int64), width))
     values_parts.append(np.asarray(part.values, dtype=np.float64).reshape(-1))
     usable_parts.append(np.ones(width * height, dtype=bool))
+
+
+def _add_points(
+    part: PendingPoints,
+    index: dict[tuple[str, str, int, str, str], int],
+    codes_parts: list[npt.NDArray[np.int64]],
+    steps_parts: list[npt.NDArray[np.int64]],
+    values_parts: list[npt.NDArray[np.float64]],
+    usable_parts: list[npt.NDArray[np.bool_]],
+) -> None:
+    count = len(part)
+    if not count:
+        return
+    fields = np.fromiter(part.run_fields, np.int64, count)
+    tags = np.fromiter(part.tag_sets, np.int64, count)
+    # a series and field per (run field, tag set) pair the batch holds: named once each
+    width = int(tags.max()) + 1
+    pairs, of_row = np.unique(fields * width + tags, return_inverse=True)
+    codes = np.empty(len(pairs), dtype=np.int64)
+    for k, pair in enumerate(pairs.tolist()):
+        run, name = part.fields[pair // width]
+        measurement, rank, gpu = part.tags[pair % width]
+        codes[k] = index.setdefault((measurement, run, rank, gpu, name), len(index))
+    values_t = part.values
+    if set(map(type, values_t)) <= {float, int}:
+        values = np.fromiter(values_t, np.float64, count)
+        usable = np.isfinite(values)
+    else:  # text among the numbers (which numpy would read as numbers: a string field)
+        numbers = [_numeric(v) for v in values_t]
+        usable = np.array([v is not None for v in numbers])
+        values = np.array([math.nan if v is None else v for v in numbers], dtype=np.float64)
+    codes_parts.append(codes[of_row.reshape(-1)])
+    steps_parts.append(np.fromiter(part.steps, np.int64, count))
+    values_parts.append(values)
+    usable_parts.append(usable)
 
 
 def _numeric(value: object) -> float | None:

@@ -67,13 +67,13 @@ def test_every_row_is_sent_and_marked_once_when_writes_overlap_the_next_read(
     forwarder = Forwarder(path, writer, RunCounters(), batch_size=100, idle_wait=0.05)
     box = Outbox(path)
     reads_during_write = []
-    original = box.pending_rows
+    original = box.pending_points
 
-    def pending_rows(limit: int, after: int | None = None):  # type: ignore[no-untyped-def]
+    def pending_points(limit: int, after: int | None = None):  # type: ignore[no-untyped-def]
         reads_during_write.append(writer.in_flight.is_set())
         return original(limit, after)
 
-    box.pending_rows = pending_rows  # type: ignore[method-assign]
+    box.pending_points = pending_points  # type: ignore[method-assign]
     while forwarder._forward_once(box):
         pass
     assert sorted(writer.steps) == list(range(500))  # each step's one line, once
