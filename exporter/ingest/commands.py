@@ -61,7 +61,7 @@ from ..sources import (
     ScalarBlock,
     compile_pattern,
 )
-from ..sources.console import SNIFF_BYTES
+from ..sources.console import CONSOLE_TRAINERS, SNIFF_BYTES
 from ..sources.follow import path_key
 from ..store.outbox import Outbox
 from .arguments import add_config_arguments, add_format_arguments, add_path_arguments, given_paths
@@ -335,7 +335,7 @@ def _nothing_found(paths: list[str], passed_over: list[Path]) -> str:
     more = f" and {len(passed_over) - 5} more" if len(passed_over) > 5 else ""
     return (
         f"{said}: {len(passed_over)} text file(s) were read, and their first {SNIFF_BYTES >> 20} "
-        f"MB hold no metric line verl, the Hugging Face Trainer or OpenRLHF prints: {shown}"
+        f"MB hold no metric line {CONSOLE_TRAINERS} prints: {shown}"
         f"{more}. A trainer whose console logger is off prints none (verl: `trainer.logger` "
         "without 'console'); for another trainer's lines pass --format regex --pattern"
     )

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..sources.console_text import strip_ansi
+from ..sources.lines import BadLine
 from ..sources.verl_console import parse_verl
 
 __all__ = [
@@ -407,7 +408,10 @@ def _verl_decimals(lines: list[str]) -> int | None:
     only to half the last digit; None for Python reprs (`np.float64(...)`, v0.5 on) and
     exponents, which are exact."""
     for line in lines:
-        found = parse_verl(line)
+        try:
+            found = parse_verl(line)
+        except BadLine:  # (a line at no step: the import names it)
+            continue
         if found is None:
             continue
         body = line[line.index("step:") :]

@@ -20,7 +20,8 @@ from .lines import BadLine
 __all__ = ["parse_cleanrl"]
 
 _LINE = re.compile(
-    r"(?<![\w/])global_step=(?P<step>\d+),\s*(?P<name>(?:avg_)?episodic_return)=(?P<value>.*?)\s*$"
+    r"(?<![\w/])global_step=(?P<step>[^,\s]*),\s*(?P<name>(?:avg_)?episodic_return)="
+    r"(?P<value>.*?)\s*$"
 )
 
 
@@ -39,4 +40,10 @@ def parse_cleanrl(segment: str) -> tuple[int, str, list[float]] | None:
         raise BadLine(
             f"a CleanRL episode line whose {match.group('name')} is not a number: {text!r}"
         )
-    return int(match.group("step")), match.group("name"), [v for v in values if v is not None]
+    step = match.group("step")
+    if not step.isdigit() or not step.isascii():
+        raise BadLine(
+            f"a CleanRL episode line whose global_step is {step!r}, not a step (a non-negative "
+            "integer)"
+        )
+    return int(step), match.group("name"), [v for v in values if v is not None]

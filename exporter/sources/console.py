@@ -38,6 +38,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..schema import MAX_STEP
 from .cleanrl_console import parse_cleanrl
 from .console_text import strip_ansi
 from .hf_dict import parse_dict
@@ -49,6 +50,7 @@ from .trainer_dicts import TrainerDicts
 from .verl_console import parse_verl
 
 __all__ = [
+    "CONSOLE_TRAINERS",
     "SNIFF_BYTES",
     "ConsoleParser",
     "console_header",
@@ -57,6 +59,13 @@ __all__ = [
 
 SNIFF_BYTES = 1 << 20
 """How much of a text file is looked at to tell whether it is a console log of metrics."""
+CONSOLE_TRAINERS = (
+    "verl, the Hugging Face Trainer (TRL), OpenRLHF, Stable-Baselines3 (its tables) or CleanRL"
+)
+"""Whose printed metric lines a console log is found by (for the messages that say none was)."""
+# the bytes of text (printable, whitespace, backspace, ANSI's escape): a file whose first bytes
+# are mostly anything else is binary; a stray NUL in a log (a crash's zero-filled block) is not
+_TEXT_BYTES = bytes([7, 8, 9, 10, 12, 13, 27, *range(32, 256)])
 HEADER_BYTES = 1 << 20
 """How much of a console log before its first metric line is kept as the run's printed config."""
 
@@ -218,6 +227,8 @@ class ConsoleParser:
     def _episode(self, step: int, name: str, returns: list[float]) -> list[Record]:
         """A CleanRL episode line: held, since another env may end at the same step (its
         line comes next); the step before it is placed now."""
+        if step > MAX_STEP:  # (named at its own line, not at the next one's, which places it)
+            raise BadLine(_too_large(step))
         self._printed = True
         out = [] if self._episodes is None or self._episodes[0] == step else self._episodes_done()
         if self._episodes is None:
@@ -247,9 +258,13 @@ class ConsoleParser:
         for key in _STEP_KEYS:
             if key in values:
                 step = values.pop(key)
-                if step >= 0 and float(step).is_integer():
-                    self._printed = True
-                    return self._emit(int(step), values)
+                if not (step >= 0 and float(step).is_integer()):
+                    raise BadLine(
+                        f"a printed dict of metrics whose {key!r} is {step!r}, not a step (a "
+                        "non-negative integer)"
+                    )
+                self._printed = True
+                return self._emit(int(step), values)
         if "epoch" not in values:
             return None
         if values == self._last_dict:
@@ -272,6 +287,8 @@ class ConsoleParser:
         return out
 
     def _emit(self, step: int, values: Values) -> list[Record]:
+        if step > MAX_STEP:  # (every format's printed step comes here; SB3's names its own)
+            raise BadLine(_too_large(step))
         if self._last is not None and self._last == (step, values):
             return []  # the same line again (another rank, or printed twice)
         self._last = (step, values)
@@ -296,6 +313,10 @@ class ConsoleParser:
         self._top = max(self._top, step)
 
 
+def _too_large(step: int) -> str:
+    return f"a metric line at step {step}, beyond the largest storable step {MAX_STEP} (2**63 - 1)"
+
+
 def looks_like_console_log(path: Path) -> bool:
     """Whether a text file's first `SNIFF_BYTES` hold a metric line of a known trainer."""
     try:
@@ -303,8 +324,9 @@ def looks_like_console_log(path: Path) -> bool:
             head = fh.read(SNIFF_BYTES)
     except OSError:
         return False
-    if not head or b"\0" in head[:4096]:
-        return False  # empty, or binary
+    sample = head[:4096]
+    if not head or len(sample.translate(None, _TEXT_BYTES)) * 10 > len(sample):
+        return False  # empty, or binary (a tenth of its first bytes not text)
     parser = ConsoleParser()
     lines = head.decode("utf-8", errors="replace").split("\n")
     if len(head) == SNIFF_BYTES:

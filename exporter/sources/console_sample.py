@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
+from ..schema import MAX_STEP
 from .console_text import strip_ansi
 from .lines import BadLine
 from .openrlhf_console import global_step_line
@@ -98,13 +99,13 @@ def _record(line: bytes) -> Record | None:
     if "step" not in text.lower():
         return None
     shown = strip_ansi(text).split("\r")[-1]
-    verl = parse_verl(shown)
-    if verl is not None:
-        return Record(verl.step, dict(verl.values))
     try:
-        orlhf = global_step_line(shown)
+        verl = parse_verl(shown)
+        orlhf = None if verl is not None else global_step_line(shown)
     except BadLine:
         return None  # the import names it; a sketch passes it by
-    if orlhf is not None:
+    if verl is not None and verl.step <= MAX_STEP:
+        return Record(verl.step, dict(verl.values))
+    if orlhf is not None and orlhf[0] <= MAX_STEP:
         return Record(orlhf[0], dict(orlhf[1].values))
-    return None
+    return None  # (a step beyond the largest storable one: the import names it)

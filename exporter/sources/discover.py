@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from ..schema import SourcePosition
-from .console import SNIFF_BYTES, ConsoleParser, looks_like_console_log
+from .console import CONSOLE_TRAINERS, SNIFF_BYTES, ConsoleParser, looks_like_console_log
 from .errors import UnreadableLog
 from .jsonl import JsonlParser
 from .linefile import LineFileSource
@@ -352,8 +352,8 @@ def _detect_named(path: Path, pattern: str | None) -> Format:
         return "console"
     raise UnreadableLog(
         f"{path}: cannot tell its log format: its name is not a known log's, and its first "
-        f"{SNIFF_BYTES >> 20} MB hold no metric line verl, the Hugging Face Trainer or OpenRLHF "
-        "prints; pass --format (tensorboard, jsonl, sb3-csv, console, or regex with --pattern)"
+        f"{SNIFF_BYTES >> 20} MB hold no metric line {CONSOLE_TRAINERS} prints; pass --format "
+        "(tensorboard, jsonl, sb3-csv, console, or regex with --pattern)"
     )
 
 

@@ -166,7 +166,9 @@ def blocks_of(items: Iterable[object], size: int = BLOCK_STEPS) -> Iterator[obje
         row = item.values
         keys = tuple(row)
         slots = layouts.get(keys)
-        if slots is not None:  # the names of a step seen before (most steps): no lookups
+        # the names of a step seen before (most steps): no lookups; unless a name holds several
+        # values here (CleanRL's returns of envs that finished together) where it held one
+        if slots is not None and list not in map(type, row.values()):
             tags.extend(slots)
             values.extend(row.values())  # type: ignore[arg-type]
         else:

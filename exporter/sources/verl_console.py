@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 
 from .console_text import number
+from .lines import BadLine
 
 __all__ = ["VerlLine", "parse_verl"]
 
 # `step:` not preceded by a word character or `/` (`global_step:` and `training/global_step:`
 # are metrics inside the line, not its start), then the step and the first separator.
-_START = re.compile(r"(?<![\w/])step:\s*(\d+)\s+-\s+")
+_START = re.compile(r"(?<![\w/])step:\s*(-?[\d.]+)\s+-\s+")
 _SEP = " - "
 _FLAGS = frozenset({"True", "False", "np.True_", "np.False_"})
 
@@ -69,10 +70,16 @@ def parse_verl(segment: str) -> VerlLine | None:
     match = _START.search(segment)
     if match is None:
         return None
+    step_text = match.group(1)
+    if not (step_text.isascii() and step_text.isdigit()):
+        raise BadLine(
+            f"a verl line whose step is {step_text!r}, not a step (a non-negative integer)"
+        )
+    step = int(step_text)
     body = segment[match.end() :]
     fast = _fast(body)
     if fast is not None:
-        return VerlLine(int(match.group(1)), fast, [])
+        return VerlLine(step, fast, [])
     values: dict[str, float] = {}
     bad: list[str] = []
     for pair in body.split(_SEP):
@@ -98,4 +105,4 @@ def parse_verl(segment: str) -> VerlLine | None:
         values[key] = value
     if not values:
         return None
-    return VerlLine(int(match.group(1)), values, bad)
+    return VerlLine(step, values, bad)

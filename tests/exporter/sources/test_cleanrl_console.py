@@ -84,3 +84,26 @@ def test_a_cleanrl_console_imports_its_returns_under_the_registry_s_metric(
         steps, values = box.series("cleanrl-ppo", "episodic_return")
     assert steps.tolist() == [s * 128 for s in range(1, 30)]
     assert values.tolist() == [float(s) for s in range(1, 30)]
+
+
+def test_envs_ending_together_after_single_episodes_are_stored_as_that_step_s_spread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one return a step, then two envs ending at one step: the step's field is their mean and
+    # the spread measurement holds their count, lowest and highest (exporter/schema.py, SPREAD)
+    monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
+    monkeypatch.delenv("RLVITALS_INFLUX_URL", raising=False)
+    run = tmp_path / "logs" / "cleanrl-ppo"
+    run.mkdir(parents=True)
+    episodes = [(100, 1.0), (200, 2.0), (300, 3.0), (300, 7.0), (400, 5.0)]
+    (run / "stdout.txt").write_text("\n".join(_line(s, f"[{r}]") for s, r in episodes) + "\n")
+    assert main(["import", str(run)]) == 0
+    with Outbox(tmp_path / "store" / "outbox.sqlite") as box:
+        steps, values = box.series("cleanrl-ppo", "episodic_return")
+        spread = {
+            name: box.series("cleanrl-ppo", f"episodic_return/{name}")[1].tolist()
+            for name in ("count", "min", "max")
+        }
+    assert steps.tolist() == [100, 200, 300, 400]
+    assert values.tolist() == [1.0, 2.0, 5.0, 5.0]
+    assert spread == {"count": [2.0], "min": [3.0], "max": [7.0]}

@@ -12,6 +12,7 @@ import math
 import pprint
 from pathlib import Path
 
+import numpy as np
 import pytest
 from consolemakers import (
     grpo_logs,
@@ -560,6 +561,19 @@ def test_a_file_named_directly_that_holds_no_metrics_is_refused_with_a_reason(
     assert main(["import", str(path)]) != 0
     err = capsys.readouterr().err
     assert "job.log" in err and "no metric line" in err
+    # it says whose lines were looked for: every trainer whose console docs/console-logs.md reads
+    for trainer in ("verl", "Hugging Face Trainer", "OpenRLHF", "Stable-Baselines3", "CleanRL"):
+        assert trainer in err, err
+
+
+def test_a_stray_nul_byte_near_the_start_does_not_hide_a_console_log(tmp_path: Path) -> None:
+    # a crashed write can leave zero bytes in a log; a binary file is still not a console log
+    path = tmp_path / "stdout.txt"
+    path.write_bytes(b"INFO start\x00\n" + verl_log(range(1, 3)).encode())
+    assert detect_format(path) == "console"
+    binary = tmp_path / "dump.txt"  # (named as text: found binary by its bytes)
+    binary.write_bytes(np.arange(1024, dtype=np.float32).tobytes() + verl_log(range(1, 3)).encode())
+    assert detect_format(binary) is None
 
 
 def test_a_folder_whose_text_files_hold_no_metrics_names_them_and_why(
@@ -852,3 +866,44 @@ def test_a_runs_other_log_read_after_its_closing_record_does_not_undo_it(
         record = box.run("two-logs")
         assert record is not None
         assert record.state == "finished", record.state_reason
+
+
+_BEYOND = 2**63  # one past the largest step the store keeps (exporter/schema.py, MAX_STEP)
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (f"step:{_BEYOND} - actor/entropy:0.5 - critic/score/mean:0.4", "largest storable step"),
+        ("step:-3 - actor/entropy:0.5 - critic/score/mean:0.4", "'-3', not a step"),
+        ("step:2.5 - actor/entropy:0.5 - critic/score/mean:0.4", "'2.5', not a step"),
+        ("{'loss': 0.1, 'reward': 0.5, 'epoch': 0.1, 'step': 1e30}", "largest storable step"),
+        ("{'loss': 0.1, 'reward': 0.5, 'epoch': 0.1, 'step': -5}", "'step' is -5.0, not a step"),
+        (f"✨ Global step {_BEYOND}: {{'reward': 0.5}}", "largest storable step"),
+        (f"global_step={_BEYOND}, episodic_return=[3.]", "largest storable step"),
+        ("global_step=-400, episodic_return=[3.]", "'-400', not a step"),
+        ("global_step=abc, episodic_return=[3.]", "'abc', not a step"),
+        ("global_step=400.0, episodic_return=[3.]", "'400.0', not a step"),
+    ],
+)
+def test_a_metric_line_at_no_storable_step_is_named_and_the_others_are_stored(
+    tmp_path: Path, store: Path, capsys: pytest.CaptureFixture[str], line: str, said: str
+) -> None:
+    # the same format's good lines around it, so the log is that format's (docs/console-logs.md:
+    # a line that looks like metrics but cannot be read is named, never dropped unsaid)
+    if line.startswith("step:"):
+        good = [verl_line(s, {"actor/entropy": 0.5}) for s in (1, 2)]
+    elif line.startswith("{"):
+        good = [str({"loss": 0.1, "reward": 0.5, "epoch": 0.1, "step": s}) for s in (1, 2)]
+    elif "Global" in line:
+        good = [f"✨ Global step {s}: {{'reward': 0.5}}" for s in (1, 2)]
+    else:
+        good = [f"global_step={s}, episodic_return=[1.]" for s in (1, 2)]
+    run = tmp_path / "logs" / "odd-step"
+    run.mkdir(parents=True)
+    (run / "out.log").write_text("\n".join([good[0], line, good[1]]) + "\n")
+    assert main(["import", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert "out.log:2:" in err and said in err, err
+    with Outbox(store) as box:
+        assert box.fields("odd-step") and box.last_step("odd-step") == 2
