@@ -153,6 +153,11 @@ class ConsoleParser:
         out: list[Record] = []
         self._terminated = True  # (a segment a carriage return ends is whole)
         for segment in raw[:-1]:
+            table = self._tables.line(segment)
+            if table is not None:  # a table's line ended by a lone carriage return
+                self._problems += table[1]
+                out += self._records(table[0])
+                continue
             out += self._records(self._dicts.segments([segment]))
             if "Train epoch" in segment:
                 out += self._train_bar(segment)

@@ -8,6 +8,12 @@ A float is printed with three significant digits (`f"{value:<8.3g}"`: `0.00867`,
 anything else as `str` (an int exactly, a numpy float32 in full). Keys and values longer than
 its `max_length` (36 by default) are cut to `max_length - 3` characters and `...`.
 
+Borders are not told apart by their look: SB3 prints a table's closing border and the next
+table's opening one alike. A border closes the open table if it holds rows, else opens one; rows
+that come right after a border that closed a table (no border of their own: that border was
+theirs too, shared with a job's own banner table, or the closing one of the table before was
+never printed, or that table was cut by a relaunch) open a table with them.
+
 The step is the table's `time/total_timesteps` (SB3 dumps with `step=self.num_timesteps`, which
 the table does not print otherwise), as in `progress.csv` (`sb3_csv.py`); a table without it (a
 custom `logger.dump`) is placed by its order among such tables, step 1, 2, ..., in a log whose
@@ -50,6 +56,7 @@ class Sb3Tables:
     def reset(self) -> None:
         self._rows: list[tuple[str, str]] | None = None  # None: outside a table
         self._named = False  # a row of the open table has a key with a `/` (SB3's)
+        self._closed = False  # the last border closed a table: rows after it open the next
         self._unstepped = 0  # tables read without their step
         self.printed = False  # a table printed its step
         self.seen = False  # an SB3 table was read
@@ -67,19 +74,22 @@ class Sb3Tables:
         # console log, a verl line of 5 KB among them, costs two string tests)
         if tail.endswith(_DASHES) and _BORDER.search(tail):
             if self._rows:
+                self._closed = True
                 return self._close()
-            self._rows, self._named = [], False  # an opening border
+            self._rows, self._named, self._closed = [], False, False  # an opening border
             return [], []
-        if self._rows is None or not tail.endswith("|"):
+        if not tail.endswith("|") or (self._rows is None and not self._closed):
             return None
         match = _ROW.search(tail)
         if match is None:
             return None  # other output between a table's lines: the table goes on
+        if self._rows is None:  # the border before was this table's opening one too
+            self._rows, self._named, self._closed = [], False, False
         if len(self._rows) >= MAX_ROWS:  # (held in memory until its border: bounded)
             self._rows, self._named = None, False
             return [], [
-                f"more than {MAX_ROWS:,} rows of `| key | value |` without a closing border: "
-                "not a table SB3 prints (one row per logged key); not read"
+                f"more than {MAX_ROWS:,} rows of `| key | value |` before a border: not a "
+                "table SB3 prints (one row per logged key); not read"
             ]
         self._rows.append((match.group("key"), match.group("value")))
         self._named = self._named or "/" in match.group("key")
@@ -125,7 +135,14 @@ class Sb3Tables:
             if value is None:
                 bad.append(f"{key}={text!r} is not a number")
                 continue
+            if key in values:
+                bad.append(
+                    f"{key} printed twice in one table: its first value ({values[key]!r}) is "
+                    "not read, the later one is"
+                )
             values[key] = value
+        if not cut:  # (read at its closing border, whose line the problems are named at)
+            bad = [f"in the SB3 table this border closes: {b}" for b in bad]
         raw = values.pop(SB3_STEP_KEY, None)
         if raw is None:
             if not values or cut:
@@ -133,8 +150,9 @@ class Sb3Tables:
             if self.printed:
                 return [], [
                     *bad,
-                    f"an SB3 table without {SB3_STEP_KEY} among tables that print it: its "
-                    f"{len(values)} values have no step and are not read",
+                    f"an SB3 table without {SB3_STEP_KEY} among tables that print it (cut "
+                    f"while printed, or a dump of its own): its {len(values)} values have no "
+                    "step and are not read",
                 ]
             self._unstepped += 1
             return [(self._unstepped, values)], bad

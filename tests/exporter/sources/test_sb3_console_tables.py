@@ -150,7 +150,9 @@ def test_a_value_that_is_not_a_number_is_named_and_the_rest_of_the_table_is_read
     path.write_text(_table({STEP: 10, "train/loss": 0.5, "train/note": "warmup"}))
     records, problems, _ = _read(path)
     assert records == [Record(10, {"train/loss": 0.5})]
-    assert [p.reason for p in problems] == ["train/note='warmup' is not a number"]
+    assert [p.reason for p in problems] == [
+        "in the SB3 table this border closes: train/note='warmup' is not a number"
+    ]
 
 
 def test_tables_among_other_output_progress_bars_and_eval_lines_are_each_read_once(
@@ -379,4 +381,90 @@ def test_endless_table_rows_without_a_border_are_named_once_not_held(tmp_path: P
     path.write_text("-" * 20 + "\n| train/ |  |\n" + rows + _table({STEP: 7, "train/loss": 0.5}))
     records, problems, _ = _read(path)
     assert records == [Record(7, {"train/loss": 0.5})]
-    assert len(problems) == 1 and "without a closing border" in problems[0].reason
+    assert len(problems) == 1 and "before a border" in problems[0].reason
+
+
+def _dumps(*steps: int) -> list[str]:
+    """SB3's tables of a few dumps (reward = the step / 512: printed exactly), each as printed."""
+    return [_table({STEP: s, "rollout/ep_rew_mean": s / 512, "train/loss": 0.5}) for s in steps]
+
+
+def _records(*steps: int, part: int = 0) -> list[Record]:
+    return [
+        Record(s, {"rollout/ep_rew_mean": s / 512, "train/loss": 0.5}, part=part) for s in steps
+    ]
+
+
+def test_a_table_whose_closing_border_is_missing_leaves_the_next_tables_read(
+    tmp_path: Path,
+) -> None:
+    # the next table's opening border closes it; that table's rows then open it (a border is
+    # closing or opening only by what comes around it: SB3 prints both alike)
+    tables = _dumps(512, 1024, 1536, 2048)
+    tables[1] = tables[1].rstrip("\n").rpartition("\n")[0] + "\n"  # its closing border lost
+    path = tmp_path / "console.log"
+    path.write_text("".join(tables))
+    records, problems, _ = _read(path)
+    assert problems == []
+    assert records == _records(512, 1024, 1536, 2048)
+
+
+def test_sb3_s_first_table_sharing_a_border_with_the_job_s_own_banner_is_read(
+    tmp_path: Path,
+) -> None:
+    banner = "-" * 20 + "\n| device | cuda |\n| seed   | 1    |\n"  # its border is SB3's
+    path = tmp_path / "console.log"
+    path.write_text(banner + "".join(_dumps(512, 1024)))
+    records, problems, _ = _read(path)
+    assert problems == []
+    assert records == _records(512, 1024)
+
+
+def test_a_job_relaunched_after_a_table_cut_while_printed_is_a_second_training(
+    tmp_path: Path,
+) -> None:
+    # killed in the middle of its 1536 table, relaunched from scratch into the same file
+    first = _dumps(512, 1024, 1536)
+    cut = "".join(first[:2]) + "".join(first[2].splitlines(keepends=True)[:4])
+    again = [
+        _table({STEP: s, "rollout/ep_rew_mean": -s / 512, "train/loss": 0.5}) for s in (512, 1024)
+    ]
+    path = tmp_path / "console.log"
+    path.write_text(cut + "".join(again))
+    records, problems, _ = _read(path)
+    assert records == [
+        *_records(512, 1024),
+        *(
+            Record(s, {"rollout/ep_rew_mean": -s / 512, "train/loss": 0.5}, part=1)
+            for s in (512, 1024)
+        ),
+    ]
+    assert len(problems) == 1  # the cut table: rows without the step, named
+    assert "without time/total_timesteps" in problems[0].reason
+
+
+def test_tables_whose_lines_end_in_a_lone_carriage_return_are_read(tmp_path: Path) -> None:
+    tables = _dumps(512, 1024, 1536)
+    tables[1] = tables[1].replace("\n", "\r")  # one table's lines ended by CR alone
+    path = tmp_path / "console.log"
+    path.write_text("".join(tables))
+    records, problems, _ = _read(path)
+    assert problems == []
+    assert records == _records(512, 1024, 1536)
+
+
+def test_a_table_s_bad_rows_are_named_at_its_closing_border_saying_so(tmp_path: Path) -> None:
+    table = _table({STEP: 256, "rollout/ep_rew_mean": 2.0, "train/loss": 0.5})
+    lines = table.splitlines(keepends=True)
+    loss = next(i for i, line in enumerate(lines) if "loss" in line)
+    lines.insert(loss, lines[loss].replace("0.5", "-  "))  # loss printed twice, first not a number
+    lines.insert(loss, lines[loss + 1].replace("0.5", "0.7"))
+    path = tmp_path / "console.log"
+    path.write_text("".join(lines))
+    records, problems, _ = _read(path)
+    assert records == [Record(256, {"rollout/ep_rew_mean": 2.0, "train/loss": 0.5})]
+    border = len(lines)
+    assert [p.line for p in problems] == [border, border]
+    assert all("in the SB3 table this border closes" in p.reason for p in problems)
+    assert "'-' is not a number" in problems[0].reason
+    assert "printed twice" in problems[1].reason and "(0.7)" in problems[1].reason
