@@ -10,7 +10,7 @@ record marks the name `AUTO_MAPPED`), not from its new first value.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from registry import AutoMap, Registry, Resolution
 from registry.loader import map_entry
@@ -55,7 +55,9 @@ class AutoReading:
         else:
             if self._rules is None:
                 self._rules = AutoMap.of(self._registry)
-            metric = self._rules.metric_for(name, value(), logged())
+            # (the run's metrics are gathered only for a name a rule reads: gathering them for
+            # every unknown name of a call was quadratic in its names)
+            metric = self._rules.metric_for(name, value(), _lazily(logged))
         found = None
         if metric is not None and name not in self._registry.as_logged:
             found = self._registry.with_map([map_entry(name, metric)]).resolve(name)
@@ -66,3 +68,8 @@ class AutoReading:
     def record(res: Resolution, name: str) -> FieldTransform:
         """The transforms record's entry saying `name` was read as `res`'s metric by itself."""
         return FieldTransform(res.field, name, "identity", 1.0, AUTO_MAPPED)
+
+
+def _lazily(make: Callable[[], Iterable[str]]) -> Iterator[str]:
+    """What `make` gives, made when first iterated."""
+    yield from make()

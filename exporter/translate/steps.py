@@ -68,6 +68,13 @@ _Target = tuple[
 ]
 _TARGET_CACHE = 10_000
 _EVIDENCE = 200  # distinct names the framework is detected from
+_WARN_EACH = 20  # warnings said per kind (then one line saying the rest are not)
+_WARN_KINDS = {
+    "name": "names stored as logged",
+    "value": "values rejected",
+    "limits": "values outside their metric's limits",
+    "event": "events rejected",
+}
 KEPT = ""
 """The target of a name the registry declares a framework's bookkeeping key: stored under
 `unregistered` as any name that is not a metric, without the warning an unknown name gets."""
@@ -377,6 +384,7 @@ class Translator:
         self._framework = framework
         self._last_step = last_step
         self._warned: set[str] = set()
+        self._warnings: dict[str, int] = {}  # warnings said, per kind of key
         # The distinct names logged so far (bounded): what the framework is detected from. A
         # count of names logged would let one name logged 200 times end the detection before
         # the name that tells the framework arrives. Grown where a name is first resolved, so
@@ -466,9 +474,24 @@ class Translator:
                 self._noted_wall = wall_time if seen is None else min(seen, wall_time)
 
     def _warn(self, key: str, message: str) -> None:
-        if self._policy == "warn" and not self._quiet and key not in self._warned:
-            self._warned.add(key)
+        """Say `message` once per `key`, and at most `_WARN_EACH` times per kind of key (a log
+        of 10,000 unknown names said 10,000 lines): what is not said is still counted."""
+        if self._policy != "warn" or self._quiet or key in self._warned:
+            return
+        self._warned.add(key)
+        kind = key.partition(":")[0]
+        said = self._warnings.get(kind, 0)
+        self._warnings[kind] = said + 1
+        if said < _WARN_EACH:
             _log.warning("rlvitals run %r: %s", self._run, message)
+        elif said == _WARN_EACH:
+            _log.warning(
+                "rlvitals run %r: %d warnings of this kind (%s) said; the next are not said one "
+                "by one (each is still counted in the run's unregistered and rejected counts)",
+                self._run,
+                _WARN_EACH,
+                _WARN_KINDS.get(kind, kind),
+            )
 
     def _target(self, name: str, framework: str | None) -> _Target | str:
         """What a name translates to (cached), or the message saying why it is unknown."""
