@@ -6,7 +6,10 @@ they write for it (vwxyzjn/cleanrl at fe8d8a03: `ppo.py`, `dqn.py`, `sac_continu
 a float, or, from gymnasium's `RecordEpisodeStatistics` in the versions CleanRL pins, a one-element
 array printed as `[22.]`; a few scripts print `avg_episodic_return=`. Several envs can finish at
 one step: each prints its line, and the step holds all of their returns, in order, as the
-TensorBoard file does (`Record.values` holds a list). The losses, the KL and the `SPS:` lines'
+TensorBoard file does (`Record.values` holds a list). A value is read under the name the script
+writes it to TensorBoard with right after printing it, `charts/episodic_return` (or
+`charts/avg_episodic_return`), so the run is known as CleanRL's and its names are its event
+file's. The losses, the KL and the `SPS:` lines'
 throughput are in the TensorBoard file only (an `SPS:` line prints no step).
 """
 
@@ -46,4 +49,5 @@ def parse_cleanrl(segment: str) -> tuple[int, str, list[float]] | None:
             f"a CleanRL episode line whose global_step is {step!r}, not a step (a non-negative "
             "integer)"
         )
-    return int(step), match.group("name"), [v for v in values if v is not None]
+    # under the name the script writes the same value to TensorBoard with (`charts/...`)
+    return int(step), f"charts/{match.group('name')}", [v for v in values if v is not None]

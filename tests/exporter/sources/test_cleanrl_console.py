@@ -46,9 +46,9 @@ def test_each_step_holds_the_returns_of_every_episode_that_ended_there(tmp_path:
     records, problems = _read(path)
     assert problems == []
     assert records == [
-        Record(128, {"episodic_return": 22.0}),
-        Record(256, {"episodic_return": [9.0, 31.0]}),
-        Record(384, {"episodic_return": 40.5}),
+        Record(128, {"charts/episodic_return": 22.0}),
+        Record(256, {"charts/episodic_return": [9.0, 31.0]}),
+        Record(384, {"charts/episodic_return": 40.5}),
     ]
 
 
@@ -64,7 +64,10 @@ def test_a_return_that_is_not_a_number_and_a_line_cut_at_the_end_are_named(tmp_p
         + _line(400, "[12")
     )
     records, problems = _read(path)
-    assert records == [Record(100, {"episodic_return": 5.0}), Record(300, {"episodic_return": 7.0})]
+    assert records == [
+        Record(100, {"charts/episodic_return": 5.0}),
+        Record(300, {"charts/episodic_return": 7.0}),
+    ]
     assert [p.line for p in problems] == [2, 4]
     assert "not a number" in problems[0].reason
     assert "cut while printed" in problems[1].reason
@@ -82,8 +85,11 @@ def test_a_cleanrl_console_imports_its_returns_under_the_registry_s_metric(
     assert main(["import", str(run)]) == 0
     with Outbox(tmp_path / "store" / "outbox.sqlite") as box:
         steps, values = box.series("cleanrl-ppo", "episodic_return")
+        record = box.run("cleanrl-ppo")
     assert steps.tolist() == [s * 128 for s in range(1, 30)]
     assert values.tolist() == [float(s) for s in range(1, 30)]
+    # read under the name CleanRL writes it to TensorBoard with: the run is known as CleanRL's
+    assert record is not None and record.framework == "cleanrl"
 
 
 def test_envs_ending_together_after_single_episodes_are_stored_as_that_step_s_spread(
