@@ -229,7 +229,7 @@ class ConsoleParser:
             raise BadLine(_CUT)
         return self._episode(*episode)
 
-    def _episode(self, step: int, name: str, returns: list[float]) -> list[Record]:
+    def _episode(self, step: int, read: list[tuple[str, list[float]]]) -> list[Record]:
         """A CleanRL episode line: held, since another env may end at the same step (its
         line comes next); the step before it is placed now."""
         if step > MAX_STEP:  # (named at its own line, not at the next one's, which places it)
@@ -238,8 +238,9 @@ class ConsoleParser:
         out = [] if self._episodes is None or self._episodes[0] == step else self._episodes_done()
         if self._episodes is None:
             self._episodes = (step, {})
-        for value in returns:
-            add_value(self._episodes[1], name, value)
+        for name, values in read:
+            for value in values:
+                add_value(self._episodes[1], name, value)
         return out
 
     def _episodes_done(self) -> list[Record]:

@@ -113,3 +113,24 @@ def test_envs_ending_together_after_single_episodes_are_stored_as_that_step_s_sp
     assert steps.tolist() == [100, 200, 300, 400]
     assert values.tolist() == [1.0, 2.0, 5.0, 5.0]
     assert spread == {"count": [2.0], "min": [3.0], "max": [7.0]}
+
+
+def test_lines_that_print_the_length_and_other_pairs_too_give_the_return_and_length(
+    tmp_path: Path,
+) -> None:
+    # many CleanRL scripts and their forks print the length beside the return, some an episode
+    # count or an exploration rate too (each writes `charts/episodic_length` to TensorBoard)
+    path = tmp_path / "console.log"
+    path.write_text(
+        "global_step=100, episodic_return=[1.5], episodic_length=[10]\n"
+        "global_step=200, episode=3, episodic_return=2.50, episodic_length=20, "
+        "exploration_rate=0.1\n"
+        "global_step=300, episodic_return=[4.], episodic_length=[oops]\n"
+    )
+    records, problems = _read(path)
+    assert records == [
+        Record(100, {"charts/episodic_return": 1.5, "charts/episodic_length": 10.0}),
+        Record(200, {"charts/episodic_return": 2.5, "charts/episodic_length": 20.0}),
+    ]
+    assert [p.line for p in problems] == [3]
+    assert "episodic_length is not a number" in problems[0].reason
