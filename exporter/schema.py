@@ -272,6 +272,17 @@ class PendingPoints:
         return len(self.steps)
 
     @functools.cached_property
+    def numbers(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(run fields, tag sets, steps) as arrays, made once for the batch's render, spans
+        and rollups."""
+        count = len(self.steps)
+        return (
+            np.fromiter(self.run_fields, np.int64, count),
+            np.fromiter(self.tag_sets, np.int64, count),
+            np.fromiter(self.steps, np.int64, count),
+        )
+
+    @functools.cached_property
     def rows(self) -> list[SampleRow]:
         """The points as `SampleRow`s, in the order read."""
         fields, tags = self.fields, self.tags

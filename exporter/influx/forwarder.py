@@ -538,15 +538,13 @@ class Forwarder:
         sample_range = points.seq_range if points is not None else None
         event_range = (events[0].seq, events[-1].seq) if events else None
         projects = outbox.projects() if points else {}
-        text = render_points(self._renderer, points, projects) if points else ""
-        if events:
-            lines = self._renderer.render((), events)
-            text = "\n".join([text, *lines]) if text else "\n".join(lines)
+        lines = [render_points(self._renderer, points, projects)] if points else []
+        body = join_lines(lines + self._renderer.render((), events))
         return _Batch(
             points,
             events,
             projects,
-            text.encode("utf-8"),
+            body,
             sample_range,
             event_range,
             past_rows,
@@ -658,8 +656,7 @@ def _safe(read: Any, default: Any) -> Any:
 def _spans(points: PendingPoints) -> list[tuple[str, int, int]]:
     """(run, first step, last step) of each run's points in a batch."""
     spans: dict[str, tuple[int, int]] = {}
-    fields = np.fromiter(points.run_fields, np.int64, len(points))
-    steps = np.fromiter(points.steps, np.int64, len(points))
+    fields, _, steps = points.numbers
     for number in np.unique(fields).tolist():
         run = points.fields[number][0]
         of_field = steps[fields == number]

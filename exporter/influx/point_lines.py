@@ -37,7 +37,7 @@ def render_points(
     if not n:
         return ""
     names_of = points.fields
-    field_ids = np.fromiter(points.run_fields, np.int64, n)
+    field_ids, tags, steps = points.numbers
     present = np.unique(field_ids).tolist()
     names = {names_of[i][1] for i in present}
     if names & set(POINT_FIELDS):
@@ -50,8 +50,6 @@ def render_points(
         run, name = names_of[i]
         name_rank[i] = order_of[name]
         run_index[i] = runs.setdefault(run, len(runs))
-    tags = np.fromiter(points.tag_sets, np.int64, n)
-    steps = np.fromiter(points.steps, np.int64, n)
     walls = np.fromiter(points.wall_times, np.float64, n)
     runs_of_rows = run_index[field_ids]
 

@@ -354,14 +354,7 @@ def _batch(parts: Sequence[SentPart]) -> _Batch | None:
         rows = part
         if not rows:
             continue
-        values_t = list(map(_VALUE, rows))
-        values = np.array(values_t)
-        if values.dtype == np.float64:
-            usable = np.isfinite(values)
-        else:  # text among the numbers (numpy would read "1.5" as a number: a string field)
-            numbers = [_numeric(v) for v in values_t]
-            usable = np.array([v is not None for v in numbers])
-            values = np.array([math.nan if v is None else v for v in numbers], dtype=np.float64)
+        values, usable = _finite(list(map(_VALUE, rows)))
         row_combos = list(map(_COMBO, rows))
         for c in dict.fromkeys(row_combos):
             index.setdefault(c, len(index))
@@ -423,11 +416,9 @@ def _add_points(
     values_parts: list[npt.NDArray[np.float64]],
     usable_parts: list[npt.NDArray[np.bool_]],
 ) -> None:
-    count = len(part)
-    if not count:
+    if not len(part):
         return
-    fields = np.fromiter(part.run_fields, np.int64, count)
-    tags = np.fromiter(part.tag_sets, np.int64, count)
+    fields, tags, steps = part.numbers
     # a series and field per (run field, tag set) pair the batch holds: named once each
     width = int(tags.max()) + 1
     pairs, of_row = np.unique(fields * width + tags, return_inverse=True)
@@ -436,18 +427,24 @@ def _add_points(
         run, name = part.fields[pair // width]
         measurement, rank, gpu = part.tags[pair % width]
         codes[k] = index.setdefault((measurement, run, rank, gpu, name), len(index))
-    values_t = part.values
-    if set(map(type, values_t)) <= {float, int}:
-        values = np.fromiter(values_t, np.float64, count)
-        usable = np.isfinite(values)
-    else:  # text among the numbers (which numpy would read as numbers: a string field)
-        numbers = [_numeric(v) for v in values_t]
-        usable = np.array([v is not None for v in numbers])
-        values = np.array([math.nan if v is None else v for v in numbers], dtype=np.float64)
+    values, usable = _finite(part.values)
     codes_parts.append(codes[of_row.reshape(-1)])
-    steps_parts.append(np.fromiter(part.steps, np.int64, count))
+    steps_parts.append(steps)
     values_parts.append(values)
     usable_parts.append(usable)
+
+
+def _finite(
+    values: Sequence[object],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """A part's values as floats, and which of them are finite numbers (rolled up)."""
+    array = np.array(values)
+    if array.dtype == np.float64:
+        return array, np.isfinite(array)
+    # text among the numbers (numpy would read "1.5" as a number: a string field), or a NULL
+    numbers = [_numeric(v) for v in values]
+    usable = np.array([v is not None for v in numbers])
+    return np.array([math.nan if v is None else v for v in numbers], dtype=np.float64), usable
 
 
 def _numeric(value: object) -> float | None:

@@ -73,17 +73,22 @@ def test_a_return_that_is_not_a_number_and_a_line_cut_at_the_end_are_named(tmp_p
     assert "cut while printed" in problems[1].reason
 
 
-def test_a_cleanrl_console_imports_its_returns_under_the_registry_s_metric(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: list[str]) -> Outbox:
+    """The store after `rlvitals import` of a run `cleanrl-ppo` whose stdout printed `lines`."""
     monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
     monkeypatch.delenv("RLVITALS_INFLUX_URL", raising=False)
     run = tmp_path / "logs" / "cleanrl-ppo"
     run.mkdir(parents=True)
-    lines = [_line(s * 128, np.array([float(s)], dtype=np.float32)) for s in range(1, 30)]
-    (run / "stdout.txt").write_text("\n".join(["SPS: 900", *lines]) + "\n")
+    (run / "stdout.txt").write_text("\n".join(lines) + "\n")
     assert main(["import", str(run)]) == 0
-    with Outbox(tmp_path / "store" / "outbox.sqlite") as box:
+    return Outbox(tmp_path / "store" / "outbox.sqlite")
+
+
+def test_a_cleanrl_console_imports_its_returns_under_the_registry_s_metric(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [_line(s * 128, np.array([float(s)], dtype=np.float32)) for s in range(1, 30)]
+    with _imported(tmp_path, monkeypatch, ["SPS: 900", *lines]) as box:
         steps, values = box.series("cleanrl-ppo", "episodic_return")
         record = box.run("cleanrl-ppo")
     assert steps.tolist() == [s * 128 for s in range(1, 30)]
@@ -97,14 +102,8 @@ def test_envs_ending_together_after_single_episodes_are_stored_as_that_step_s_sp
 ) -> None:
     # one return a step, then two envs ending at one step: the step's field is their mean and
     # the spread measurement holds their count, lowest and highest (exporter/schema.py, SPREAD)
-    monkeypatch.setenv("RLVITALS_STORE", str(tmp_path / "store"))
-    monkeypatch.delenv("RLVITALS_INFLUX_URL", raising=False)
-    run = tmp_path / "logs" / "cleanrl-ppo"
-    run.mkdir(parents=True)
     episodes = [(100, 1.0), (200, 2.0), (300, 3.0), (300, 7.0), (400, 5.0)]
-    (run / "stdout.txt").write_text("\n".join(_line(s, f"[{r}]") for s, r in episodes) + "\n")
-    assert main(["import", str(run)]) == 0
-    with Outbox(tmp_path / "store" / "outbox.sqlite") as box:
+    with _imported(tmp_path, monkeypatch, [_line(s, f"[{r}]") for s, r in episodes]) as box:
         steps, values = box.series("cleanrl-ppo", "episodic_return")
         spread = {
             name: box.series("cleanrl-ppo", f"episodic_return/{name}")[1].tolist()
