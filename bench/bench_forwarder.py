@@ -9,7 +9,8 @@ One process, one local InfluxDB (Debian's influxd), one run of this script:
   raw POST   the same rows rendered to line protocol once, beforehand, then POSTed to /write in
              batches of the same size by this process (urllib): the least any sender can cost
 
-Run: python bench/bench_forwarder.py [--steps N] [--metrics M] [--rounds R]. Best of R rounds.
+Run: python bench/bench_forwarder.py [--steps N] [--metrics M] [--rounds R] [--batch ROWS].
+Best of R rounds.
 Read the ratios; the machine is shared, so the load average is printed beside the figures.
 """
 
@@ -51,9 +52,11 @@ def _fill(reg: registry.Registry, store: Path, names: list[str], steps: int) -> 
     return rows, rows / took
 
 
-def _forward(store: Path, url: str, database: str, rows: int) -> float:
+def _forward(store: Path, url: str, database: str, rows: int, batch: int) -> float:
     """rows/s the forwarder child sends a store's backlog at (until flush says all is sent)."""
-    settings = exporter.ExporterSettings(store=store, influx_url=url, influx_database=database)
+    settings = exporter.ExporterSettings(
+        store=store, influx_url=url, influx_database=database, batch_size=batch
+    )
     counters = exporter.counts.RunCounters()
     child = ForwarderProcess(settings, counters)
     start = time.perf_counter()
@@ -94,11 +97,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--metrics", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--batch", type=int, default=None, help="rows a request (default: the exporter's)"
+    )
     args = parser.parse_args()
     logging.getLogger("exporter").setLevel(logging.ERROR)
     reg = registry.load()
     names = metric_names(reg, args.metrics)[: args.metrics]
-    batch = exporter.ExporterSettings().batch_size
+    batch = args.batch or exporter.ExporterSettings().batch_size
     best = {"worker": 0.0, "forwarder": 0.0, "raw POST": 0.0}
     rows = 0
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -116,7 +122,7 @@ def main() -> None:
                     database = f"b_{who.replace(' ', '_')}_{r}"
                     server.post_query(f'CREATE DATABASE "{database}"')
                     if who == "forwarder":
-                        rate = _forward(store, server.url, database, rows)
+                        rate = _forward(store, server.url, database, rows, batch)
                     else:
                         rate = _raw_post(store, server.url, database, batch)
                     best[who] = max(best[who], rate)

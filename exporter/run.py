@@ -277,6 +277,9 @@ class Run:
         self._given_up: tuple[list[_Item], int] | None = None  # by finish(): (batch, values)
         self._abandon = False  # the run ended: the worker takes nothing more from the queue
         self._stored_total = 0  # values the store took (what `unfinished` is counted against)
+        # why the store does not open now (None: it opened): what is still queued when the run
+        # ends was then lost to the store, not to finish()'s timeout, and is counted so
+        self._unopenable: str | None = None
         self._forwarder = _start_forwarder(settings, self._counters)
         self._sent_seen: deque[tuple[float, int]] = deque()  # (time, rows sent) at live()
         self._worker = threading.Thread(target=self._work, name=f"rlvitals-{name}", daemon=True)
@@ -485,7 +488,16 @@ class Run:
         if self._shared_endpoint is not None:
             self._shared_endpoint.remove(self)
         atexit.unregister(self._at_exit)
-        if unfinished:
+        if unfinished and self._unopenable is not None:
+            _log.warning(
+                "rlvitals run %r: %d value(s) logged were not stored: the store does not open "
+                "(%s); counted as dropped, stats.dropped_by_reason['store_error'] "
+                "(rlvitals_dropped_total{reason='store_error'})",
+                self.name,
+                unfinished,
+                self._unopenable,
+            )
+        elif unfinished:
             _log.warning(
                 "rlvitals run %r: %d value(s) logged were not yet stored when the run ended "
                 "(finish() waited %.1f s; the store took %d of %d): counted as dropped, "
@@ -608,7 +620,11 @@ class Run:
             if isinstance(item, threading.Event):
                 item.set()
         samples = [item for item in left if _is_sample(item)]
-        self._counters.drop("unfinished", sum(_size(item) for item in samples))
+        # a batch in the worker's hands means the store opened: `unfinished`, as the worker's
+        # taking the count back (`undrop`) expects
+        unopenable = self._unopenable is not None and self._given_up is None
+        reason = "store_error" if unopenable else "unfinished"
+        self._counters.drop(reason, sum(_size(item) for item in samples))
         return sum(_size(item) for item in samples if not _is_event(item))
 
     def __enter__(self) -> Run:
@@ -943,10 +959,12 @@ class Run:
         try:
             outbox = Outbox(self.settings.outbox_path, budget_bytes=self.settings.disk_budget_bytes)
         except OutboxError as exc:
+            self._unopenable = str(exc)
             self._report("store_error", exc)
             if self._stop.wait(1.0) and not self._queue:
                 return
             raise
+        self._unopenable = None
         self._worker_outbox = outbox
         try:
             if not self._run_recorded:

@@ -21,7 +21,7 @@ def _settings(tmp_path: Path, **kw: object) -> exporter.ExporterSettings:
 
 
 def test_init_on_a_file_that_is_not_a_database_does_not_raise_and_flush_says_false(
-    tmp_path: Path, reg: registry.Registry
+    tmp_path: Path, reg: registry.Registry, caplog: pytest.LogCaptureFixture
 ) -> None:
     (tmp_path / "outbox.sqlite").write_bytes(b"this is not an sqlite file" * 100)
     run = exporter.init("r", registry=reg, settings=_settings(tmp_path))
@@ -29,9 +29,14 @@ def test_init_on_a_file_that_is_not_a_database_does_not_raise_and_flush_says_fal
         run.log(step, {"losses/clipfrac": 0.1})
     assert run.flush(timeout=3) is False
     run.finish(timeout=1)
+    ended = [r.getMessage() for r in caplog.records if "were not stored" in r.getMessage()]
+    # the exit line says the store is what failed; a longer timeout would not have helped
+    assert len(ended) == 1 and "does not open" in ended[0] and "not a database" in ended[0]
+    assert "longer timeout" not in ended[0]
     stats = run.stats
     assert stats.accepted == 0
-    assert stats.dropped == 300 and set(stats.dropped_by_reason) == {"unfinished"}
+    # lost to a store that does not open, not to finish()'s timeout: counted as such
+    assert stats.dropped == 300 and set(stats.dropped_by_reason) == {"store_error"}
 
 
 def test_a_store_damaged_while_running_makes_flush_false_and_counts_only_what_was_stored(
@@ -64,7 +69,7 @@ def test_a_store_damaged_while_running_makes_flush_false_and_counts_only_what_wa
     stats = run.stats
     assert stats.accepted == 100  # nothing past the damage counts as stored
     assert stats.accepted + stats.dropped + stats.refused_disk == 400
-    assert set(stats.dropped_by_reason) <= {"worker_error", "store_error", "unfinished"}
+    assert set(stats.dropped_by_reason) <= {"worker_error", "store_error"}
 
 
 def test_a_1_mb_disk_budget_holds_about_1_mb_of_data_the_run_from_its_start(
