@@ -726,9 +726,9 @@ class Ingest:
                 state.deriver = None
                 run.follow_sources()
                 state.run = run
-        except RunHeld:
-            # another live process writes this run: refused (the caller says so); what was
-            # read for it is not tried again at the next settle
+        except (RunHeld, ConfigError):
+            # another live process writes this run, or its name cannot be stored: refused (the
+            # caller says so); what was read for it is not tried again at the next settle
             state.pending, state.positions = [], []
             raise
         if state.run.name != summary.name:

@@ -223,6 +223,9 @@ def _walk(root: Path, unreadable: set[Path] | None = None) -> Iterator[Path]:
             continue
         runs = [name for name in sorted(files) if is_wandb_log(Path(name))]
         if runs:  # a W&B run folder: its log, not its console copy or debug logs
+            # Taken even when not a regular file (unlike the files below, skipped unsaid): the
+            # folder is a run's, so its reader (`leveldb_log.py`) refuses a FIFO, socket or
+            # device with a message naming it, without opening it for a read that would block.
             dirs[:] = []
             yield from (here / name for name in runs)
             continue

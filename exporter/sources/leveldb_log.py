@@ -12,13 +12,16 @@ has none), so the framing is read here and the payloads are decoded with wandb's
 
 `poll()` returns the payloads of the records written whole since the last poll; a record whose
 chunks are not all written yet is read at a later poll (reported as cut off on a final one).
-A chunk whose checksum does not match is reported and its block skipped, as LevelDB's reader
-recovers.
+A chunk whose checksum does not match is reported and the rest of its block skipped, as LevelDB's
+reader recovers (the chunk's length may be the damaged part, so where the next chunk starts is not
+known): the message gives the bytes skipped. A FIFO, socket or device named as a log is refused,
+never read (reading would wait for a writer forever).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import zlib
 from collections.abc import Callable, Iterator
@@ -49,11 +52,20 @@ class RecordLog:
         if self._bad:
             return
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            # O_NONBLOCK: a plain open() of a FIFO waits for a writer (for ever, and unkillable
+            # by SIGTERM); this returns at once, and fstat tells what was opened
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             return
         try:
             st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                self._bad = True
+                self._problem(
+                    "not a regular file (a FIFO, socket or device), so it is not read: reading "
+                    "it would wait for a writer forever; replace it with the run's log W&B wrote"
+                )
+                return
             if (st.st_dev, st.st_ino) != self._ident or st.st_size < self.offset:
                 self._ident, self.offset, self.records = (st.st_dev, st.st_ino), 0, 0
             if self.offset == 0:
@@ -72,6 +84,7 @@ class RecordLog:
     def _scan(self, fd: int, final: bool) -> Iterator[bytes]:
         pos = self.offset
         parts: list[bytes] | None = None  # the chunks of a record read so far
+        lost = False  # the bytes just before were skipped as damaged
         while True:
             base = pos - pos % BLOCK
             block = os.pread(fd, BLOCK, base)
@@ -97,23 +110,33 @@ class RecordLog:
                         return
                     end = BLOCK  # a length running past its block: corrupt
                 if end > BLOCK or zlib.crc32(block[i + 6 : end]) != crc:
-                    self._problem(f"a damaged record at byte {base + i} (checksum); skipped")
-                    parts, i = None, BLOCK
+                    last = base + len(block) - 1
+                    self._problem(
+                        f"a damaged record at byte {base + i} (checksum): skipped the rest of its "
+                        f"32 KiB block, bytes {base + i}-{last} ({last - base - i + 1} bytes), "
+                        "with every record in it (its length may be what is damaged, so where "
+                        "the next record starts is not known); the log is read on from byte "
+                        f"{last + 1}"
+                    )
+                    parts, i, lost = None, BLOCK, True
                     break
                 payload = block[i + _HEADER : end]
-                i = end
+                start, i = base + i, end
                 if kind == _FULL:
-                    parts = None
+                    parts, lost = None, False
                     yield from self._whole([payload], base + i)
                 elif kind == _FIRST:
-                    parts = [payload]
+                    parts, lost = [payload], False
                 elif kind in (_MIDDLE, _LAST) and parts is not None:
                     parts.append(payload)
                     if kind == _LAST:
                         yield from self._whole(parts, base + i)
                         parts = None
+                elif lost and kind in (_MIDDLE, _LAST):
+                    # the rest of a record begun in the skipped bytes: its loss was said there
+                    lost = kind == _MIDDLE
                 else:
-                    self._problem(f"a record piece out of order at byte {base + i}; skipped")
+                    self._problem(f"a record piece out of order at byte {start}; skipped")
                     parts = None
             pos = base + i
             if len(block) < BLOCK:

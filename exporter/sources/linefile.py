@@ -61,6 +61,7 @@ class LineFileSource:
         head = position.head.rstrip(b"\n").decode("utf-8", errors="replace").rstrip("\r")
         with suppress(BadLine):
             self._parser.parse(head)
+        self._parser.problems()  # said when that line was read first
         return True
 
     def poll(self, *, final: bool = False) -> Iterator[Record]:
@@ -98,9 +99,8 @@ class LineFileSource:
                         yield record
             except BadLine as exc:
                 self._report(Malformed(str(self.path), line.number, str(exc)))
-            if stream is not None:
-                for problem in stream.problems():
-                    self._report(Malformed(str(self.path), line.number, problem))
+            for problem in parser.problems():
+                self._report(Malformed(str(self.path), line.number, problem))
             if every and not count % every:
                 if stream is not None:
                     yield from stream.flush()  # nothing held back behind a saved position

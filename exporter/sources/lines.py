@@ -23,6 +23,11 @@ class LineParser(Protocol):
     def reset(self) -> None:
         """Forget per-file state (a CSV header) because the file starts over."""
 
+    def problems(self) -> list[str]:
+        """What the lines parsed since the last call held that was not read (the rest of them
+        was); each is reported with its line's number. Calling it forgets them."""
+        ...
+
 
 @runtime_checkable
 class StreamParser(Protocol):
@@ -53,8 +58,13 @@ def as_value(raw: object) -> float | None:
     """A scalar for a metric value: numbers and numeric strings; None for anything else."""
     if isinstance(raw, bool):
         return None
-    if isinstance(raw, int | float):
-        return float(raw)
+    if isinstance(raw, int):
+        try:
+            return float(raw)
+        except OverflowError:  # an integer past a float's range is as far out as infinity
+            return math.inf if raw > 0 else -math.inf
+    if isinstance(raw, float):
+        return raw
     if isinstance(raw, str):
         try:
             return float(raw.strip())

@@ -20,11 +20,17 @@ whole lines only; the points of one poll are grouped by step into Records, in st
 logged twice at one step (a resumed run logging the step again) keeps the value written last,
 the one MLflow's own "latest" takes (largest timestamp). A new process reads the run from its
 start again: its steps are stored again at the same steps, as a console log's are.
+
+What cannot be read is said, naming the file (and line): a metric line whose timestamp, value or
+step is not what MLflow writes (each field named), a step beyond the largest storable one, a
+`meta.yaml` that is not YAML, and a FIFO, socket or device where MLflow keeps a file (never
+opened for reading: that would wait for a writer forever); the run's other files are read.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from ..schema import SourcePosition
+from ..schema import MAX_STEP, SourcePosition
 from .record import Malformed, Record
 
 __all__ = ["MlflowRunSource", "RunIdentity", "is_mlflow_run", "mlflow_identity"]
@@ -60,25 +66,67 @@ def is_mlflow_run(folder: Path) -> bool:
     )
 
 
-def _meta(folder: Path) -> dict[str, Any]:
-    try:
-        doc = yaml.safe_load((folder / _META).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+class _NotRegular(OSError):
+    """A FIFO, socket or device where MLflow keeps a regular file."""
 
 
-def _read_text(path: Path) -> str | None:
+_NOT_REGULAR = (
+    "not a regular file (a FIFO, socket or device), so it is not read: reading it would wait "
+    "for a writer forever; replace it with the file MLflow wrote"
+)
+
+
+def _open_regular(path: Path) -> int:
+    """A descriptor of `path` open for reading; _NotRegular when it is not a regular file.
+    O_NONBLOCK: a plain open() of a FIFO waits for a writer (for ever, and unkillable by
+    SIGTERM); with it the open returns at once and fstat tells what was opened. A regular file
+    reads the same either way."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _NotRegular(path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_text(path: Path) -> tuple[str | None, str | None]:
+    """(the file's text, None), or (None, why it could not be read); (None, None) when there
+    is no such file (an optional file of MLflow's, or one removed while it was read)."""
+    try:
+        with os.fdopen(_open_regular(path), "rb") as fh:
+            return fh.read().decode("utf-8"), None
+    except _NotRegular:
+        return None, _NOT_REGULAR
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror}); check its permissions"
+    except UnicodeDecodeError as exc:
+        return None, f"is not UTF-8 text (byte {exc.start}); MLflow writes UTF-8"
+
+
+def _meta(folder: Path) -> tuple[dict[str, Any], str | None]:
+    """The run's `meta.yaml` as a mapping, and why it could not be read (None: it was)."""
+    text, problem = _read_text(folder / _META)
+    if text is None:
+        return {}, problem
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        return {}, f"is not valid YAML{where}"
+    if not isinstance(doc, dict):
+        return {}, "does not hold a YAML mapping of the run's info"
+    return doc, None
 
 
 def mlflow_identity(folder: Path) -> RunIdentity:
     """The run's name (`mlflow.runName`, else `run_name` of its meta.yaml), id and start."""
-    meta = _meta(folder)
-    name = _read_text(folder / "tags" / "mlflow.runName")
+    meta, _ = _meta(folder)  # its problems are said by the run's source (`facts`)
+    name, _ = _read_text(folder / "tags" / "mlflow.runName")
     if not name:
         name = meta.get("run_name") if isinstance(meta.get("run_name"), str) else None
     run_id = meta.get("run_id") if isinstance(meta.get("run_id"), str) else folder.name
@@ -104,6 +152,14 @@ class MlflowRunSource:
         # per metric file: (device, inode) it was read from, bytes and lines read
         self._read: dict[str, tuple[tuple[int, int], int, int]] = {}
         self._points = 0
+        self._said: set[tuple[str, str]] = set()  # (file, problem) said already: once each
+
+    def _say_once(self, path: Path, reason: str) -> None:
+        """Report a problem of a whole file once: `facts()` is asked, and each file looked
+        at, on every poll."""
+        if (str(path), reason) not in self._said:
+            self._said.add((str(path), reason))
+            self._report(Malformed(str(path), 0, reason))
 
     def close(self) -> None:
         """Nothing is held open: each poll opens the files that grew."""
@@ -125,13 +181,25 @@ class MlflowRunSource:
     def facts(self) -> dict[str, object]:
         """The run's params (for its run context), where its steps come from, and whether
         MLflow recorded it FINISHED."""
-        params = {
-            key: value
-            for key, file in _flat_files(self.path / "params")
-            if (value := _read_text(file)) is not None
-        }
+        params = {}
+        for key, file in _flat_files(self.path / "params"):
+            value, problem = _read_text(file)
+            if value is not None:
+                params[key] = value
+            elif problem is not None:
+                self._say_once(file, f"{problem}; param {key!r} is not in the run's context")
+        tag = self.path / "tags" / "mlflow.runName"
+        if (problem := _read_text(tag)[1]) is not None:
+            self._say_once(tag, f"{problem}; the run is named by meta.yaml or its id instead")
+        meta, problem = _meta(self.path)
+        if problem is not None:
+            self._say_once(
+                self.path / _META,
+                f"{problem}, so its run_name, run_id, start_time and status are not used (the "
+                "run is not seen FINISHED); fix or restore the file",
+            )
         out: dict[str, object] = {"tracker_config": params, "step_source": "MLflow step"}
-        if _meta(self.path).get("status") == _FINISHED:
+        if meta.get("status") == _FINISHED:
             out["closed"] = "MLflow recorded the run FINISHED"
         return out
 
@@ -148,7 +216,7 @@ class MlflowRunSource:
 
     def _new_points(self, key: str, file: Path, final: bool) -> list[tuple[int, float, float]]:
         try:
-            with open(file, "rb") as fh:
+            with os.fdopen(_open_regular(file), "rb") as fh:
                 st = os.fstat(fh.fileno())
                 ident = (st.st_dev, st.st_ino)
                 seen, offset, lines = self._read.get(key, (ident, 0, 0))
@@ -156,7 +224,13 @@ class MlflowRunSource:
                     offset, lines = 0, 0  # replaced or cut: read again from its start
                 fh.seek(offset)
                 data = fh.read()
-        except OSError:
+        except _NotRegular:
+            self._say_once(file, f"{_NOT_REGULAR}; metric {key!r} is not imported")
+            return []
+        except FileNotFoundError:
+            return []  # removed since the folder was listed
+        except OSError as exc:
+            self._say_once(file, f"cannot be read ({exc.strerror}); check its permissions")
             return []
         complete = data[: data.rfind(b"\n") + 1]
         raws = complete.split(b"\n")[:-1]
@@ -178,17 +252,57 @@ class MlflowRunSource:
         fields = raw.decode("utf-8", errors="replace").split()
         if not fields:
             return None
-        try:
-            at = float(int(fields[0])) / 1000.0
-            value = float(fields[1])
-            # MLflow 1.x wrote `timestamp value` (no step): its reader takes step 0
-            step = int(fields[2]) if len(fields) >= 3 else 0
-        except (ValueError, IndexError):
+        problem = None  # why it is not an MLflow metric line
+        at = value = 0.0
+        if len(fields) < 2:
+            problem = "holds only one field"
+        elif not _is_int(fields[0]):
+            problem = f"timestamp {fields[0][:40]!r} is not a whole number of milliseconds"
+        else:
+            try:
+                at = int(fields[0]) / 1000.0
+            except OverflowError:  # beyond a float: no time a clock gives
+                problem = f"timestamp {fields[0][:40]} is too large for a time"
+            try:
+                value = float(fields[1])
+            except ValueError:
+                problem = problem or f"value {fields[1][:40]!r} is not a number"
+        if problem is None and len(fields) >= 3:
+            if not _is_int(fields[2]) or int(fields[2]) < 0:
+                problem = f"step {fields[2][:40]!r} is not a whole number >= 0"
+            elif int(fields[2]) > MAX_STEP:
+                self._report(
+                    Malformed(
+                        str(file),
+                        number,
+                        f"step {fields[2][:40]} is beyond the largest storable step {MAX_STEP} "
+                        "(2**63 - 1); line skipped",
+                    )
+                )
+                return None
+        if problem is not None:
             self._report(
-                Malformed(str(file), number, "not an MLflow metric line `timestamp value step`")
+                Malformed(
+                    str(file),
+                    number,
+                    "not an MLflow metric line `timestamp value step` (ms since the epoch, a "
+                    f"number, a whole step >= 0): {problem}; line skipped, fix or delete it",
+                )
             )
             return None
-        if step < 0:
-            self._report(Malformed(str(file), number, f"negative step {step}"))
-            return None
+        # Two fields (`timestamp value`, MLflow 1.x) are step 0: MLflow's own reader takes
+        # them so (mlflow-skinny 3.18.0, mlflow/store/tracking/file_store.py,
+        # FileStore._get_metric_from_line: 2, 3 or 5 fields, `step = int(parts[2]) if
+        # len(parts) == 3 else 0`). Its 5-field lines (`_log_run_metric`: `timestamp value
+        # step dataset digest`) carry the step third too, which is read here, not taken as 0.
+        step = int(fields[2]) if len(fields) >= 3 else 0
         return step, value, at
+
+
+def _is_int(text: str) -> bool:
+    """Whether `text` is an integer as MLflow writes one (`int()` of it works)."""
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True

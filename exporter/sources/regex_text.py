@@ -56,6 +56,10 @@ class RegexParser:
     def reset(self) -> None:
         """Text lines carry no per-file state."""
 
+    def problems(self) -> list[str]:
+        """A line either matches or is not a metric line: nothing is read in part."""
+        return []
+
     def parse(self, text: str) -> Record | None:
         match = self._regex.search(text)
         if match is None:

@@ -2,7 +2,9 @@
 
 The step is the `time/total_timesteps` column. SB3 leaves a cell empty when a key was not logged
 in that dump, and rewrites the header in place when a new key first appears (the follower handles
-that rewrite; this parser only sees lines).
+that rewrite; this parser only sees lines). A cell that is not a number (text SB3 wrote for a
+string it was given, a decimal comma) is not stored, and its column is named once per file; a
+column named twice in the header is named there (a row's later cell is kept).
 """
 
 from __future__ import annotations
@@ -23,11 +25,21 @@ class Sb3CsvParser:
     def __init__(self, step_key: str | None = None) -> None:
         self._step_key = step_key or SB3_STEP_KEY
         self._header: list[str] | None = None
+        self._named: set[str] = set()  # columns of cells not read, named once per file
+        self._problems: list[str] = []
 
     def reset(self) -> None:
         self._header = None
+        self._named.clear()
+
+    def problems(self) -> list[str]:
+        """What the last lines held that was not read (the rest of them was); then forgotten."""
+        out, self._problems = self._problems, []
+        return out
 
     def parse(self, text: str) -> Record | None:
+        if self._header is None:
+            text = text.lstrip("\ufeff")  # a byte order mark before the header
         if not text.strip():
             return None
         try:
@@ -41,6 +53,12 @@ class Sb3CsvParser:
                     "pass --step-key NAME to name the step column"
                 )
             self._header = cells
+            twice = sorted({c for c in cells if cells.count(c) > 1})
+            if twice:
+                self._problems.append(
+                    f"column(s) {', '.join(map(repr, twice))} named twice in the header: "
+                    "a row's later cell is kept"
+                )
             return None
         header = self._header
         if len(cells) > len(header):
@@ -57,4 +75,10 @@ class Sb3CsvParser:
             value = as_value(cell)
             if value is not None:
                 values[key] = value
+            elif key not in self._named:
+                self._named.add(key)
+                self._problems.append(
+                    f"column {key!r} holds {cell[:40]!r}, not a number: not stored "
+                    "(said once for this column)"
+                )
         return Record(step=step, values=values)

@@ -12,6 +12,10 @@ Decoding a protobuf message costs microseconds per event, most of an import's re
 checking these bytes for a whole batch at once with numpy costs a small fraction of that. A
 record that differs in the least (another field, a tag of 119 bytes or more, a tensor, a negative
 step, a tag that is not UTF-8) is marked not `ok` and left to protobuf.
+
+A wall time that is not a finite number (NaN, infinite: a broken clock or writer) is given as 0,
+"not given", as an event without one: the store needs a time for every value, and a step without
+one gets the time it is read (`Run.log`); `unclocked` marks them, for the reader to say so.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ _VARINT = 10
 class ScalarColumns:
     """Per record of a batch: whether it is a one-scalar event (`ok`), and if so its fields.
 
-    Entries where `ok` is False hold garbage. `tag` indexes `tags`.
+    Entries where `ok` is False hold garbage. `tag` indexes `tags`. `unclocked`: the event's
+    wall time was not a finite number (its `wall_time` is 0, not given).
     """
 
     ok: npt.NDArray[np.bool_]
@@ -42,6 +47,7 @@ class ScalarColumns:
     value: npt.NDArray[np.float32]
     tag: npt.NDArray[np.int64]
     tags: list[str]
+    unclocked: npt.NDArray[np.bool_]
 
 
 def decode_scalar_events(batch: RecordBatch) -> ScalarColumns:
@@ -80,6 +86,9 @@ def decode_scalar_events(batch: RecordBatch) -> ScalarColumns:
     ok &= step >= 0  # a negative step is reported by the general path
 
     wall_time = np.ascontiguousarray(head[:, 1:9]).view("<f8").ravel()
+    unclocked = ~np.isfinite(wall_time)
+    if unclocked.any():  # NaN would reach the store as NULL, which it refuses (module doc)
+        wall_time = np.where(unclocked, 0.0, wall_time)
     value = gather_bytes(data, start + length - 4, 4).view("<f4").ravel()
 
     tag = np.zeros(count, dtype=np.int64)
@@ -107,4 +116,4 @@ def decode_scalar_events(batch: RecordBatch) -> ScalarColumns:
         mapped = ids[inverse.ravel()]
         ok[rows[mapped < 0]] = False
         tag[rows] = mapped
-    return ScalarColumns(ok, step, wall_time, value, tag, tags)
+    return ScalarColumns(ok, step, wall_time, value, tag, tags, unclocked)

@@ -1,9 +1,13 @@
 """TensorBoard event files: TFRecord framing (tfrecord.py), events decoded with the `tensorboard` package.
 
 Scalars come either as `simple_value` (torch's and tensorboardX's SummaryWriter, so SB3 and
-CleanRL) or as 0-d tensors tagged by the `scalars` plugin (TF2 `tf.summary.scalar`). Consecutive
-events at the same step are merged into one Record. Images, histograms, text and hparams are not
-scalars and are skipped.
+CleanRL) or as one-element tensors tagged by the `scalars` plugin (TF2 `tf.summary.scalar`).
+Consecutive events at the same step are merged into one Record. Images, histograms, text and
+hparams are not scalars and are skipped. A `scalars` tensor that holds no number (a string, a
+type with no numbers, several values, contents that do not decode) is skipped and reported, as is
+a record that does not decode. An event whose wall time is not a finite number is read as one
+without a wall time (its values get the time they are read), and each file with such events is
+reported once, with their count.
 
 Records are read in batches; the one-scalar events SummaryWriter writes are decoded for a whole
 batch at once as arrays (scalar_events.py) and only the other records go through protobuf.
@@ -14,6 +18,7 @@ when the path still names the same file (device, inode, first bytes and the byte
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -21,7 +26,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
-from tensorboard.compat.proto import event_pb2
+from tensorboard.compat.proto import event_pb2, tensor_pb2, types_pb2
 from tensorboard.util import tensor_util
 
 from ..schema import SourcePosition
@@ -34,6 +39,7 @@ __all__ = ["TensorBoardSource", "is_event_file"]
 
 _HEAD = 64
 _MARK = 64
+_TEXT_TYPES = (types_pb2.DT_STRING, types_pb2.DT_STRING_REF)
 
 
 def is_event_file(path: Path) -> bool:
@@ -57,6 +63,9 @@ class TensorBoardSource:
         self._events = 0
         self._corrupt_at: int | None = None
         self._resumed = False
+        self._unclocked = 0  # events whose wall time was not finite, not yet reported
+        self._unclocked_step = 0  # the first one's step
+        self._unclocked_said = False  # reported once per file
 
     @property
     def _consumed(self) -> int:
@@ -157,6 +166,7 @@ class TensorBoardSource:
             self._events = 0
             self._corrupt_at = None
             self._resumed = False
+            self._unclocked, self._unclocked_said = 0, False
         if self._corrupt_at is not None:
             return
         reader = self._reader
@@ -166,6 +176,7 @@ class TensorBoardSource:
             yield from self._decode(batch, pending, blocks)
         if pending.step is not None:
             yield pending.record()
+        self._say_unclocked(final)
         if final and self._corrupt_at is None and os.stat(self.path).st_size > self._consumed:
             self._report(
                 Malformed(
@@ -175,6 +186,29 @@ class TensorBoardSource:
                     "(corrupt or cut off); the rest of the file was skipped",
                 )
             )
+
+    def _note_unclocked(self, count: int, step: int) -> None:
+        if count and not self._unclocked:
+            self._unclocked_step = step
+        self._unclocked += count
+
+    def _say_unclocked(self, final: bool) -> None:
+        """Events read without their wall time (not a finite number): said once per file, as
+        a warning on every event would drown the other problems."""
+        if not self._unclocked or self._unclocked_said:
+            return
+        self._report(
+            Malformed(
+                str(self.path),
+                0,
+                f"the wall time of {self._unclocked} event(s) is not a finite number (NaN or "
+                f"infinite; the first at step {self._unclocked_step}): their values were stored "
+                "with the time they were read instead; the clock or the writer of the host that "
+                "wrote this file is at fault, fix it to have the training's own times"
+                + ("" if final else " (later ones in this file are not reported again)"),
+            )
+        )
+        self._unclocked_said = True
 
     def _batches(self, reader: RecordReader) -> Iterator[RecordBatch]:
         def skipped(exc: CorruptRecord) -> None:
@@ -197,6 +231,9 @@ class TensorBoardSource:
         one-scalar events that no later event can add to come as one `ScalarBlock`."""
         cols = decode_scalar_events(batch)
         base = self._events
+        unclocked = np.flatnonzero(cols.ok & cols.unclocked)
+        if len(unclocked):
+            self._note_unclocked(len(unclocked), int(cols.step[unclocked[0]]))
         names = np.array(cols.tags, dtype=object)
         start = 0
         for stop in [*np.flatnonzero(~cols.ok).tolist(), len(batch)]:
@@ -233,7 +270,11 @@ class TensorBoardSource:
             if event.step < 0:
                 self._report(Malformed(str(self.path), self._events, f"negative step {event.step}"))
             else:
-                done = pending.add(event.step, scalars.items(), event.wall_time)
+                wall = event.wall_time
+                if not math.isfinite(wall):  # read as not given (scalar_events.py says why)
+                    self._note_unclocked(1, event.step)
+                    wall = 0.0
+                done = pending.add(event.step, scalars.items(), wall)
                 if done is not None:
                     yield done
 
@@ -311,13 +352,59 @@ class TensorBoardSource:
                     self._scalar_tags.add(value.tag)
                 elif plugin or (value.tag not in self._scalar_tags and not self._resumed):
                     continue
-                if value.tensor.tensor_shape.dim:
-                    continue
-                try:
-                    out[value.tag] = float(tensor_util.make_ndarray(value.tensor))
-                except (TypeError, ValueError):
-                    continue
+                number, problem = _tensor_number(value.tensor)
+                if number is not None:
+                    out[value.tag] = number
+                elif value.tag in self._scalar_tags:
+                    # a tag the scalars plugin named: its value is lost, so say so (a resumed
+                    # read's unknown tags may be another plugin's tensors, skipped quietly)
+                    self._report(
+                        Malformed(
+                            str(self.path),
+                            self._events,
+                            f"step {event.step}, tag {value.tag!r}: {problem}; the value was "
+                            "skipped (log a number: a float or int with tf.summary.scalar)",
+                        )
+                    )
         return out
+
+
+def _tensor_number(tensor: tensor_pb2.TensorProto) -> tuple[float | None, str]:
+    """A scalars-plugin tensor's number, or None and why it holds none.
+
+    TensorBoard's own scalars plugin reads `tensor_util.make_ndarray(tensor).item()`
+    (tensorboard/backend/event_processing/data_provider.py, `_convert_scalar_event`): any shape
+    with exactly one element (a 0-d tensor, or [1] as a TF1 writer may give) is the scalar."""
+    dims = [d.size for d in tensor.tensor_shape.dim]
+    count = math.prod(dims)
+    if min(dims, default=1) < 0:
+        return None, f"a scalars-plugin tensor of shape {dims} (a size not known), not one value"
+    if count != 1:
+        # checked before decoding: make_ndarray would allocate a huge declared shape
+        return None, f"a scalars-plugin tensor of shape {dims} holds {count} values, not one"
+    kind = _type_name(tensor.dtype)
+    if tensor.dtype in _TEXT_TYPES:
+        text = (tensor.string_val[0] if tensor.string_val else tensor.tensor_content)[:40]
+        return None, f"a scalars-plugin tensor holding a string ({text!r}, {kind}), not a number"
+    try:
+        array = tensor_util.make_ndarray(tensor)
+    except Exception as exc:  # any damage in a file must not stop the import
+        # KeyError for DT_VARIANT / DT_RESOURCE (no numpy type), TypeError for a type
+        # tensorboard does not know, ValueError for contents that do not fit the shape
+        return None, (
+            f"a scalars-plugin tensor of type {kind} that does not decode as a number "
+            f"({type(exc).__name__}: {exc})"
+        )
+    if array.dtype.kind not in "biuf":  # complex, quantized (structured) types
+        return None, f"a scalars-plugin tensor of type {kind}, not a real number"
+    return float(array.reshape(-1)[0]), ""
+
+
+def _type_name(dtype: int) -> str:
+    try:
+        return str(types_pb2.DataType.Name(dtype))
+    except ValueError:  # a number no TensorFlow type has
+        return f"unknown data type {dtype}"
 
 
 class _Pending:

@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..schema import SourcePosition
+from ..schema import MAX_STEP, SourcePosition
+from .lines import as_value
 from .record import Malformed, Record
 
 __all__ = ["STATE_FILE", "TrainerStateSource", "run_folder"]
@@ -68,6 +69,9 @@ class TrainerStateSource:
         self._last_step: int | None = None
         self._entries = 0
         self._seen: tuple[str, int, int] | None = None  # (file, size, mtime) last parsed
+        # entries that went back below a step yielded before are named once, not at each poll
+        self._went_back_said: set[int] = set()
+        self._unread = ""  # why the last file `_load` tried did not read
 
     def close(self) -> None:
         """Nothing is kept open: the file is rewritten whole, so it is read whole."""
@@ -107,9 +111,18 @@ class TrainerStateSource:
         return None if best is None else (best[2], best[3])
 
     def _load(self, file: Path) -> dict[str, Any] | None:
+        self._unread = "not a JSON object (a trainer_state.json was expected)"
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            # utf-8-sig: a file saved by an editor may begin with a byte order mark
+            data = json.loads(file.read_text(encoding="utf-8-sig"))
+        except json.JSONDecodeError as exc:
+            self._unread = f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+            return None
+        except ValueError as exc:  # an integer literal past Python's 4,300-digit parse limit
+            self._unread = f"cannot be read as JSON: {exc}".split(";")[0]
+            return None
+        except (OSError, UnicodeDecodeError, RecursionError) as exc:
+            self._unread = f"cannot be read ({type(exc).__name__}: {exc})"
             return None
         return data if isinstance(data, dict) else None
 
@@ -128,9 +141,8 @@ class TrainerStateSource:
             return
         if state is None:
             if final:
-                self._report(
-                    Malformed(str(file), 0, "not a JSON object (a trainer_state.json was expected)")
-                )
+                self._load(file)  # what kept it from reading, for the message
+                self._report(Malformed(str(file), 0, self._unread))
             return
         history = state.get("log_history")
         if not isinstance(history, list):
@@ -145,6 +157,11 @@ class TrainerStateSource:
     def _records(self, file: Path, history: list[Any]) -> Iterator[Record]:
         step: int | None = None
         values: dict[str, float] = {}
+        # The last step yielded before this read comes again whole (entries may have been added
+        # to it since); entries below it were yielded then. Within this read, an entry below a
+        # step it yielded is a history that went back (a second `train()` logging into the same
+        # state): the store keeps one value per step, so it is named, not stored over the first.
+        before = self._last_step
         for index, entry in enumerate(history, 1):
             raw_step = entry.get("step") if isinstance(entry, dict) else None
             if isinstance(raw_step, bool) or not isinstance(raw_step, int) or raw_step < 0:
@@ -152,16 +169,42 @@ class TrainerStateSource:
                     Malformed(str(file), index, f"log_history entry {index} has no integer 'step'")
                 )
                 continue
-            # the last step yielded comes again whole: entries may have been added to it since
-            if self._last_step is not None and raw_step < self._last_step:
+            if raw_step > MAX_STEP:
+                self._report(
+                    Malformed(
+                        str(file),
+                        index,
+                        f"log_history entry {index} has step {raw_step}, beyond the largest "
+                        f"storable step {MAX_STEP} (2**63 - 1): not stored",
+                    )
+                )
+                continue
+            if before is not None and raw_step < before:
+                continue
+            top = None if step is None else max(step, self._last_step or 0)
+            if top is not None and raw_step < top:
+                if index not in self._went_back_said:
+                    self._went_back_said.add(index)
+                    self._report(
+                        Malformed(
+                            str(file),
+                            index,
+                            f"log_history entry {index} goes back to step {raw_step} after step "
+                            f"{top} (a second training logged into this file?): not stored over "
+                            "the values already read at that step",
+                        )
+                    )
                 continue
             if step is not None and raw_step != step:
                 yield self._emit(step, values)
                 values = {}
             step = raw_step
             for key, value in entry.items():
-                if key != "step" and isinstance(value, int | float) and not isinstance(value, bool):
-                    values[key] = float(value)
+                if key == "step" or isinstance(value, bool):
+                    continue
+                number = as_value(value) if isinstance(value, int | float) else None
+                if number is not None:
+                    values[key] = number
         if step is not None:
             yield self._emit(step, values)
 

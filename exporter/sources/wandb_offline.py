@@ -9,14 +9,22 @@ come with `wandb sync`): everything is in the log. What is read, by record type:
 
 - `history`: one row per W&B step; each item is `key` (older writers) or `nested_key` (0.31:
   `["actor/pg_loss"]`, a nested dict's `["a", "b"]`, named `a.b` as W&B shows it) with a JSON
-  value (`NaN`/`Infinity` bare). Numbers are read; strings, lists and media are not: a key group
-  with a `_type` child (tables, images, histograms: `table-file`, `histogram`, ...) is dropped,
-  and so are W&B's own `_runtime`, `_timestamp` (the row's wall time) and `_step`.
+  value (`NaN`/`Infinity` bare). Numbers are read; media are not: a key group with a `_type`
+  child (tables, images, histograms: `table-file`, `histogram`, ...) is dropped, and so are
+  W&B's own `_runtime`, `_timestamp` (the row's wall time) and `_step`. Any other value that is
+  not a storable number (text, a list, an object, null, an integer too large for a float, and
+  true/false) is not stored, and said once per file per key and kind with its count of rows.
+  Booleans are not stored as 1/0: the other readers (`jsonl.py`, `trainer_state.py`, `lines.py`
+  `as_value`) take true/false for no metric, and a flag logged as a number is stored as one.
+- The row's wall time: `_timestamp` (seconds). One that is not a finite number is taken as
+  absent (said once per file, with its count): the row is stored with the time it is read, as
+  a log without times is.
 - The step: `_step`, unless the run defined a step metric for the row's keys
   (`define_metric("*", step_metric="train/global_step")`, what the Hugging Face Trainer's and
   OpenRLHF's W&B loggers do: they call `wandb.log` without `step`, so `_step` counts calls):
   then that metric's value in the row, which is not stored as a metric. A row lacking the step
-  metric defined for its keys is reported and not placed.
+  metric defined for its keys, or whose `_step` is not a whole number >= 0 (or is beyond the
+  largest storable step), is reported with its position among the history rows and not placed.
 - `run` and `config`: the run's name (`display_name`) and config, for its run context.
 - `exit`: exit code 0 is a normal end.
 
@@ -37,12 +45,13 @@ import json
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from ..schema import SourcePosition
+from ..schema import MAX_STEP, SourcePosition
 from .errors import SourceError
 from .leveldb_log import RecordLog
 from .mlflow_files import RunIdentity
@@ -74,6 +83,31 @@ def _record_class(path: Path) -> Any:
             "'rlvitals[trackers]' (or name only the folders of the other logs)"
         ) from exc
     return module.Record
+
+
+def _not_a_number(value: Any) -> str | None:
+    """What a history value is when it is not a storable number (None: it is one)."""
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int):
+        try:
+            float(value)
+        except OverflowError:
+            return "an integer too large for a float"
+        return None
+    if isinstance(value, float):
+        return None
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a JSON object"
+    return "null" if value is None else type(value).__name__
+
+
+def _shown(value: Any) -> str:
+    return repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
 
 
 def _items(items: Iterable[Any], problem: Callable[[str], None]) -> dict[str, Any]:
@@ -133,7 +167,11 @@ class WandbRunSource:
         self._step_metrics: list[tuple[str, str]] = []  # (key glob, its step metric)
         self._step_source: str | None = None
         self._exit: int | None = None
-        self._rows = 0
+        self._rows = 0  # history rows placed
+        self._history = 0  # history records read: a row's number in messages
+        self._unstored: Counter[tuple[str, str]] = Counter()  # (key, kind): rows
+        self._bad_times: Counter[str] = Counter()  # a `_timestamp` not a time, by kind: rows
+        self._said: set[tuple[str, str]] = set()  # (key, kind) said already
 
     def _problem(self, reason: str) -> None:
         self._report(Malformed(str(self.path), 0, reason))
@@ -190,28 +228,65 @@ class WandbRunSource:
             elif kind == "exit":
                 self._exit = record.exit.exit_code
         self._config.pop("_wandb", None)
+        self._say_unstored(final)
+
+    def _say_unstored(self, final: bool) -> None:
+        """Each key holding values that are not numbers, and each kind of wall time that is
+        not one, said once per file with the rows it was in (per row would flood the output:
+        a text key is usually logged at every step)."""
+        so_far = "" if final else " so far"
+        for (key, kind), rows in sorted(self._unstored.items()):
+            if (key, kind) not in self._said:
+                self._said.add((key, kind))
+                self._problem(
+                    f"key {key!r} holds {kind}, not a storable number, in {rows} history row(s){so_far}; "
+                    "not stored (only numbers are: log a number to chart it)"
+                )
+        for shown, rows in sorted(self._bad_times.items()):
+            if ("_timestamp", shown) not in self._said:
+                self._said.add(("_timestamp", shown))
+                self._problem(
+                    f"_timestamp is {shown}, not a time, in {rows} history row(s){so_far}; "
+                    "their values are stored with the time they were read instead"
+                )
 
     def _row(self, history: Any) -> Record | None:
+        self._history += 1
         items = _items(history.item, self._problem)
         media = {key[: -len("._type")] for key in items if key.endswith("._type")}
         values: dict[str, float] = {}
         for key, value in items.items():
-            if key.startswith("_") or isinstance(value, bool) or not isinstance(value, int | float):
+            if key.startswith("_"):
                 continue
             if key in media or any(key.startswith(group + ".") for group in media):
                 continue
+            kind = _not_a_number(value)
+            if kind is not None:
+                self._unstored[key, kind] += 1
+                continue
             values[key] = float(value)
         if not values.keys() - {metric for _, metric in self._step_metrics}:
-            return None  # a row of media or text only (a step metric W&B copied in aside)
+            return None  # a row of media or text only (said above), or a step metric W&B copied
         step = self._step(values, items.get("_step", history.step.num))
         if step is None:
             return None
         for _, metric in self._step_metrics:
             values.pop(metric, None)
         self._rows += 1
-        at = items.get("_timestamp")
-        wall = float(at) if isinstance(at, int | float) and not isinstance(at, bool) else None
-        return Record(step=step, values=values, wall_time=wall)
+        return Record(step=step, values=values, wall_time=self._wall(items))
+
+    def _wall(self, items: dict[str, Any]) -> float | None:
+        """The row's `_timestamp`; None (the time it is read, downstream) when it has none or
+        one that is no time: a NaN or infinite one cannot be stored as a point's time."""
+        if "_timestamp" not in items:
+            return None
+        at = items["_timestamp"]
+        if _not_a_number(at) is None:
+            wall = float(at)
+            if math.isfinite(wall):
+                return wall
+        self._bad_times[_shown(at)] += 1
+        return None
 
     def _step(self, values: dict[str, float], counter: Any) -> int | None:
         """The row's step: the step metric defined for its keys, else W&B's `_step`."""
@@ -220,18 +295,35 @@ class WandbRunSource:
             if not any(fnmatchcase(key, glob) for key in values if key != metric):
                 continue
             value = values.get(metric)
-            if value is not None and math.isfinite(value) and value >= 0 and value.is_integer():
+            if (
+                value is not None
+                and math.isfinite(value)
+                and 0 <= value <= MAX_STEP
+                and value.is_integer()
+            ):
                 self._step_source = self._step_source or f"{metric} (the run's W&B step metric)"
                 return int(value)
             wanted = wanted or metric
         if wanted is not None:
             self._problem(
-                f"history row {self._rows + 1} has no whole {wanted}, the step its keys are "
+                f"history row {self._history} has no whole {wanted}, the step its keys are "
                 "logged against; not placed"
             )
             return None
-        if isinstance(counter, bool) or not isinstance(counter, int) or counter < 0:
-            self._problem(f"history row {self._rows + 1} has no _step; not placed")
+        step = counter
+        if isinstance(counter, float) and math.isfinite(counter) and counter.is_integer():
+            step = int(counter)
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            self._problem(
+                f"history row {self._history}: _step {_shown(counter)} is not a whole number "
+                ">= 0; not placed"
+            )
+            return None
+        if step > MAX_STEP:
+            self._problem(
+                f"history row {self._history}: _step {step} is beyond the largest storable step "
+                f"{MAX_STEP} (2**63 - 1); not placed"
+            )
             return None
         self._step_source = self._step_source or "_step (W&B's step)"
-        return counter
+        return step

@@ -85,4 +85,11 @@ def test_a_broken_trainer_state_is_reported_by_name_without_a_traceback(
     bad.write_text("{not json")
     assert main(["import", str(bad), "--format", "trainer-state"]) == 1
     err = capsys.readouterr().err
-    assert "not a JSON object" in err and "Traceback" not in err
+    assert f"{bad}: not valid JSON" in err and "line 1, column 2" in err
+    assert "Traceback" not in err
+    # an integer past Python's 4,300-digit parse limit is named, not a traceback
+    bad.write_text('{"global_step": 1, "log_history": [{"step": 1, "loss": 1' + "0" * 5000 + "}]}")
+    assert main(["import", str(bad), "--format", "trainer-state"]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}: cannot be read as JSON: Exceeds the limit (4300 digits)" in err
+    assert "Traceback" not in err

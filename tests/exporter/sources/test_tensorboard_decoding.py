@@ -3,6 +3,7 @@ what protobuf decoding of every record gives, and damage is found where it is.""
 
 from __future__ import annotations
 
+import math
 import struct
 from pathlib import Path
 
@@ -64,11 +65,12 @@ def _payload(kind: str, tag: str, step: int, wall: float, value: float) -> bytes
     return Event(wall_time=wall, step=step, summary=summary).SerializeToString()
 
 
-def _reference(payloads: list[bytes]) -> tuple[list[Record], int]:
-    """Every record through protobuf, consecutive events of one step merged; and how many
-    events had a negative step."""
+def _reference(payloads: list[bytes]) -> tuple[list[Record], int, int]:
+    """Every record through protobuf, consecutive events of one step merged; how many events
+    had a negative step; and how many kept ones had a wall time that is not finite (read as
+    none)."""
     records: list[Record] = []
-    negative = 0
+    negative = unclocked = 0
     step: int | None = None
     values: dict[str, float | list[float]] = {}
     wall: float | None = None
@@ -96,10 +98,12 @@ def _reference(payloads: list[bytes]) -> tuple[list[Record], int]:
             values[tag] = (
                 value if seen is None else [*(seen if isinstance(seen, list) else [seen]), value]
             )
-        wall = event.wall_time or None
+        finite = math.isfinite(event.wall_time)
+        unclocked += not finite
+        wall = (event.wall_time if finite else 0.0) or None
     if step is not None:
         records.append(Record(step, values, wall))
-    return records, negative
+    return records, negative, unclocked
 
 
 def _bits(value: float | list[float]) -> bytes:
@@ -126,10 +130,13 @@ def test_batch_decoding_matches_protobuf_for_any_mix_of_events(
     path.write_bytes(b"".join(_frame(p) for p in payloads))
     problems: list[Malformed] = []
     got = list(TensorBoardSource(path, problems.append, chunk_size=chunk).poll(final=True))
-    expected, negative = _reference(payloads)
+    expected, negative, unclocked = _reference(payloads)
     assert _comparable(got) == _comparable(expected)
-    assert len(problems) == negative
-    assert all("negative step" in p.reason for p in problems)
+    said = [p for p in problems if "wall time" in p.reason]
+    assert len(said) == (1 if unclocked else 0)
+    assert all(f"of {unclocked} event(s)" in p.reason for p in said)
+    assert len(problems) - len(said) == negative
+    assert all("negative step" in p.reason for p in problems if p not in said)
 
 
 @settings(max_examples=100, deadline=None)
@@ -190,7 +197,7 @@ def test_a_step_split_by_another_event_or_a_read_is_one_record_in_blocks(
     records = [
         r for item in got for r in (item.records() if isinstance(item, ScalarBlock) else [item])
     ]
-    expected, _ = _reference(payloads)
+    expected, _, _ = _reference(payloads)
     assert _comparable(records) == _comparable(expected)
     assert len(records) == 100
 
