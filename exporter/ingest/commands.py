@@ -813,6 +813,9 @@ class _Problems:
         self.count = 0
 
     def add(self, problem: Malformed) -> None:
+        if problem.kept:  # the values were stored: a warning, not a line skipped
+            print(f"rlvitals: warning: {problem}", file=self._out)
+            return
         self.count += 1
         if self.count <= _SHOWN_PROBLEMS:
             print(f"rlvitals: skipped {problem}", file=self._out)

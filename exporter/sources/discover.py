@@ -126,7 +126,8 @@ class LogFile:
 def _first_line(path: Path) -> str:
     try:
         with open(path, "rb") as fh:
-            return fh.readline(1 << 16).decode("utf-8", errors="replace").strip()
+            # a byte order mark (a file saved by an editor) is not part of the first line
+            return fh.readline(1 << 16).decode("utf-8", errors="replace").lstrip("\ufeff").strip()
     except OSError:
         return ""
 

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping
 
 from .lines import BadLine, as_step, as_value
-from .record import Record
+from .record import KeptNote, Record
 
 __all__ = ["STEP_KEYS", "WALL_TIME_KEYS", "JsonlParser"]
 
@@ -83,7 +83,9 @@ class JsonlParser:
                     shown = (
                         repr(raw_wall) if len(repr(raw_wall)) <= 40 else f"{repr(raw_wall)[:37]}..."
                     )
-                    self._name(key, f"{key!r} is {shown}, not a time: the step is stored")
+                    self._name(
+                        key, f"{key!r} is {shown}, not a time: the step is stored", kept=True
+                    )
                     wall_time = None
                 break
         values: dict[str, float] = {}
@@ -95,10 +97,11 @@ class JsonlParser:
                 self._name(key, f"{key!r} holds {_kind(raw)}, not a number: not stored")
         return Record(step=step, values=values, wall_time=wall_time)
 
-    def _name(self, key: str, problem: str) -> None:
+    def _name(self, key: str, problem: str, *, kept: bool = False) -> None:
         if key not in self._named:
             self._named.add(key)
-            self._problems.append(f"{problem} (said once for this key)")
+            said = f"{problem} (said once for this key)"
+            self._problems.append(KeptNote(said) if kept else said)
 
 
 def _kind(raw: object) -> str:

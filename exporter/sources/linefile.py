@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..schema import SourcePosition
 from .lines import BadLine, LineParser, StreamParser
-from .record import Malformed, Record
+from .record import KeptNote, Malformed, Record
 from .run_end import EndMark, EndScanner
 from .tail import TextTail
 
@@ -100,7 +100,8 @@ class LineFileSource:
             except BadLine as exc:
                 self._report(Malformed(str(self.path), line.number, str(exc)))
             for problem in parser.problems():
-                self._report(Malformed(str(self.path), line.number, problem))
+                kept = isinstance(problem, KeptNote)
+                self._report(Malformed(str(self.path), line.number, problem, kept=kept))
             if every and not count % every:
                 if stream is not None:
                     yield from stream.flush()  # nothing held back behind a saved position

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Malformed", "Record", "add_value"]
+__all__ = ["KeptNote", "Malformed", "Record", "add_value"]
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,21 @@ def add_value(values: dict[str, float | list[float]], name: str, value: float) -
         values[name] = [seen, value]
 
 
+class KeptNote(str):
+    """A parser's problem about a line whose values were all stored all the same (a wall time
+    that is not a time): a warning, not a line skipped."""
+
+
 @dataclass(frozen=True)
 class Malformed:
-    """A line (or record) a source skipped, with the reason; `line` is 1-based (0: not line-based)."""
+    """A line (or record) a source skipped, with the reason; `line` is 1-based (0: not line-based).
+    `kept`: nothing was skipped, the values were stored (said as a warning, not counted as a
+    malformed line)."""
 
     path: str
     line: int
     reason: str
+    kept: bool = False
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path

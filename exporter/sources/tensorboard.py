@@ -206,6 +206,7 @@ class TensorBoardSource:
                 "with the time they were read instead; the clock or the writer of the host that "
                 "wrote this file is at fault, fix it to have the training's own times"
                 + ("" if final else " (later ones in this file are not reported again)"),
+                kept=True,
             )
         )
         self._unclocked_said = True

@@ -173,8 +173,8 @@ class WandbRunSource:
         self._bad_times: Counter[str] = Counter()  # a `_timestamp` not a time, by kind: rows
         self._said: set[tuple[str, str]] = set()  # (key, kind) said already
 
-    def _problem(self, reason: str) -> None:
-        self._report(Malformed(str(self.path), 0, reason))
+    def _problem(self, reason: str, *, kept: bool = False) -> None:
+        self._report(Malformed(str(self.path), 0, reason, kept=kept))
 
     def close(self) -> None:
         """Nothing is held open: each poll opens the log."""
@@ -247,7 +247,8 @@ class WandbRunSource:
                 self._said.add(("_timestamp", shown))
                 self._problem(
                     f"_timestamp is {shown}, not a time, in {rows} history row(s){so_far}; "
-                    "their values are stored with the time they were read instead"
+                    "their values are stored with the time they were read instead",
+                    kept=True,
                 )
 
     def _row(self, history: Any) -> Record | None:

@@ -530,8 +530,11 @@ def block_partials(
         filled = np.where(present, values, 0.0)
         lows = np.fmin.reduceat(values, starts, axis=0).tolist()  # fmin/fmax: NaN left out
         highs = np.fmax.reduceat(values, starts, axis=0).tolist()
-    totals = np.add.reduceat(filled, starts, axis=0).tolist()
-    squares = np.add.reduceat(filled * filled, starts, axis=0).tolist()
+    # values near a float's limit (1e308) overflow the sums to infinity, which is what the
+    # statistics then say (their spread is not known); numpy need not warn on the terminal
+    with np.errstate(over="ignore", invalid="ignore"):
+        totals = np.add.reduceat(filled, starts, axis=0).tolist()
+        squares = np.add.reduceat(filled * filled, starts, axis=0).tolist()
     out: list[list[Any]] = []
     for j, (measurement, gpu, field) in enumerate(columns):
         if measurement == RUN_CONFIG:

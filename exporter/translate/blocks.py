@@ -196,7 +196,7 @@ class BlockTranslator(Translator):
             stop = i
             if fast[i] and not self._goes_back(int(steps[i])):
                 stop = i + 1
-                while stop < count and fast[stop]:
+                while stop < count and fast[stop] and not self._relogs_spread(int(steps[stop])):
                     stop += 1
                 stop = self._before_deriver_step(steps, plan_of, i, stop)
             if stop == i:
@@ -210,9 +210,10 @@ class BlockTranslator(Translator):
             i = stop
 
     def _goes_back(self, step: int) -> bool:
-        """Whether `log` at `step` would report a resume, which a plan does not."""
+        """Whether `log` at `step` would report a resume, which a plan does not, or replace a
+        spread stored at it, which a plan does not write."""
         last = self._last_step
-        return last is not None and step < last
+        return (last is not None and step < last) or self._relogs_spread(step)
 
     def _before_deriver_step(
         self,
@@ -474,7 +475,7 @@ class BlockTranslator(Translator):
             self._deriver.derive(step_list[i], logged, 0)
         last_seen.sort(key=lambda item: item[0])
         latest = {key: value for _, key, value in last_seen}
-        self._last_step = step_list[-1]
+        self._stored_at(step_list[-1])
         wall_list = walls[-64:].tolist()
         with self._counters.lock:
             c = self._counters

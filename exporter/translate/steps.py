@@ -383,6 +383,11 @@ class Translator:
         self._quiet = quiet
         self._framework = framework
         self._last_step = last_step
+        # The highest step this translator stored at, and every field it stored a spread for
+        # (several values at one step): a step logged again with one value replaces the spread
+        # too, so the per-call path takes a step at or below it while any spread was stored.
+        self._high = last_step
+        self._spread_keys: dict[tuple[str, str], tuple[str, str]] = {}  # key -> (field, gpu)
         self._warned: set[str] = set()
         self._warnings: dict[str, int] = {}  # warnings said, per kind of key
         # The distinct names logged so far (bounded): what the framework is detected from. A
@@ -438,6 +443,19 @@ class Translator:
     def restart_from(self, step: int | None) -> None:
         """Take `step` as the step the run was last at."""
         self._last_step = step
+        if step is not None and (self._high is None or step > self._high):
+            self._high = step
+
+    def _stored_at(self, step: int) -> None:
+        """A step's rows were made: it is the step the run is at, and maybe its highest."""
+        self._last_step = step
+        if self._high is None or step > self._high:
+            self._high = step
+
+    def _relogs_spread(self, step: int) -> bool:
+        """Whether `step` may be one stored before with a spread the per-call path replaces
+        (a block path never writes spreads, so it hands such a step to `log`)."""
+        return bool(self._spread_keys) and self._high is not None and step <= self._high
 
     def take_transform_rows(self, wall_time: float) -> list[SampleRow]:
         """The `run_config` row recording every transform seen so far, when one was added since
@@ -704,6 +722,7 @@ class Translator:
             targets = self._targets[framework] = {}
         run, rank = self._run, self._rank
         isfinite = math.isfinite
+        relogged = self._relogs_spread(istep)
         for name, raw in values.items():
             members: list[float] | None = None
             if raw.__class__ is float and name.__class__ is str and name:
@@ -739,6 +758,8 @@ class Translator:
                         continue
                     value = summary[0]
                     spreads[(f"unregistered:{field}", "")] = (field, "", *summary[1:])
+                elif relogged and (f"unregistered:{field}", "") in self._spread_keys:
+                    spreads[(f"unregistered:{field}", "")] = (field, "", 1, value, value)
                 if isfinite(value):
                     rows.append((run, rank, istep, UNREGISTERED, "", field, value, wall_time))
                     unregistered += 1
@@ -796,6 +817,12 @@ class Translator:
             latest[key] = canonical
             if spread is not None:
                 spreads[key] = (field, gpu, *spread)
+            elif relogged and key in self._spread_keys:
+                # this step held several values before: its one value now is their spread too,
+                # else the stored max could sit below the stored value
+                spreads[key] = (field, gpu, 1, canonical, canonical)
+        for key, (field, gpu, *_) in spreads.items():
+            self._spread_keys[key] = (field, gpu)
         for (field, gpu), count in marks.items():
             mark = nonfinite_field(field)
             rows.append((run, rank, istep, SPREAD, gpu, mark, float(count), wall_time))
@@ -817,7 +844,7 @@ class Translator:
             fields = json.dumps({"from_step": self._last_step})
             events.append((self._run, self._rank, istep, "resume", text, fields, wall_time))
         if rows or nonfinite:
-            self._last_step = istep
+            self._stored_at(istep)
         with self._counters.lock:
             c = self._counters
             c.rejected += rejected
@@ -931,14 +958,18 @@ class Translator:
         k = 0
         while k < count:
             last = self._last_step
-            if not plain[k] or (last is not None and steps[k] < last):
+            if (
+                not plain[k]
+                or (last is not None and steps[k] < last)
+                or self._relogs_spread(steps[k])
+            ):
                 values = dict(zip(names, rows[k], strict=True))
                 r, e = self.log(steps[k], values, wall_times[k], given)
                 out.append((None, r, e, self.take_held() if self._defer else (0, 0, 0)))
                 k += 1
                 continue
             end = k + 1
-            while end < count and plain[end]:
+            while end < count and plain[end] and not self._relogs_spread(steps[end]):
                 end += 1
             out += self._calls_block(
                 shape,
@@ -1158,7 +1189,7 @@ class Translator:
         unregistered = shape.unregistered * n - rejected_unregistered - nonfinite_unregistered
         stored = bool(parts) or bool(extra)
         if stored:
-            self._last_step = steps[-1]
+            self._stored_at(steps[-1])
         with self._counters.lock:
             c = self._counters
             c.rejected += rejected

@@ -158,3 +158,25 @@ def test_resume_must_be_a_bool(tmp_path: Path, reg: registry.Registry) -> None:
     settings = exporter.ExporterSettings(store=tmp_path / "store")
     with pytest.raises(exporter.ConfigError, match="resume='yes' must be True or False"):
         exporter.init("r", registry=reg, settings=settings, resume="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("after", [3, 60], ids=["one-by-one", "as-a-block"])
+def test_a_step_logged_again_with_one_value_replaces_the_spread_its_several_values_left(
+    tmp_path: Path, reg: registry.Registry, after: int
+) -> None:
+    """A resumed run logging a step again overwrites it (steps.py's resume event), its spread
+    included: a stored max below the stored value is a run that says two things at once. With
+    many calls after the resume, the worker translates them as a block of columns, which writes
+    no spread: the steps at or below the highest stored go one by one (an import of a TensorBoard
+    file whose step 3 held two events, then 1, then 3 again, left max 0.7 beside a value 0.9)."""
+    with _init(tmp_path, reg, framework="cleanrl") as run:
+        run.log(3, {"charts/episodic_return": [0.5, 0.7]})
+        run.log(1, {"charts/episodic_return": 0.2})  # resumed from an earlier checkpoint
+        for step in range(2, after + 1):
+            run.log(step, {"charts/episodic_return": 0.9 if step == 3 else 0.1})
+    with _box(tmp_path) as box:
+        steps, values = box.series("r", "raw_reward")
+        assert dict(zip(steps.tolist(), values.tolist(), strict=True))[3] == 0.9
+        s_steps, count, low, high = box.spread("r", "raw_reward")
+        at = {s: (c, lo, hi) for s, c, lo, hi in zip(s_steps, count, low, high, strict=True)}
+        assert at[3] == (1.0, 0.9, 0.9)
