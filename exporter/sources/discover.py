@@ -142,10 +142,15 @@ def _is_json_object(line: str) -> bool:
 
 
 def detect_format(
-    path: Path, *, pattern: str | None = None, sniffed: Sniffed | None = None
+    path: Path,
+    *,
+    pattern: str | None = None,
+    sniffed: Sniffed | None = None,
+    step_key: str | None = None,
 ) -> Format | None:
     """The format of one file by its name and first line (a text log by its content), or None
-    when it is not a known log."""
+    when it is not a known log. `step_key`: the user's step column, which makes a CSV whose
+    header has it a log as SB3's `time/total_timesteps` does."""
     name = path.name
     if is_event_file(path):
         return "tensorboard"
@@ -163,7 +168,8 @@ def detect_format(
     if lower.endswith(".json"):
         return "jsonl" if _is_json_object(_first_line(path)) else None
     if lower.endswith(".csv"):
-        return "sb3-csv" if SB3_STEP_KEY in _first_line(path).split(",") else None
+        header = _first_line(path).split(",")
+        return "sb3-csv" if SB3_STEP_KEY in header or (step_key and step_key in header) else None
     if lower.endswith(_TEXT_SUFFIXES):
         if pattern is not None:
             return "regex"
@@ -263,6 +269,7 @@ def discover(
     pattern: str | None = None,
     sniffed: Sniffed | None = None,
     unreadable: set[Path] | None = None,
+    step_key: str | None = None,
 ) -> list[LogFile]:
     """Every log file under `paths`, in a stable order; raise UnreadableLog for a bad path.
 
@@ -281,14 +288,14 @@ def discover(
                 "folder of logs"
             )
         if root.is_file():
-            chosen = fmt if fmt != "auto" else _detect_named(root, pattern)
+            chosen = fmt if fmt != "auto" else _detect_named(root, pattern, step_key)
             found.setdefault(root, LogFile(root, chosen))
             continue
         if not os.access(root, os.R_OK | os.X_OK):
             raise UnreadableLog(f"{root}: directory is not readable; check its permissions")
         for path in _walk(root, unreadable):
             if fmt == "auto":
-                kind = detect_format(path, pattern=pattern, sniffed=sniffed)
+                kind = detect_format(path, pattern=pattern, sniffed=sniffed, step_key=step_key)
             else:
                 kind = fmt if _matches(path, fmt, pattern) else None
             if kind == "trainer-state":  # the output folder, read as one log
@@ -341,8 +348,8 @@ def last_modified(log: LogFile) -> float:
     return newest
 
 
-def _detect_named(path: Path, pattern: str | None) -> Format:
-    detected = detect_format(path, pattern=pattern)
+def _detect_named(path: Path, pattern: str | None, step_key: str | None = None) -> Format:
+    detected = detect_format(path, pattern=pattern, step_key=step_key)
     if detected is not None:
         return detected
     if pattern is not None:

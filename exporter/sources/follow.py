@@ -73,7 +73,12 @@ class LogSet:
         new: list[LogFile] = []
         denied: set[Path] = set()
         found = discover(
-            self._paths, self._fmt, pattern=self._pattern, sniffed=self._sniffed, unreadable=denied
+            self._paths,
+            self._fmt,
+            pattern=self._pattern,
+            sniffed=self._sniffed,
+            unreadable=denied,
+            step_key=self._step_key,
         )
         if self._on_unreadable is not None:
             # each said once while it stays unreadable (a follower searches every poll)

@@ -216,3 +216,14 @@ def test_values_near_a_floats_limit_are_stored_without_a_numpy_warning(tmp_path:
     # the statistics then say infinity, which is what they are; numpy's "overflow encountered"
     # on the user's terminal said nothing they could act on
     assert "RuntimeWarning" not in done.stderr
+
+
+def test_a_csv_whose_step_column_is_named_by_step_key_is_found_in_its_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # docs/logs.md: "a JSONL or CSV log whose step is not under a usual key is read with
+    # --step-key KEY"; a folder search said "no logs found" for such a CSV
+    path = _csv(tmp_path, "step,train/loss\n100,0.5\n200,0.4\n")
+    rc, text = _import(path.parent.parent, tmp_path / "store", capsys, "--step-key", "step")
+    assert rc == 0
+    assert _counts(text)["stored"] == 2
