@@ -14,8 +14,8 @@ import json
 import math
 from collections.abc import Mapping
 
-from .lines import BadLine, as_step, as_value
-from .record import KeptNote, Record
+from .lines import BadLine, LineProblems, as_step, as_value, shown
+from .record import Record
 
 __all__ = ["STEP_KEYS", "WALL_TIME_KEYS", "JsonlParser"]
 
@@ -34,17 +34,15 @@ class JsonlParser:
 
     def __init__(self, step_key: str | None = None) -> None:
         self._step_keys = (step_key,) if step_key else STEP_KEYS
-        self._named: set[str] = set()  # keys of values not read, named once per file
-        self._problems: list[str] = []
+        self._problems = LineProblems()  # keys of values not read named once per file
 
     def reset(self) -> None:
         """The file starts over: its keys are named again."""
-        self._named.clear()
+        self._problems.reset()
 
     def problems(self) -> list[str]:
         """What the last lines held that was not read (the rest of them was); then forgotten."""
-        out, self._problems = self._problems, []
-        return out
+        return self._problems.take()
 
     def parse(self, text: str) -> Record | None:
         stripped = text.strip().lstrip("\ufeff")  # a byte order mark before the first line
@@ -65,7 +63,7 @@ class JsonlParser:
                 "JSON nested too deeply to read (a metrics line nests a few levels at most)"
             ) from None
         for name in twice:
-            self._problems.append(
+            self._problems.add(
                 f"{name!r} is in the line twice (nested and as a flat key): the later is kept"
             )
         step_key = next((k for k in self._step_keys if k in flat), None)
@@ -80,11 +78,10 @@ class JsonlParser:
                 wall_time = as_value(raw_wall) if not isinstance(raw_wall, str) else None
                 if wall_time is not None and not math.isfinite(wall_time):
                     # an unknown time, not a value: the step is stored, at the time of reading
-                    shown = (
-                        repr(raw_wall) if len(repr(raw_wall)) <= 40 else f"{repr(raw_wall)[:37]}..."
-                    )
                     self._name(
-                        key, f"{key!r} is {shown}, not a time: the step is stored", kept=True
+                        key,
+                        f"{key!r} is {shown(raw_wall)}, not a time: the step is stored",
+                        kept=True,
                     )
                     wall_time = None
                 break
@@ -98,10 +95,7 @@ class JsonlParser:
         return Record(step=step, values=values, wall_time=wall_time)
 
     def _name(self, key: str, problem: str, *, kept: bool = False) -> None:
-        if key not in self._named:
-            self._named.add(key)
-            said = f"{problem} (said once for this key)"
-            self._problems.append(KeptNote(said) if kept else said)
+        self._problems.once(key, f"{problem} (said once for this key)", kept=kept)
 
 
 def _kind(raw: object) -> str:

@@ -6,9 +6,9 @@ import math
 from typing import Protocol, runtime_checkable
 
 from ..schema import MAX_STEP
-from .record import Record
+from .record import KeptNote, Record
 
-__all__ = ["BadLine", "LineParser", "StreamParser", "as_step", "as_value"]
+__all__ = ["BadLine", "LineParser", "LineProblems", "StreamParser", "as_step", "as_value", "shown"]
 
 
 class BadLine(ValueError):
@@ -52,6 +52,38 @@ class StreamParser(Protocol):
         ...
 
     def reset(self) -> None: ...
+
+
+class LineProblems:
+    """What a line parser's lines held that was not read (the rest of them was), until asked
+    for (`take`); `once` names something once per file (a key holding text on every line is
+    named on its first), `reset` when the file starts over."""
+
+    def __init__(self) -> None:
+        self._named: set[str] = set()
+        self._said: list[str] = []
+
+    def add(self, problem: str) -> None:
+        self._said.append(problem)
+
+    def once(self, key: str, problem: str, *, kept: bool = False) -> None:
+        """`problem` unless `key` was named in this file; `kept`: its values were stored."""
+        if key not in self._named:
+            self._named.add(key)
+            self._said.append(KeptNote(problem) if kept else problem)
+
+    def take(self) -> list[str]:
+        out, self._said = self._said, []
+        return out
+
+    def reset(self) -> None:
+        self._named.clear()
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """`value`'s repr for a message, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def as_value(raw: object) -> float | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 
-from .lines import BadLine, as_step, as_value
+from .lines import BadLine, LineProblems, as_step, as_value
 from .record import Record
 
 __all__ = ["SB3_STEP_KEY", "Sb3CsvParser"]
@@ -25,17 +25,15 @@ class Sb3CsvParser:
     def __init__(self, step_key: str | None = None) -> None:
         self._step_key = step_key or SB3_STEP_KEY
         self._header: list[str] | None = None
-        self._named: set[str] = set()  # columns of cells not read, named once per file
-        self._problems: list[str] = []
+        self._problems = LineProblems()  # columns of cells not read named once per file
 
     def reset(self) -> None:
         self._header = None
-        self._named.clear()
+        self._problems.reset()
 
     def problems(self) -> list[str]:
         """What the last lines held that was not read (the rest of them was); then forgotten."""
-        out, self._problems = self._problems, []
-        return out
+        return self._problems.take()
 
     def parse(self, text: str) -> Record | None:
         if self._header is None:
@@ -55,7 +53,7 @@ class Sb3CsvParser:
             self._header = cells
             twice = sorted({c for c in cells if cells.count(c) > 1})
             if twice:
-                self._problems.append(
+                self._problems.add(
                     f"column(s) {', '.join(map(repr, twice))} named twice in the header: "
                     "a row's later cell is kept"
                 )
@@ -75,10 +73,10 @@ class Sb3CsvParser:
             value = as_value(cell)
             if value is not None:
                 values[key] = value
-            elif key not in self._named:
-                self._named.add(key)
-                self._problems.append(
+            else:
+                self._problems.once(
+                    key,
                     f"column {key!r} holds {cell[:40]!r}, not a number: not stored "
-                    "(said once for this column)"
+                    "(said once for this column)",
                 )
         return Record(step=step, values=values)

@@ -60,6 +60,22 @@ def _candidates(root: Path) -> list[tuple[int, Path]]:
     return found
 
 
+def _load(file: Path) -> dict[str, Any] | str:
+    """A state file's contents, or why they do not read."""
+    try:
+        # utf-8-sig: a file saved by an editor may begin with a byte order mark
+        data = json.loads(file.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+    except ValueError as exc:  # an integer literal past Python's 4,300-digit parse limit
+        return f"cannot be read as JSON: {exc}".split(";")[0]
+    except (OSError, UnicodeDecodeError, RecursionError) as exc:
+        return f"cannot be read ({type(exc).__name__}: {exc})"
+    return (
+        data if isinstance(data, dict) else "not a JSON object (a trainer_state.json was expected)"
+    )
+
+
 class TrainerStateSource:
     """Reads the log history of one output folder (or of one named `trainer_state.json`)."""
 
@@ -71,7 +87,6 @@ class TrainerStateSource:
         self._seen: tuple[str, int, int] | None = None  # (file, size, mtime) last parsed
         # entries that went back below a step yielded before are named once, not at each poll
         self._went_back_said: set[int] = set()
-        self._unread = ""  # why the last file `_load` tried did not read
 
     def close(self) -> None:
         """Nothing is kept open: the file is rewritten whole, so it is read whole."""
@@ -99,32 +114,17 @@ class TrainerStateSource:
         self._entries = position.lines
         return True
 
-    def _newest(self) -> tuple[Path, dict[str, Any] | None] | None:
+    def _newest(self) -> tuple[Path, dict[str, Any] | str] | None:
+        """The newest copy: its file and its state, or why it did not read."""
         files = [(0, self.path)] if self.path.is_file() else _candidates(self.path)
-        best: tuple[int, int, Path, dict[str, Any] | None] | None = None
+        best: tuple[int, int, Path, dict[str, Any] | str] | None = None
         for order, file in files:
-            state = self._load(file)
+            state = _load(file)
             step = state.get("global_step") if isinstance(state, dict) else None
             key = (step if isinstance(step, int) else -1, order)
             if best is None or key > best[:2]:
                 best = (*key, file, state)
         return None if best is None else (best[2], best[3])
-
-    def _load(self, file: Path) -> dict[str, Any] | None:
-        self._unread = "not a JSON object (a trainer_state.json was expected)"
-        try:
-            # utf-8-sig: a file saved by an editor may begin with a byte order mark
-            data = json.loads(file.read_text(encoding="utf-8-sig"))
-        except json.JSONDecodeError as exc:
-            self._unread = f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-            return None
-        except ValueError as exc:  # an integer literal past Python's 4,300-digit parse limit
-            self._unread = f"cannot be read as JSON: {exc}".split(";")[0]
-            return None
-        except (OSError, UnicodeDecodeError, RecursionError) as exc:
-            self._unread = f"cannot be read ({type(exc).__name__}: {exc})"
-            return None
-        return data if isinstance(data, dict) else None
 
     def poll(self, *, final: bool = False) -> Iterator[Record]:
         """Entries logged since the last poll, one Record per step."""
@@ -139,10 +139,9 @@ class TrainerStateSource:
         seen = (str(file), st.st_size, st.st_mtime_ns)
         if seen == self._seen:
             return
-        if state is None:
+        if isinstance(state, str):
             if final:
-                self._load(file)  # what kept it from reading, for the message
-                self._report(Malformed(str(file), 0, self._unread))
+                self._report(Malformed(str(file), 0, state))
             return
         history = state.get("log_history")
         if not isinstance(history, list):

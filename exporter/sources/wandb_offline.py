@@ -54,6 +54,7 @@ from typing import Any
 from ..schema import MAX_STEP, SourcePosition
 from .errors import SourceError
 from .leveldb_log import RecordLog
+from .lines import shown
 from .mlflow_files import RunIdentity
 from .record import Malformed, Record
 
@@ -104,10 +105,6 @@ def _not_a_number(value: Any) -> str | None:
     if isinstance(value, dict):
         return "a JSON object"
     return "null" if value is None else type(value).__name__
-
-
-def _shown(value: Any) -> str:
-    return repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
 
 
 def _items(items: Iterable[Any], problem: Callable[[str], None]) -> dict[str, Any]:
@@ -242,11 +239,11 @@ class WandbRunSource:
                     f"key {key!r} holds {kind}, not a storable number, in {rows} history row(s){so_far}; "
                     "not stored (only numbers are: log a number to chart it)"
                 )
-        for shown, rows in sorted(self._bad_times.items()):
-            if ("_timestamp", shown) not in self._said:
-                self._said.add(("_timestamp", shown))
+        for time_seen, rows in sorted(self._bad_times.items()):
+            if ("_timestamp", time_seen) not in self._said:
+                self._said.add(("_timestamp", time_seen))
                 self._problem(
-                    f"_timestamp is {shown}, not a time, in {rows} history row(s){so_far}; "
+                    f"_timestamp is {time_seen}, not a time, in {rows} history row(s){so_far}; "
                     "their values are stored with the time they were read instead",
                     kept=True,
                 )
@@ -286,7 +283,7 @@ class WandbRunSource:
             wall = float(at)
             if math.isfinite(wall):
                 return wall
-        self._bad_times[_shown(at)] += 1
+        self._bad_times[shown(at)] += 1
         return None
 
     def _step(self, values: dict[str, float], counter: Any) -> int | None:
@@ -316,7 +313,7 @@ class WandbRunSource:
             step = int(counter)
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             self._problem(
-                f"history row {self._history}: _step {_shown(counter)} is not a whole number "
+                f"history row {self._history}: _step {shown(counter)} is not a whole number "
                 ">= 0; not placed"
             )
             return None

@@ -442,9 +442,10 @@ class Translator:
 
     def restart_from(self, step: int | None) -> None:
         """Take `step` as the step the run was last at."""
-        self._last_step = step
-        if step is not None and (self._high is None or step > self._high):
-            self._high = step
+        if step is None:
+            self._last_step = None
+        else:
+            self._stored_at(step)
 
     def _stored_at(self, step: int) -> None:
         """A step's rows were made: it is the step the run is at, and maybe its highest."""
