@@ -171,9 +171,15 @@ class _Lag:
 
 @contextlib.contextmanager
 def _rlvitals(
-    reg: registry.Registry, tmp: Path, name: str, influx_url: str | None
+    reg: registry.Registry,
+    tmp: Path,
+    name: str,
+    influx_url: str | None,
+    commit_interval: float | None = None,
 ) -> Iterator[tuple[Logger, Callable[[list[float]], _Lag]]]:
     settings = exporter.ExporterSettings(store=tmp / name, policy="warn")
+    if commit_interval is not None:
+        settings = settings.replace(commit_interval=commit_interval)
     if influx_url:
         settings = settings.replace(influx_url=influx_url, influx_database="bench")
     run = exporter.init(name, registry=reg, settings=settings, framework="sb3")
@@ -296,6 +302,12 @@ def main() -> None:
         help="which loggers to measure, comma-separated (neighbour: no logger, a busy process "
         "on another core, to show what the machine alone does to the loop)",
     )
+    parser.add_argument(
+        "--commit-interval",
+        type=float,
+        default=None,
+        help="the worker's commit interval for rlvitals (default: the exporter's)",
+    )
     args = parser.parse_args()
     logging.getLogger("exporter").setLevel(logging.ERROR)
     reg = registry.load()
@@ -366,7 +378,10 @@ def main() -> None:
                             name = f"{who}-{kind}-{int(rate)}-{r}".replace("+", "-")
                             alone, _ = _loop(work, None, payloads, rate)
                             cpu_alone = _LAST_CPU[0]
-                            with _rlvitals(reg, tmp, name, url) as (logger, lag):
+                            with _rlvitals(reg, tmp, name, url, args.commit_interval) as (
+                                logger,
+                                lag,
+                            ):
                                 took, logged_at = _loop(work, logger[0], payloads, rate)
                                 cpus.append(_LAST_CPU[0] / cpu_alone - 1)
                                 measured = lag(logged_at)

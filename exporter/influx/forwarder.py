@@ -11,6 +11,7 @@ It forwards every unsent row in the outbox file, including rows a killed process
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -240,6 +241,7 @@ class Forwarder:
         self._failing = False
         self._renderer = LineRenderer()
         self._next: _Batch | None = None  # read while the batch before it was written
+        self._caught_up = False  # the last batch sent was all there was to send
         self._rollups = rollups  # step rollups kept in InfluxDB beside the points sent
         # summed and written on a thread of their own (over the rollups' own connection), so the
         # next batch is read and sent meanwhile
@@ -364,14 +366,19 @@ class Forwarder:
                         return
                     outbox = opened
                     continue
-                if sent == 0:
+                if sent == 0 or self._caught_up:
+                    # Nothing more to send now: what the run logs meanwhile goes in one request
+                    # after the idle wait (a flush cuts it short), not one per commit of the
+                    # worker, each a read, a render, two requests and a mark in the store.
                     self._roll_up_idle(outbox)
                     # the rows the watermark passed, marked while nothing waits (see
-                    # `Outbox.settle_sent`): a busy forwarder never pays for it
-                    _safe(outbox.settle_sent, 0)
-                    with self._cond:
-                        self._empty_passes += 1
-                        self._cond.notify_all()
+                    # `Outbox.settle_sent`): a busy forwarder never pays for it; twice what
+                    # was sent, so the marking keeps up with a run that never pauses
+                    _safe(functools.partial(outbox.settle_sent, max(10_000, 2 * sent)), 0)
+                    if sent == 0:
+                        with self._cond:
+                            self._empty_passes += 1
+                            self._cond.notify_all()
                     self._wake.wait(self._idle_wait)
                     self._wake.clear()
         finally:
@@ -506,12 +513,14 @@ class Forwarder:
             batch = self._read(outbox)
         if batch is None:
             return 0
+        self._caught_up = not self._full(batch)
         written = _send_in_background(self._writer, batch.body)
         after = None
-        try:
-            after = self._read(outbox, after=batch)
-        except Exception as exc:  # a failed read ahead is read again next pass
-            _log.debug("rlvitals forwarder: reading ahead failed (%s)", exc)
+        if self._full(batch):  # (a batch short of full read everything there was)
+            try:
+                after = self._read(outbox, after=batch)
+            except Exception as exc:  # a failed read ahead is read again next pass
+                _log.debug("rlvitals forwarder: reading ahead failed (%s)", exc)
         try:
             written()
         except WriteError as exc:
@@ -523,6 +532,11 @@ class Forwarder:
         count = self._done(outbox, batch, refused)
         self._next = after
         return count
+
+    def _full(self, batch: _Batch) -> bool:
+        """Whether a batch took all the rows (or events) one read may take: more may wait."""
+        points = len(batch.points) if batch.points is not None else 0
+        return points >= self._batch or len(batch.events) >= max(1, self._batch // 10)
 
     def _read(self, outbox: Outbox, after: _Batch | None = None) -> _Batch | None:
         """The next batch of unsent rows and events, rendered (`after`: past a batch not yet

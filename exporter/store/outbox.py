@@ -1917,7 +1917,14 @@ class Outbox:
         join = " LEFT JOIN runs r ON r.run = x.run" if "r." in columns else ""
         # points past the forwarders' watermark (see `mark_ranges`); events are marked one by one
         unsent = _UNSENT_POINTS if table == "points" else "x.sent = 0"
-        if after is not None:
+        if after is not None and table == "points":
+            # one lower bound, the higher of the two: with two, SQLite walks the index from the
+            # watermark and skips the batch in flight row by row (8 % of a backlog's read)
+            unsent = (
+                "x.sent = 0 AND x.seq > max((SELECT seq FROM points_sent_upto WHERE id = 0), "
+                f"{int(after)})"
+            )
+        elif after is not None:
             unsent += f" AND x.seq > {int(after)}"
         sql = f"SELECT x.seq, {columns} FROM {table} x{join} WHERE {unsent} ORDER BY x.seq LIMIT ?"
         with self._lock:
