@@ -373,7 +373,8 @@ class Forwarder:
                     self._roll_up_idle(outbox)
                     # the rows the watermark passed, marked while nothing waits (see
                     # `Outbox.settle_sent`): a busy forwarder never pays for it; twice what
-                    # was sent, so the marking keeps up with a run that never pauses
+                    # was sent, so the marking keeps up with a run that never pauses (left to
+                    # pauses alone, the child's CPU was no lower beyond this machine's noise)
                     _safe(functools.partial(outbox.settle_sent, max(10_000, 2 * sent)), 0)
                     if sent == 0:
                         with self._cond:

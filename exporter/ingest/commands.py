@@ -789,7 +789,7 @@ def _run_ingest(
         print(
             f"rlvitals: read no metric values from {', '.join(args.paths)}"
             + (f" ({len(found)} log file(s) hold no step with a value)" if found else "")
-            + (" (see the skipped lines above)" if problems.count else ""),
+            + (" (see the lines named above)" if problems.count or problems.parts else ""),
             file=err,
         )
     if status == 0 and not follow and not interrupted and not read and not resumed_any:
@@ -799,7 +799,7 @@ def _run_ingest(
         print(
             f"rlvitals: error: read no metric values from {', '.join(args.paths)}: the "
             f"{len(found)} log file(s) found hold no step with a value"
-            + (" (see the skipped lines above)" if problems.count else ""),
+            + (" (see the lines named above)" if problems.count or problems.parts else ""),
             file=err,
         )
     return status
@@ -811,10 +811,18 @@ class _Problems:
     def __init__(self, out: TextIO) -> None:
         self._out = out
         self.count = 0
+        self.parts = 0  # lines (or records) read in part: some of their values not stored
 
     def add(self, problem: Malformed) -> None:
         if problem.kept:  # the values were stored: a warning, not a line skipped
             print(f"rlvitals: warning: {problem}", file=self._out)
+            return
+        if problem.part:  # the rest of the line was stored: not a line skipped either
+            self.parts += 1
+            if self.parts <= _SHOWN_PROBLEMS:
+                print(f"rlvitals: not stored: {problem}", file=self._out)
+            elif self.parts == _SHOWN_PROBLEMS + 1:
+                print("rlvitals: more values not stored; only their count is shown", file=self._out)
             return
         self.count += 1
         if self.count <= _SHOWN_PROBLEMS:
@@ -836,6 +844,12 @@ class _Problems:
     def close(self) -> None:
         if self.count:
             print(f"rlvitals: {self.count} malformed line(s) skipped", file=self._out)
+        if self.parts:
+            print(
+                f"rlvitals: {self.parts} problem(s) with values in lines otherwise read (the "
+                "rest of each line stored)",
+                file=self._out,
+            )
 
 
 class _Progress:

@@ -46,6 +46,9 @@ class RecordLog:
         """Bytes read: the end of the last whole record (or of the file header)."""
         self.records = 0
         self._bad = False  # not a W&B log: never read again
+        # damaged records already said: one in the file's last, partly written block is read
+        # again at every poll (nothing whole after it moves `offset`), and said once
+        self._damaged: set[int] = set()
 
     def poll(self, *, final: bool = False) -> Iterator[bytes]:
         """Payloads of the records written whole since the last poll."""
@@ -68,6 +71,7 @@ class RecordLog:
                 return
             if (st.st_dev, st.st_ino) != self._ident or st.st_size < self.offset:
                 self._ident, self.offset, self.records = (st.st_dev, st.st_ino), 0, 0
+                self._damaged.clear()
             if self.offset == 0:
                 head = os.pread(fd, _HEADER, 0)
                 if len(head) < _HEADER and not final:
@@ -111,13 +115,16 @@ class RecordLog:
                     end = BLOCK  # a length running past its block: corrupt
                 if end > BLOCK or zlib.crc32(block[i + 6 : end]) != crc:
                     last = base + len(block) - 1
-                    self._problem(
-                        f"a damaged record at byte {base + i} (checksum): skipped the rest of its "
-                        f"32 KiB block, bytes {base + i}-{last} ({last - base - i + 1} bytes), "
-                        "with every record in it (its length may be what is damaged, so where "
-                        "the next record starts is not known); the log is read on from byte "
-                        f"{last + 1}"
-                    )
+                    said = base + i in self._damaged
+                    self._damaged.add(base + i)
+                    if not said:
+                        self._problem(
+                            f"a damaged record at byte {base + i} (checksum): skipped the rest of its "
+                            f"32 KiB block, bytes {base + i}-{last} ({last - base - i + 1} bytes), "
+                            "with every record in it (its length may be what is damaged, so where "
+                            "the next record starts is not known); the log is read on from byte "
+                            f"{last + 1}"
+                        )
                     parts, i, lost = None, BLOCK, True
                     break
                 payload = block[i + _HEADER : end]

@@ -100,8 +100,11 @@ class LineFileSource:
             except BadLine as exc:
                 self._report(Malformed(str(self.path), line.number, str(exc)))
             for problem in parser.problems():
+                # (a line parser's problems are about values in a line it read: `LineProblems`)
                 kept = isinstance(problem, KeptNote)
-                self._report(Malformed(str(self.path), line.number, problem, kept=kept))
+                self._report(
+                    Malformed(str(self.path), line.number, problem, kept=kept, part=not kept)
+                )
             if every and not count % every:
                 if stream is not None:
                     yield from stream.flush()  # nothing held back behind a saved position

@@ -45,12 +45,14 @@ class KeptNote(str):
 class Malformed:
     """A line (or record) a source skipped, with the reason; `line` is 1-based (0: not line-based).
     `kept`: nothing was skipped, the values were stored (said as a warning, not counted as a
-    malformed line)."""
+    malformed line). `part`: the line (or the records named) was read and the rest of it
+    stored; only the values the reason names were not (counted apart from lines skipped)."""
 
     path: str
     line: int
     reason: str
     kept: bool = False
+    part: bool = False
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path

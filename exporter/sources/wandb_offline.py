@@ -11,9 +11,10 @@ come with `wandb sync`): everything is in the log. What is read, by record type:
   `["actor/pg_loss"]`, a nested dict's `["a", "b"]`, named `a.b` as W&B shows it) with a JSON
   value (`NaN`/`Infinity` bare). Numbers are read; media are not: a key group with a `_type`
   child (tables, images, histograms: `table-file`, `histogram`, ...) is dropped, and so are
-  W&B's own `_runtime`, `_timestamp` (the row's wall time) and `_step`. Any other value that is
-  not a storable number (text, a list, an object, null, an integer too large for a float, and
-  true/false) is not stored, and said once per file per key and kind with its count of rows.
+  W&B's own `_runtime`, `_timestamp` (the row's wall time) and `_step`. A number is read as
+  `lines.as_value` reads one in every log (an integer too large for a float is as far out as
+  infinity, counted non-finite). Any other value (text, a list, an object, null, true/false)
+  is not stored, and said once per file per key and kind with its count of rows.
   Booleans are not stored as 1/0: the other readers (`jsonl.py`, `trainer_state.py`, `lines.py`
   `as_value`) take true/false for no metric, and a flag logged as a number is stored as one.
 - The row's wall time: `_timestamp` (seconds). One that is not a finite number is taken as
@@ -54,7 +55,7 @@ from typing import Any
 from ..schema import MAX_STEP, SourcePosition
 from .errors import SourceError
 from .leveldb_log import RecordLog
-from .lines import shown
+from .lines import as_value, shown
 from .mlflow_files import RunIdentity
 from .record import Malformed, Record
 
@@ -90,13 +91,7 @@ def _not_a_number(value: Any) -> str | None:
     """What a history value is when it is not a storable number (None: it is one)."""
     if isinstance(value, bool):
         return "true/false"
-    if isinstance(value, int):
-        try:
-            float(value)
-        except OverflowError:
-            return "an integer too large for a float"
-        return None
-    if isinstance(value, float):
+    if isinstance(value, int | float):
         return None
     if isinstance(value, str):
         return "text"
@@ -170,8 +165,8 @@ class WandbRunSource:
         self._bad_times: Counter[str] = Counter()  # a `_timestamp` not a time, by kind: rows
         self._said: set[tuple[str, str]] = set()  # (key, kind) said already
 
-    def _problem(self, reason: str, *, kept: bool = False) -> None:
-        self._report(Malformed(str(self.path), 0, reason, kept=kept))
+    def _problem(self, reason: str, *, kept: bool = False, part: bool = False) -> None:
+        self._report(Malformed(str(self.path), 0, reason, kept=kept, part=part))
 
     def close(self) -> None:
         """Nothing is held open: each poll opens the log."""
@@ -237,7 +232,8 @@ class WandbRunSource:
                 self._said.add((key, kind))
                 self._problem(
                     f"key {key!r} holds {kind}, not a storable number, in {rows} history row(s){so_far}; "
-                    "not stored (only numbers are: log a number to chart it)"
+                    "not stored (only numbers are: log a number to chart it)",
+                    part=True,
                 )
         for time_seen, rows in sorted(self._bad_times.items()):
             if ("_timestamp", time_seen) not in self._said:
@@ -259,10 +255,11 @@ class WandbRunSource:
             if key in media or any(key.startswith(group + ".") for group in media):
                 continue
             kind = _not_a_number(value)
-            if kind is not None:
-                self._unstored[key, kind] += 1
+            number = as_value(value) if kind is None else None
+            if number is None:
+                self._unstored[key, kind or "no number"] += 1
                 continue
-            values[key] = float(value)
+            values[key] = number
         if not values.keys() - {metric for _, metric in self._step_metrics}:
             return None  # a row of media or text only (said above), or a step metric W&B copied
         step = self._step(values, items.get("_step", history.step.num))
@@ -279,10 +276,9 @@ class WandbRunSource:
         if "_timestamp" not in items:
             return None
         at = items["_timestamp"]
-        if _not_a_number(at) is None:
-            wall = float(at)
-            if math.isfinite(wall):
-                return wall
+        wall = as_value(at) if _not_a_number(at) is None else None
+        if wall is not None and math.isfinite(wall):
+            return wall
         self._bad_times[shown(at)] += 1
         return None
 

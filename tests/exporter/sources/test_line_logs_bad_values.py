@@ -78,6 +78,10 @@ def test_jsonl_values_that_are_not_numbers_are_named_once_per_key_and_the_rest_s
     assert "log.jsonl:2: 'kl' holds null, not a number" in text
     # the byte order mark before the first line does not cost that line
     assert _counts(text)["stored"] == 3
+    # every line was read (its loss stored): none is a line skipped, each value is named
+    assert "malformed line" not in text and "rlvitals: skipped" not in text
+    assert "rlvitals: not stored: " in text
+    assert "4 problem(s) with values in lines otherwise read" in text
 
 
 def test_jsonl_a_wall_time_that_is_not_a_time_is_named_and_its_step_stored(
@@ -146,6 +150,7 @@ def test_sb3_csv_cells_that_are_not_numbers_are_named_once_per_column(
     assert "'def'" not in text  # the column was named already
     assert "progress.csv:4: column 'train/approx_kl' holds 'True'" in text
     assert _counts(text)["stored"] == 3  # 0.01, 0.5 and 0.02
+    assert "malformed line" not in text  # every row was read; two values were not stored
 
 
 def test_sb3_csv_a_column_named_twice_and_a_byte_order_mark_are_handled(

@@ -6,6 +6,7 @@ built by hand, byte for byte as MLflow's file store and W&B's transaction log la
 from __future__ import annotations
 
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import exporter
+from exporter.sources.leveldb_log import RecordLog
 
 MINI = str(Path(__file__).parents[2] / "fixtures" / "mini_registry")
 T = 1_700_000_000_000  # ms since the epoch, as MLflow writes a point's time
@@ -219,13 +221,24 @@ def test_a_nan_wall_time_is_taken_as_absent_said_once_and_the_values_stored(
     assert _series(tmp_path / "store", "r", "loss") == {1: 0.1, 2: 0.2, 3: 0.3}
 
 
-def test_an_integer_too_large_for_a_float_is_named_not_a_traceback(tmp_path: Path) -> None:
-    rows = [{"loss": "1" + "0" * 400, "_step": "1"}, {"loss": "0.3", "_step": "2"}]
+def test_an_integer_too_large_for_a_float_is_counted_non_finite_as_in_every_log(
+    tmp_path: Path,
+) -> None:
+    # lines.as_value, what JSONL, CSV and trainer_state.json read numbers with: as far out as
+    # infinity, so counted non-finite, never a traceback (nor a second rule for W&B)
+    rows = [
+        {"loss": "1" + "0" * 400, "_step": "1"},
+        {"loss": "0.3", "_step": "2", "_timestamp": "1" + "0" * 400},
+    ]
     log = _wandb_log(tmp_path / "logs", rows)
     done = _import(tmp_path / "store", tmp_path / "logs")
     assert done.returncode == 0, done.stderr
-    assert f"{log}: key 'loss' holds an integer too large for a float" in done.stderr
-    assert "in 1 history row(s)" in done.stderr
+    assert "too large" not in done.stderr and "not a storable number" not in done.stderr
+    assert re.search(r"non-finite 1\b", done.stdout + done.stderr), done.stdout
+    assert re.search(
+        re.escape(f"{log}: _timestamp is 1000") + r"0*\.\.\., not a time, in 1 history row",
+        done.stderr,
+    )
     assert _series(tmp_path / "store", "r", "loss") == {2: 0.3}
 
 
@@ -278,3 +291,29 @@ def test_a_damaged_record_says_which_bytes_of_its_block_were_skipped(tmp_path: P
     first_read = next(i for i, start in enumerate(starts) if start >= BLOCK) - 1  # its row
     steps = sorted(_series(tmp_path / "store", "r", "loss"))
     assert steps == [0, 1, *range(first_read, 150)]
+
+
+def test_a_damaged_record_in_the_block_being_written_is_said_once_however_often_it_is_polled(
+    tmp_path: Path,
+) -> None:
+    # `tail` polls the log as W&B writes it: a damaged record in its last, partly written block
+    # is read again at every poll (no whole record after it moves the read position on)
+    rows = [{"loss": f"{s}.0", "_step": str(s)} for s in range(5)]
+    data, starts = _framed([_run_record(), *map(_history, rows)])
+    assert len(data) < BLOCK  # all in the first block, still being written
+    broken = bytearray(data)
+    broken[starts[3] + 9] ^= 0xFF  # a byte of the third history row's payload
+    path = tmp_path / "run-abc123.wandb"
+    path.write_bytes(bytes(broken))
+    said: list[str] = []
+    log = RecordLog(path, said.append)
+    assert len(list(log.poll())) == 3  # the run record and the two rows before the damage
+    for _ in range(3):
+        assert list(log.poll()) == []
+    with path.open("ab") as grown:  # the writer goes on in the same block
+        payload = _history({"loss": "9.0", "_step": "9"})
+        crc = zlib.crc32(bytes([1]) + payload)  # one whole record (kind 1)
+        grown.write(struct.pack("<IHB", crc, len(payload), 1) + payload)
+    assert list(log.poll()) == []  # the rest of a damaged block is not read (as documented)
+    assert len(said) == 1 and f"a damaged record at byte {starts[3]}" in said[0], said
+    assert list(log.poll(final=True)) == [] and len(said) == 1
