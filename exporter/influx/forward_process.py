@@ -102,8 +102,12 @@ class ForwarderProcess:
 
     def _spawn(self) -> None:
         env = dict(os.environ)
-        # the child imports this package the way the parent did, installed or not
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        # The child imports this package the way the parent did, installed or not: from the
+        # folder the parent's `exporter` came from, first (an editable install is found by an
+        # import hook after the path, so a folder named `exporter` on the path, a namespace
+        # package to Python, would be found instead: "No module named ...forward_child").
+        home = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join([home, *(p for p in sys.path if p and p != home)])
         # Its stderr is a file in the store, not the training's: a child left draining after
         # the training exited must not hold the training's pipes open (a shell piping the
         # training's output into `tee` would wait for the drain), and what it says then has

@@ -229,3 +229,26 @@ def test_a_child_that_sent_all_there_was_sends_what_comes_next_once_per_idle_wai
     assert unmarked <= stored / seconds, (unmarked, stored)  # at most the last second's
     points = server.query("steady", 'SELECT count("clip_fraction") FROM "policy"')
     assert points[0]["count"] == step  # and every step arrived
+
+
+def test_the_child_imports_the_parents_exporter_whatever_folders_share_its_name(
+    tmp_path: Path, reg: registry.Registry, influx: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A training project with a folder named `exporter` (no __init__: a namespace package to
+    # Python) on its path: the child, given the parent's path, found that folder instead of an
+    # editable install's package ("No module named exporter.influx.forward_child") and the run
+    # fell back to a thread after two failed starts.
+    shadow = tmp_path / "project"
+    (shadow / "exporter").mkdir(parents=True)
+    # and the project's own folder not on the path as a folder (an installed rlvitals: pytest
+    # puts it there for this suite)
+    away = [p for p in sys.path if p and Path(p).resolve() != _ROOT]
+    monkeypatch.setattr(sys, "path", [str(shadow), *away])
+    monkeypatch.chdir(shadow)
+    with exporter.init("r", registry=reg, settings=influx.settings(tmp_path / "store")) as run:
+        run.log(0, {"losses/clipfrac": 0.25})
+        assert run.flush()
+        child = run._forwarder
+        assert isinstance(child, ForwarderProcess)
+        assert child.ready and child._fallback is None
+    assert _steps(influx, "r") == [0]
