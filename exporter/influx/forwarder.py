@@ -517,7 +517,7 @@ class Forwarder:
         self._caught_up = not self._full(batch)
         written = _send_in_background(self._writer, batch.body)
         after = None
-        if self._full(batch):  # (a batch short of full read everything there was)
+        if not self._caught_up:  # (a batch short of full read everything there was)
             try:
                 after = self._read(outbox, after=batch)
             except Exception as exc:  # a failed read ahead is read again next pass

@@ -6,8 +6,8 @@ a batch at a time in numpy instead of a row at a time: the rows are grouped into
 sort, each point's `step` and `wall_time` become two more rows, a second sort puts every point's
 fields in name order, and the body is one join of `separator + key= + value + tail` pieces
 (`" "` after the point's prefix or `","` before a field; the step's timestamp after a point's
-last field), the four parts of every piece laid side by side in one array. Only the names of the few run fields and tag sets a batch holds are looked at in
-Python. A batch with a field named `step` or `wall_time` (which the point fields override) goes
+last field), the four parts of every piece laid side by side in one array. Only the names of
+the few run fields and tag sets a batch holds are looked at in Python. A batch with a field named `step` or `wall_time` (which the point fields override) goes
 to `LineRenderer`. Lines come in (run, tag set, step) order, not the order read: InfluxDB does
 not care, and no two lines of a batch share a point.
 """

@@ -115,9 +115,8 @@ class RecordLog:
                     end = BLOCK  # a length running past its block: corrupt
                 if end > BLOCK or zlib.crc32(block[i + 6 : end]) != crc:
                     last = base + len(block) - 1
-                    said = base + i in self._damaged
-                    self._damaged.add(base + i)
-                    if not said:
+                    if base + i not in self._damaged:
+                        self._damaged.add(base + i)
                         self._problem(
                             f"a damaged record at byte {base + i} (checksum): skipped the rest of its "
                             f"32 KiB block, bytes {base + i}-{last} ({last - base - i + 1} bytes), "

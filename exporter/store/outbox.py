@@ -292,7 +292,9 @@ DATA_TABLES = (
 statistics, rollups) are derived from these. `samples` is the view of `points` under their `run_fields` and `tag_sets`."""
 
 
-_UNSENT_POINTS = "x.sent = 0 AND x.seq > (SELECT seq FROM points_sent_upto WHERE id = 0)"
+_WATERMARK = "(SELECT seq FROM points_sent_upto WHERE id = 0)"
+"""SQL: the sequence number up to which the forwarders sent every point (`mark_ranges`)."""
+_UNSENT_POINTS = f"x.sent = 0 AND x.seq > {_WATERMARK}"
 """Points not yet sent (`x`: the points table): unmarked and past the forwarders' watermark."""
 
 
@@ -1920,10 +1922,7 @@ class Outbox:
         if after is not None and table == "points":
             # one lower bound, the higher of the two: with two, SQLite walks the index from the
             # watermark and skips the batch in flight row by row (8 % of a backlog's read)
-            unsent = (
-                "x.sent = 0 AND x.seq > max((SELECT seq FROM points_sent_upto WHERE id = 0), "
-                f"{int(after)})"
-            )
+            unsent = f"x.sent = 0 AND x.seq > max({_WATERMARK}, {int(after)})"
         elif after is not None:
             unsent += f" AND x.seq > {int(after)}"
         sql = f"SELECT x.seq, {columns} FROM {table} x{join} WHERE {unsent} ORDER BY x.seq LIMIT ?"

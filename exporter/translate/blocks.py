@@ -209,12 +209,6 @@ class BlockTranslator(Translator):
             yield self._fast(block, i, stop, plan_of)
             i = stop
 
-    def _goes_back(self, step: int) -> bool:
-        """Whether `log` at `step` would report a resume, which a plan does not, or replace a
-        spread stored at it, which a plan does not write."""
-        last = self._last_step
-        return (last is not None and step < last) or self._relogs_spread(step)
-
     def _before_deriver_step(
         self,
         steps: npt.NDArray[np.int64],

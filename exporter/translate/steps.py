@@ -453,6 +453,12 @@ class Translator:
         if self._high is None or step > self._high:
             self._high = step
 
+    def _goes_back(self, step: int) -> bool:
+        """Whether `log` at `step` would report a resume, which a block does not, or replace a
+        spread stored at it, which a block does not write: such a step goes through `log`."""
+        last = self._last_step
+        return (last is not None and step < last) or self._relogs_spread(step)
+
     def _relogs_spread(self, step: int) -> bool:
         """Whether `step` may be one stored before with a spread the per-call path replaces
         (a block path never writes spreads, so it hands such a step to `log`)."""
@@ -958,12 +964,7 @@ class Translator:
         out: list[CallsOut] = []
         k = 0
         while k < count:
-            last = self._last_step
-            if (
-                not plain[k]
-                or (last is not None and steps[k] < last)
-                or self._relogs_spread(steps[k])
-            ):
+            if not plain[k] or self._goes_back(steps[k]):
                 values = dict(zip(names, rows[k], strict=True))
                 r, e = self.log(steps[k], values, wall_times[k], given)
                 out.append((None, r, e, self.take_held() if self._defer else (0, 0, 0)))
